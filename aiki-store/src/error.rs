@@ -1,0 +1,102 @@
+use crate::{RunId, RunStatus};
+
+/// Everything a store can fail with. Every backend maps its own errors onto these kinds, and
+/// the conformance suite checks kinds, never messages.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The thing asked for does not exist.
+    #[error("{what} not found")]
+    NotFound {
+        /// What was looked for, e.g. `run 3f2a…`.
+        what: String,
+    },
+    /// The run's revision moved on since the writer last saw it: another executor owns the run
+    /// now, or an operator paused or cancelled it. The writer must stop and write nothing more.
+    #[error(
+        "revision conflict on run {run_id}: expected revision {expected}, found {actual}; another \
+         executor or an operator changed the run, so this executor must stop working on it"
+    )]
+    RevisionConflict {
+        /// The run.
+        run_id: RunId,
+        /// The revision the writer expected.
+        expected: u64,
+        /// The revision the store holds.
+        actual: u64,
+    },
+    /// The status table forbids this move.
+    #[error("run {run_id} cannot move from `{from}` to `{to}`")]
+    InvalidTransition {
+        /// The run.
+        run_id: RunId,
+        /// Its current status.
+        from: RunStatus,
+        /// The refused target.
+        to: RunStatus,
+    },
+    /// A record with the same key already exists.
+    #[error("{what} already exists")]
+    AlreadyExists {
+        /// What collided.
+        what: String,
+    },
+    /// The database cannot be reached (or went away mid-call). Workers retry with back-off.
+    #[error("store unavailable: {message}; check that the database is running and reachable")]
+    Unavailable {
+        /// What happened.
+        message: String,
+        /// The driver's error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// Migrating the schema failed, or the database holds a schema newer than this code.
+    #[error("migration failed: {message}")]
+    Migration {
+        /// What happened and what to do.
+        message: String,
+    },
+    /// A store URL with a scheme no enabled backend serves.
+    #[error(
+        "unsupported store url `{url}`: {reason}; use `sqlite://path/to/file.db`, `sqlite::memory:` \
+         or `postgres://user@host/db` (PostgreSQL needs the `postgres` feature of aiki-store)"
+    )]
+    UnsupportedUrl {
+        /// The URL given.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A stored value could not be read back (corrupt or foreign data).
+    #[error("corrupt record: {message}")]
+    Corrupt {
+        /// What could not be decoded.
+        message: String,
+    },
+    /// Any other backend error.
+    #[error("store backend error: {source}")]
+    Backend {
+        /// The driver's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl StoreError {
+    /// `true` for [`StoreError::Unavailable`]: worth retrying after a pause.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable { .. })
+    }
+
+    /// `true` for [`StoreError::RevisionConflict`].
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StoreError::RevisionConflict { .. })
+    }
+
+    /// A [`StoreError::NotFound`] for a run.
+    pub fn run_not_found(id: RunId) -> Self {
+        StoreError::NotFound {
+            what: format!("run {id}"),
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Storage for [Aiki](https://docs.rs/aiki) durable workflows.
+//!
+//! This crate owns the data model (run ids, revisions, statuses and the records a run's
+//! history is made of), the [`Store`] trait every backend implements, and the backends:
+//!
+//! * [`memory::MemoryStore`]: in process, for fast tests. Always available.
+//! * `sqlite::SqliteStore` (feature `sqlite`, on by default): the embedded default.
+//! * `postgres::PostgresStore` (feature `postgres`): many worker machines, one database.
+//!
+//! [`connect`] picks a backend from a URL. The [`conformance`] module is the one test suite
+//! every backend must pass.
+//!
+//! The store knows nothing of workflow semantics beyond what must be atomic: every write an
+//! executor makes carries the revision it last saw, and the store checks it (and, for run
+//! transitions, increments it) in the same statement or transaction that applies the write.
+
+mod connect;
+mod error;
+pub mod memory;
+mod model;
+mod status;
+mod store;
+
+pub mod conformance;
+
+pub use connect::connect;
+pub use error::StoreError;
+pub use model::*;
+pub use status::{RunStatus, UnknownStatus};
+pub use store::{BoxStore, Store};

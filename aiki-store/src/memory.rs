@@ -1,0 +1,480 @@
+//! An in-process store: fast, not durable. Honours the whole [`Store`] contract, so it is what
+//! the runtime's own tests and quick experiments use; production wants SQLite or PostgreSQL.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::{
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
+    NewEvent, NewRun, RunId, RunRecord, RunStatus, SleepRecord, Store, StoreError, Transition,
+};
+
+/// The in-memory backend. Every call takes one lock, so every call is atomic.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    runs: HashMap<RunId, RunRecord>,
+    /// `(namespace, reference id)` → run.
+    references: HashMap<(String, String), RunId>,
+    entries: BTreeMap<(RunId, String, u32), EntryRecord>,
+    sleeps: BTreeMap<(RunId, String, u32), SleepRecord>,
+    events: BTreeMap<(RunId, String, u32), EventRecord>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl State {
+    fn run(&self, id: RunId) -> Result<&RunRecord, StoreError> {
+        self.runs
+            .get(&id)
+            .ok_or_else(|| StoreError::run_not_found(id))
+    }
+
+    fn check_revision(&self, id: RunId, expected: u64) -> Result<(), StoreError> {
+        let run = self.run(id)?;
+        if run.revision != expected {
+            return Err(StoreError::RevisionConflict {
+                run_id: id,
+                expected,
+                actual: run.revision,
+            });
+        }
+        Ok(())
+    }
+
+    fn insert_run(&mut self, new: NewRun) -> CreateOutcome {
+        if let Some(reference) = &new.reference_id {
+            let key = (new.namespace.to_string(), reference.clone());
+            if let Some(existing) = self.references.get(&key) {
+                return CreateOutcome::Existing(self.runs[existing].clone());
+            }
+            self.references.insert(key, new.id);
+        }
+        let run = RunRecord {
+            id: new.id,
+            namespace: new.namespace,
+            input: new.input,
+            input_hash: new.input_hash,
+            reference_id: new.reference_id,
+            pool: new.pool,
+            status: new.status,
+            revision: 1,
+            attempts: 1,
+            owner: None,
+            heartbeat_at: None,
+            due_at: new.due_at,
+            queued_at: (new.status == RunStatus::Queued).then_some(new.now),
+            output: None,
+            output_fingerprint: None,
+            error: None,
+            parent: new.parent,
+            created_at: new.now,
+            updated_at: new.now,
+        };
+        self.runs.insert(run.id, run.clone());
+        CreateOutcome::Created(run)
+    }
+
+    /// Sets a run's status, incrementing its revision and keeping the bookkeeping columns
+    /// consistent. The caller has checked the transition.
+    fn set_status(&mut self, id: RunId, to: RunStatus, due_at: Option<Millis>, now: Millis) {
+        let run = self
+            .runs
+            .get_mut(&id)
+            .expect("BUG: set_status on a missing run");
+        run.status = to;
+        run.revision += 1;
+        run.due_at = due_at;
+        run.updated_at = now;
+        if to != RunStatus::Running {
+            run.owner = None;
+            run.heartbeat_at = None;
+        }
+        if to == RunStatus::Queued {
+            run.queued_at = Some(now);
+        }
+    }
+
+    fn wait_already_satisfied(&self, id: RunId, transition: &Transition) -> bool {
+        let Some(wait) = &transition.wait else {
+            return false;
+        };
+        let event_there = wait
+            .events
+            .iter()
+            .any(|(name, index)| self.events.contains_key(&(id, name.clone(), *index)));
+        let child_ended = wait.children.iter().any(|child| {
+            self.runs
+                .get(child)
+                .is_some_and(|run| run.status.is_terminal())
+        });
+        event_there || child_ended
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    fn backend(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        let mut state = self.lock();
+        if state.runs.contains_key(&run.id) {
+            return Err(StoreError::AlreadyExists {
+                what: format!("run {}", run.id),
+            });
+        }
+        Ok(state.insert_run(run))
+    }
+
+    async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        self.lock().run(id).cloned()
+    }
+
+    async fn load_history(&self, id: RunId) -> Result<History, StoreError> {
+        let state = self.lock();
+        let run = state.run(id)?.clone();
+        let in_run = |key: &(RunId, String, u32)| key.0 == id;
+        Ok(History {
+            entries: state
+                .entries
+                .iter()
+                .filter(|(key, _)| in_run(key))
+                .map(|(_, entry)| entry.clone())
+                .collect(),
+            sleeps: state
+                .sleeps
+                .iter()
+                .filter(|(key, _)| in_run(key))
+                .map(|(_, sleep)| sleep.clone())
+                .collect(),
+            events: state
+                .events
+                .iter()
+                .filter(|(key, _)| in_run(key))
+                .map(|(_, event)| event.clone())
+                .collect(),
+            children: state
+                .runs
+                .values()
+                .filter(|child| child.parent.as_ref().is_some_and(|p| p.run_id == id))
+                .cloned()
+                .collect(),
+            run,
+        })
+    }
+
+    async fn transition(
+        &self,
+        id: RunId,
+        expected: u64,
+        transition: Transition,
+    ) -> Result<RunRecord, StoreError> {
+        let mut state = self.lock();
+        state.check_revision(id, expected)?;
+        let from = state.runs[&id].status;
+        let mut to = transition.to;
+        if !from.can_move_to(to) {
+            return Err(StoreError::InvalidTransition {
+                run_id: id,
+                from,
+                to,
+            });
+        }
+        let mut due_at = transition.due_at;
+        if to.is_suspended() && state.wait_already_satisfied(id, &transition) {
+            to = RunStatus::Scheduled;
+            due_at = Some(transition.now);
+        }
+        if transition.cancel_sleeps {
+            for sleep in state.sleeps.values_mut() {
+                if sleep.run_id == id && !sleep.cancelled && sleep.wake_at > transition.now {
+                    sleep.cancelled = true;
+                }
+            }
+        }
+        state.set_status(id, to, due_at, transition.now);
+        let run = state
+            .runs
+            .get_mut(&id)
+            .expect("BUG: run vanished under the lock");
+        if let Some(output) = transition.output {
+            run.output = Some(output);
+            run.output_fingerprint = transition.output_fingerprint;
+        }
+        if transition.error.is_some() {
+            run.error = transition.error;
+        }
+        if let Some(attempts) = transition.attempts {
+            run.attempts = attempts;
+        }
+        let run = run.clone();
+        if to.is_terminal() {
+            if let Some(parent) = &run.parent {
+                let waiting = state
+                    .runs
+                    .get(&parent.run_id)
+                    .is_some_and(|p| p.status == RunStatus::AwaitingChildWorkflow);
+                if waiting {
+                    state.set_status(
+                        parent.run_id,
+                        RunStatus::Scheduled,
+                        Some(transition.now),
+                        transition.now,
+                    );
+                }
+            }
+        }
+        Ok(run)
+    }
+
+    async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
+        let mut state = self.lock();
+        let mut candidates: Vec<(Millis, RunId)> = state
+            .runs
+            .values()
+            .filter(|run| {
+                run.status == RunStatus::Queued
+                    && run.pool == request.pool
+                    && request.namespaces.contains(&run.namespace)
+            })
+            .map(|run| (run.queued_at.unwrap_or(run.created_at), run.id))
+            .collect();
+        candidates.sort();
+        candidates.truncate(request.limit as usize);
+        let mut claimed = Vec::with_capacity(candidates.len());
+        for (_, id) in candidates {
+            state.set_status(id, RunStatus::Running, None, request.now);
+            let run = state.runs.get_mut(&id).expect("BUG: claimed run vanished");
+            run.owner = Some(request.owner.clone());
+            run.heartbeat_at = Some(request.now);
+            claimed.push(run.clone());
+        }
+        Ok(claimed)
+    }
+
+    async fn refresh_claim(
+        &self,
+        id: RunId,
+        owner: &str,
+        expected: u64,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        state.check_revision(id, expected)?;
+        let run = state
+            .runs
+            .get_mut(&id)
+            .expect("BUG: run vanished under the lock");
+        if run.owner.as_deref() != Some(owner) {
+            return Err(StoreError::RevisionConflict {
+                run_id: id,
+                expected,
+                actual: run.revision,
+            });
+        }
+        run.heartbeat_at = Some(now);
+        Ok(())
+    }
+
+    async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        state.check_revision(entry.run_id, expected)?;
+        state
+            .entries
+            .insert((entry.run_id, entry.address.clone(), entry.index), entry);
+        Ok(())
+    }
+
+    async fn start_child(
+        &self,
+        expected: u64,
+        mut entry: EntryRecord,
+        child: NewRun,
+    ) -> Result<RunRecord, StoreError> {
+        let mut state = self.lock();
+        state.check_revision(entry.run_id, expected)?;
+        if state.runs.contains_key(&child.id) {
+            return Err(StoreError::AlreadyExists {
+                what: format!("run {}", child.id),
+            });
+        }
+        let child = state.insert_run(child).run().clone();
+        entry.output = Some(serde_json::Value::String(child.id.to_string()));
+        state
+            .entries
+            .insert((entry.run_id, entry.address.clone(), entry.index), entry);
+        Ok(child)
+    }
+
+    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        state.check_revision(sleep.run_id, expected)?;
+        state
+            .sleeps
+            .insert((sleep.run_id, sleep.name.clone(), sleep.index), sleep);
+        Ok(())
+    }
+
+    async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+        let mut state = self.lock();
+        let run = state.run(event.run_id)?;
+        if run.status.is_terminal() {
+            return Err(StoreError::InvalidTransition {
+                run_id: run.id,
+                from: run.status,
+                to: RunStatus::Scheduled,
+            });
+        }
+        let queue = state.events.range(
+            (event.run_id, event.name.clone(), 0)..=(event.run_id, event.name.clone(), u32::MAX),
+        );
+        let mut next = 0;
+        for (_, existing) in queue {
+            if event.reference_id.is_some() && existing.reference_id == event.reference_id {
+                return Ok(AppendOutcome::Duplicate);
+            }
+            next = existing.index + 1;
+        }
+        state.events.insert(
+            (event.run_id, event.name.clone(), next),
+            EventRecord {
+                run_id: event.run_id,
+                name: event.name,
+                index: next,
+                data: Some(event.data),
+                timed_out: false,
+                reference_id: event.reference_id,
+                received_at: event.now,
+            },
+        );
+        let woke = state.runs[&event.run_id].status == RunStatus::AwaitingEvent;
+        if woke {
+            state.set_status(
+                event.run_id,
+                RunStatus::Scheduled,
+                Some(event.now),
+                event.now,
+            );
+        }
+        Ok(AppendOutcome::Appended { index: next, woke })
+    }
+
+    async fn record_event_timeout(
+        &self,
+        id: RunId,
+        expected: u64,
+        name: &str,
+        index: u32,
+        now: Millis,
+    ) -> Result<EventRecord, StoreError> {
+        let mut state = self.lock();
+        state.check_revision(id, expected)?;
+        let slot = state
+            .events
+            .entry((id, name.to_owned(), index))
+            .or_insert_with(|| EventRecord {
+                run_id: id,
+                name: name.to_owned(),
+                index,
+                data: None,
+                timed_out: true,
+                reference_id: None,
+                received_at: now,
+            });
+        Ok(slot.clone())
+    }
+
+    async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        let due: Vec<RunId> = state
+            .runs
+            .values()
+            .filter(|run| wakes_on_timer(run.status) && run.due_at.is_some_and(|due| due <= now))
+            .map(|run| run.id)
+            .collect();
+        for id in &due {
+            state.set_status(*id, RunStatus::Queued, None, now);
+        }
+        Ok(due.len() as u64)
+    }
+
+    async fn release_stale_claims(
+        &self,
+        now: Millis,
+        idle_timeout_ms: i64,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let mut state = self.lock();
+        let stale: Vec<RunId> = state
+            .runs
+            .values()
+            .filter(|run| {
+                run.status == RunStatus::Running
+                    && run.heartbeat_at.unwrap_or(run.updated_at) < now - idle_timeout_ms
+            })
+            .map(|run| run.id)
+            .collect();
+        for id in &stale {
+            state.set_status(*id, RunStatus::Queued, None, now);
+        }
+        Ok(stale)
+    }
+
+    async fn stall_undelivered(&self, now: Millis, max_age_ms: i64) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        let stalled: Vec<RunId> = state
+            .runs
+            .values()
+            .filter(|run| {
+                run.status == RunStatus::Queued
+                    && run.queued_at.unwrap_or(run.created_at) < now - max_age_ms
+            })
+            .map(|run| run.id)
+            .collect();
+        for id in &stalled {
+            state.set_status(*id, RunStatus::Stalled, None, now);
+        }
+        Ok(stalled.len() as u64)
+    }
+
+    async fn next_due(&self) -> Result<Option<Millis>, StoreError> {
+        let state = self.lock();
+        Ok(state
+            .runs
+            .values()
+            .filter(|run| wakes_on_timer(run.status))
+            .filter_map(|run| run.due_at)
+            .min())
+    }
+}
+
+/// The statuses [`Store::wake_due`] moves to `queued` when their `due_at` passes.
+pub(crate) fn wakes_on_timer(status: RunStatus) -> bool {
+    matches!(
+        status,
+        RunStatus::Scheduled
+            | RunStatus::Sleeping
+            | RunStatus::AwaitingEvent
+            | RunStatus::AwaitingRetry
+            | RunStatus::AwaitingChildWorkflow
+    )
+}

@@ -1,0 +1,125 @@
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::{
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
+    NewEvent, NewRun, RunId, RunRecord, SleepRecord, StoreError, Transition,
+};
+
+/// A shared, type-erased store.
+pub type BoxStore = Arc<dyn Store>;
+
+/// The storage contract of Aiki.
+///
+/// Every method is one atomic operation: SQL backends implement each as one statement or one
+/// transaction. Writes an executor makes carry the revision it last saw (`expected`); the store
+/// compares it with the run's revision in the same operation and returns
+/// [`StoreError::RevisionConflict`] on a mismatch, writing nothing. [`Store::transition`] and
+/// [`Store::claim`] increment the revision; entry, sleep and claim-refresh writes check it
+/// without incrementing, so a run's concurrent tasks do not fence each other.
+#[async_trait]
+pub trait Store: Send + Sync + Debug + 'static {
+    /// A short name of the backend (`memory`, `sqlite`, `postgres`), for logs and test names.
+    fn backend(&self) -> &'static str;
+
+    /// Creates a run, unless one with the same namespace and reference id exists, in which case
+    /// that run is returned untouched as [`CreateOutcome::Existing`].
+    async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError>;
+
+    /// One run. [`StoreError::NotFound`] if there is none.
+    async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError>;
+
+    /// A run with everything it recorded: entries, sleeps, events and child runs, in one call.
+    async fn load_history(&self, id: RunId) -> Result<History, StoreError>;
+
+    /// Moves a run to a new status, checking `expected` against its revision and incrementing
+    /// it. Leaving `running` clears the owner. Also, in the same operation:
+    ///
+    /// * a suspension whose [`WaitSpec`](crate::WaitSpec) already holds (the event is there, a
+    ///   child already ended) lands in `scheduled`, due at `now`, instead;
+    /// * a run reaching a terminal status wakes its parent if the parent is
+    ///   `awaiting_child_workflow` (to `scheduled`, due now, revision incremented);
+    /// * `cancel_sleeps` marks the run's pending sleeps cancelled.
+    ///
+    /// Returns the run as written.
+    async fn transition(
+        &self,
+        id: RunId,
+        expected: u64,
+        transition: Transition,
+    ) -> Result<RunRecord, StoreError>;
+
+    /// Claims up to `limit` `queued` runs of the given namespaces and pool, oldest first: each
+    /// becomes `running` with `owner` set, its heartbeat at `now` and its revision incremented.
+    /// Concurrent claimers never get the same run.
+    async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Refreshes a claim: checks the revision and owner (without incrementing) and sets the
+    /// heartbeat to `now`.
+    async fn refresh_claim(
+        &self,
+        id: RunId,
+        owner: &str,
+        expected: u64,
+        now: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// Inserts or replaces the manifest entry at `(run, address, index)`, checking the run's
+    /// revision without incrementing it.
+    async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError>;
+
+    /// Starts a child run: inserts its manifest entry in the parent (checking the parent's
+    /// revision) and creates the child, in one operation. If the child's namespace and
+    /// reference id already name a run, no run is created and the entry points at that one.
+    /// Returns the child run.
+    async fn start_child(
+        &self,
+        expected: u64,
+        entry: EntryRecord,
+        child: NewRun,
+    ) -> Result<RunRecord, StoreError>;
+
+    /// Inserts or replaces the sleep at `(run, name, index)`, checking the run's revision
+    /// without incrementing it.
+    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError>;
+
+    /// Appends an event to its name's queue (dropped as [`AppendOutcome::Duplicate`] when its
+    /// reference id was already seen for that run and name). A run in `awaiting_event` is woken
+    /// to `scheduled` (due now) in the same operation. [`StoreError::NotFound`] for an unknown
+    /// run; [`StoreError::InvalidTransition`] for a run that has ended.
+    async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError>;
+
+    /// Records that the `index`-th wait for `name` timed out, unless an event already took that
+    /// slot. Checks the revision without incrementing. Returns whatever holds the slot now.
+    async fn record_event_timeout(
+        &self,
+        id: RunId,
+        expected: u64,
+        name: &str,
+        index: u32,
+        now: Millis,
+    ) -> Result<EventRecord, StoreError>;
+
+    /// Moves every `scheduled`, `sleeping`, `awaiting_event`, `awaiting_retry` and
+    /// `awaiting_child_workflow` run whose `due_at` is at or before `now` to `queued`
+    /// (incrementing revisions). Returns how many moved.
+    async fn wake_due(&self, now: Millis) -> Result<u64, StoreError>;
+
+    /// Claim recovery: moves every `running` run whose last heartbeat is older than
+    /// `now - idle_timeout_ms` back to `queued`, clearing its owner and incrementing its
+    /// revision. Returns the released runs.
+    async fn release_stale_claims(
+        &self,
+        now: Millis,
+        idle_timeout_ms: i64,
+    ) -> Result<Vec<RunId>, StoreError>;
+
+    /// Moves every run `queued` since before `now - max_age_ms` to `stalled`. Returns how many.
+    async fn stall_undelivered(&self, now: Millis, max_age_ms: i64) -> Result<u64, StoreError>;
+
+    /// The earliest `due_at` among runs a timer will move ([`Store::wake_due`]), if any: lets a
+    /// worker sleep exactly until the next timer.
+    async fn next_due(&self) -> Result<Option<Millis>, StoreError>;
+}
