@@ -1,1 +1,147 @@
-//! Aiki.
+//! # Aiki: durable workflows as ordinary `async fn`s
+//!
+//! A workflow is an `async fn`. Its side effects live in tasks. When a worker crashes, a run
+//! sleeps for a day or waits for an outside event, the workflow is later executed again from
+//! the top (*replay*), and every task that already finished returns its recorded result
+//! instead of running again. Tasks are found by **content address** (task name + hash of the
+//! input), never by position, so the code of running workflows can be refactored: reordering
+//! or removing finished tasks is safe, and unsafe changes (an inserted task, a changed input,
+//! a renamed task) are caught before any new work runs.
+//!
+//! The tutorial below builds everything by hand with the traits, so that each moving part is
+//! visible.
+//!
+//! ## A task
+//!
+//! ```
+//! use aiki::{Task, TaskContext, TaskError};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize, schemars::JsonSchema)]
+//! struct Charge { order_id: String, cents: u64 }
+//!
+//! #[derive(Serialize, Deserialize, schemars::JsonSchema)]
+//! struct Receipt { transaction_id: String }
+//!
+//! struct ChargeCard;
+//!
+//! impl Task for ChargeCard {
+//!     type Input = Charge;
+//!     type Output = Receipt;
+//!     const NAME: &'static str = "charge-card";
+//!
+//!     async fn execute(&self, input: Charge, ctx: TaskContext) -> Result<Receipt, TaskError> {
+//!         // Call the payment provider here, with `ctx.address()` as idempotency key.
+//!         Ok(Receipt { transaction_id: format!("tx-{}", input.order_id) })
+//!     }
+//! }
+//! ```
+//!
+//! ## A workflow, a worker and a client
+//!
+//! ```
+//! # use aiki::{Task, TaskContext, TaskError};
+//! # use serde::{Deserialize, Serialize};
+//! # #[derive(Serialize, Deserialize, schemars::JsonSchema)]
+//! # struct Charge { order_id: String, cents: u64 }
+//! # #[derive(Serialize, Deserialize, schemars::JsonSchema)]
+//! # struct Receipt { transaction_id: String }
+//! # struct ChargeCard;
+//! # impl Task for ChargeCard {
+//! #     type Input = Charge; type Output = Receipt; const NAME: &'static str = "charge-card";
+//! #     async fn execute(&self, input: Charge, _: TaskContext) -> Result<Receipt, TaskError> {
+//! #         Ok(Receipt { transaction_id: format!("tx-{}", input.order_id) })
+//! #     }
+//! # }
+//! use std::time::Duration;
+//! use aiki::{Client, Run, Workflow, WorkflowError, Worker};
+//!
+//! struct OrderV1;
+//!
+//! impl Workflow for OrderV1 {
+//!     type Input = String;
+//!     type Output = Receipt;
+//!     const NAME: &'static str = "order-processing";
+//!     const VERSION: &'static str = "1.0.0";
+//!
+//!     async fn run(&self, run: &Run, order_id: String) -> Result<Receipt, WorkflowError> {
+//!         let receipt = ChargeCard.start(run, Charge { order_id, cents: 4200 }).await?;
+//!         run.sleep("cool-down", Duration::from_millis(1)).await?;
+//!         Ok(receipt)
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = aiki::connect("memory:").await?;
+//! let worker = Worker::builder(store.clone()).register(OrderV1).build()?.start();
+//! let client = Client::new(store);
+//!
+//! let handle = client.start::<OrderV1>("order-7".to_owned()).await?;
+//! let receipt = handle.result().await?;
+//! assert_eq!(receipt.transaction_id, "tx-order-7");
+//! worker.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## What replays, and what is caught
+//!
+//! * A task call with a recorded result at its address returns that result.
+//! * A call with no recorded result runs, **unless** results recorded by an earlier execution
+//!   are still unconsumed: then it fails with [`WorkflowError::NonDeterminism`] before it runs.
+//! * [`Run::sleep`] and event waits ([`Run::event`]) have per-name queues and are not manifest
+//!   entries; a sleep whose duration grew sleeps only the difference.
+//! * A recorded output whose schema fingerprint differs from the current output type's is
+//!   validated; a mismatch fails the run with [`WorkflowError::OutputSchemaMismatch`].
+//!
+//! ## Storage
+//!
+//! [`connect`] takes a URL: `sqlite://aiki.db` (embedded, the default), `postgres://…` (many
+//! worker machines) or `memory:` (tests).
+
+mod address;
+mod client;
+mod clock;
+mod error;
+mod handle;
+mod retry;
+mod run;
+mod schema;
+mod task;
+mod worker;
+mod workflow;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use address::{TaskAddress, canonical_json, child_address, input_hash, sha256_hex};
+pub use client::{Client, ConflictPolicy, Start};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{ClientError, TaskError, WorkflowError};
+pub use handle::RunHandle;
+pub use retry::{RetryPolicy, RetryPolicyError};
+pub use run::{ChildRun, ChildStart, Run, SleepOutcome};
+pub use schema::Schema;
+pub use task::{State, Task, TaskContext};
+pub use worker::{Worker, WorkerBuilder, WorkerHandle};
+pub use workflow::{Event, EventSpec, EventWait, Workflow};
+
+pub use aiki_store::{
+    self as store, BoxStore, Failure, Millis, Namespace, RunId, RunRecord, RunStatus, Store,
+    StoreError, connect,
+};
+
+/// The input type of a task or workflow function that takes no input. It hashes as `{}`, like
+/// the TypeScript reference's input-less functions.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+pub struct NoInput;

@@ -1,0 +1,338 @@
+//! The errors of the runtime.
+
+use std::fmt;
+
+use aiki_store::{Failure, RunId, RunStatus, StoreError};
+
+/// Why a workflow call (a task, a sleep, an event wait, a child) or a whole workflow failed.
+///
+/// A workflow returns `Result<Output, WorkflowError>`; `?` on task calls propagates failures,
+/// and a workflow may also match on them to handle a failed task. A few kinds fail the run no
+/// matter what the workflow does with them, and are never retried:
+/// [`NonDeterminism`](WorkflowError::NonDeterminism),
+/// [`OutputSchemaMismatch`](WorkflowError::OutputSchemaMismatch) and a lost claim.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkflowError {
+    /// The code reached a call with no recorded result while results recorded by an earlier
+    /// execution were still unconsumed: the code changed under a running workflow in a way that
+    /// is not safe (an inserted task, a changed input or name, a new branch). Nothing new ran.
+    #[error(
+        "non-determinism: the workflow reached the new address `{new_address}` while recorded \
+         results were still unconsumed at {}; the code changed under a running workflow (an \
+         inserted task, a changed task input or name, or a new branch). Append new work after \
+         all recorded work, or start a new workflow version with `v()`",
+        list(unconsumed)
+    )]
+    NonDeterminism {
+        /// The address with no recorded result.
+        new_address: String,
+        /// The addresses recorded by an earlier execution and not consumed, one per entry.
+        unconsumed: Vec<String>,
+    },
+    /// A task failed after its last attempt (or was interrupted with no attempt left).
+    #[error("task `{task}` at `{address}` failed after {attempts} attempt(s): {message}")]
+    TaskFailed {
+        /// The task's name.
+        task: String,
+        /// The call's address.
+        address: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The last error.
+        message: String,
+        /// `true` when the last attempt was cut short by a crash of its executor.
+        interrupted: bool,
+    },
+    /// A recorded output does not match the current output schema (the output type changed
+    /// under a running workflow).
+    #[error(
+        "recorded output of {what} at `{address}` does not match its current output schema: \
+         {mismatch}; keep output changes backwards compatible (add fields, don't rename them) \
+         or start a new workflow version with `v()`"
+    )]
+    OutputSchemaMismatch {
+        /// What produced the output: `task \`fetch-user\`` or `child workflow \`name@version\``.
+        what: String,
+        /// The call's address.
+        address: String,
+        /// What did not match.
+        mismatch: String,
+    },
+    /// A child workflow run ended without an output.
+    #[error("child workflow {namespace} (run {run_id}) ended {status}: {message}")]
+    ChildFailed {
+        /// The child's namespace.
+        namespace: String,
+        /// The child run.
+        run_id: RunId,
+        /// How it ended: `failed` or `cancelled`.
+        status: RunStatus,
+        /// Its error.
+        message: String,
+    },
+    /// A child start reused a reference id with a different input, under
+    /// [`ConflictPolicy::Error`](crate::ConflictPolicy::Error).
+    #[error(
+        "child workflow {namespace} with reference id `{reference_id}` already exists with a \
+         different input; use another reference id, or `ConflictPolicy::ReturnExisting`"
+    )]
+    ChildConflict {
+        /// The child's namespace.
+        namespace: String,
+        /// The reference id.
+        reference_id: String,
+    },
+    /// A recorded event does not deserialize into the event's payload type.
+    #[error("event `{event}` does not match its payload type: {message}")]
+    EventPayloadMismatch {
+        /// The event's name.
+        event: String,
+        /// What did not match.
+        message: String,
+    },
+    /// A value could not be serialized to JSON.
+    #[error("{what} could not be serialized to JSON: {message}")]
+    InputNotSerializable {
+        /// The type.
+        what: String,
+        /// The serializer's message.
+        message: String,
+    },
+    /// A task asked for shared state the worker was not given.
+    #[error(
+        "task `{task}` needs state of type `{type_name}`; give it to the worker with \
+         `Worker::builder(..).state(value)`"
+    )]
+    MissingState {
+        /// The task's name.
+        task: String,
+        /// The missing type.
+        type_name: &'static str,
+    },
+    /// This executor lost the run (another executor owns it now, or it was paused or
+    /// cancelled), or the store failed; the executor stops and writes nothing more.
+    #[error("the run was lost by this executor: {0}")]
+    Lost(#[source] StoreError),
+    /// The workflow's own error.
+    #[error("{message}")]
+    Failed {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn list(addresses: &[String]) -> String {
+    addresses
+        .iter()
+        .map(|address| format!("`{address}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl WorkflowError {
+    /// The workflow's own failure, with a message.
+    pub fn failed(message: impl fmt::Display) -> Self {
+        WorkflowError::Failed {
+            message: message.to_string(),
+        }
+    }
+
+    /// `false` for the kinds that a retry can never fix: non-determinism, a schema mismatch
+    /// of a recorded output, a child reference conflict, a lost run.
+    pub fn is_retryable(&self) -> bool {
+        !matches!(
+            self,
+            WorkflowError::NonDeterminism { .. }
+                | WorkflowError::OutputSchemaMismatch { .. }
+                | WorkflowError::ChildConflict { .. }
+                | WorkflowError::EventPayloadMismatch { .. }
+                | WorkflowError::Lost(_)
+        )
+    }
+
+    /// A short `snake_case` name of the kind, as recorded in the run's error.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkflowError::NonDeterminism { .. } => "non_determinism",
+            WorkflowError::TaskFailed {
+                interrupted: true, ..
+            } => "interrupted",
+            WorkflowError::TaskFailed { .. } => "task_failed",
+            WorkflowError::OutputSchemaMismatch { .. } => "output_schema_mismatch",
+            WorkflowError::ChildFailed { .. } => "child_failed",
+            WorkflowError::ChildConflict { .. } => "child_conflict",
+            WorkflowError::EventPayloadMismatch { .. } => "event_payload_mismatch",
+            WorkflowError::InputNotSerializable { .. } => "not_serializable",
+            WorkflowError::MissingState { .. } => "missing_state",
+            WorkflowError::Lost(_) => "lost",
+            WorkflowError::Failed { .. } => "failed",
+        }
+    }
+
+    /// The error as recorded on a run.
+    pub fn to_failure(&self) -> Failure {
+        Failure::new(self.kind(), self.to_string())
+    }
+}
+
+impl From<String> for WorkflowError {
+    fn from(message: String) -> Self {
+        WorkflowError::Failed { message }
+    }
+}
+
+impl From<&str> for WorkflowError {
+    fn from(message: &str) -> Self {
+        WorkflowError::failed(message)
+    }
+}
+
+/// A task's failure.
+///
+/// Any `std::error::Error` converts into it with `?`, so a task may return its own error type;
+/// [`TaskError::new`] makes one from a message. [`TaskError::permanent`] marks a failure that retries cannot fix.
+///
+/// Like `anyhow::Error`, this type does not implement `std::error::Error` itself, which is what
+/// lets every error type convert into it.
+pub struct TaskError {
+    message: String,
+    retryable: bool,
+}
+
+impl TaskError {
+    /// A failure that the task's retry policy may retry.
+    pub fn new(message: impl fmt::Display) -> Self {
+        TaskError {
+            message: message.to_string(),
+            retryable: true,
+        }
+    }
+
+    /// A failure that no retry can fix: the task fails at once, whatever its policy.
+    pub fn permanent(message: impl fmt::Display) -> Self {
+        TaskError {
+            message: message.to_string(),
+            retryable: false,
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// `false` for [`TaskError::permanent`] failures.
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+}
+
+impl fmt::Display for TaskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for TaskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskError")
+            .field("message", &self.message)
+            .field("retryable", &self.retryable)
+            .finish()
+    }
+}
+
+impl<E: std::error::Error> From<E> for TaskError {
+    fn from(error: E) -> Self {
+        TaskError::new(error)
+    }
+}
+
+/// Errors of the [`Client`](crate::Client), run handles and worker set-up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A start reused a reference id with a different input, under
+    /// [`ConflictPolicy::Error`](crate::ConflictPolicy::Error).
+    #[error(
+        "a run of {namespace} with reference id `{reference_id}` already exists (run {existing}) \
+         with a different input; use another reference id, or `ConflictPolicy::ReturnExisting` \
+         to get the existing run"
+    )]
+    ReferenceConflict {
+        /// The namespace.
+        namespace: String,
+        /// The reference id.
+        reference_id: String,
+        /// The run that holds it.
+        existing: RunId,
+    },
+    /// A value could not be serialized, or JSON does not match the schema it must match.
+    #[error("invalid {what}: {message}")]
+    InvalidInput {
+        /// What was invalid (`input of order-processing@1.0.0`, `event \`approved\``).
+        what: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An event name the workflow does not declare.
+    #[error("workflow {namespace} declares no event `{event}`; declared events: {declared}")]
+    UnknownEvent {
+        /// The namespace.
+        namespace: String,
+        /// The name sent.
+        event: String,
+        /// The names it declares.
+        declared: String,
+    },
+    /// The run ended in another terminal status than the one waited for.
+    #[error(
+        "run {run_id} ended `{status}` instead of reaching `{wanted}`{}",
+        error_suffix(error)
+    )]
+    EndedInOtherStatus {
+        /// The run.
+        run_id: RunId,
+        /// The status it ended in.
+        status: RunStatus,
+        /// The status waited for.
+        wanted: RunStatus,
+        /// Its error, if it failed.
+        error: Option<Failure>,
+    },
+    /// The run belongs to another workflow version than the handle's type.
+    #[error("run {run_id} belongs to {actual}, not {expected}")]
+    WrongWorkflow {
+        /// The run.
+        run_id: RunId,
+        /// The handle's namespace.
+        expected: String,
+        /// The run's namespace.
+        actual: String,
+    },
+    /// The recorded output does not deserialize into the workflow's output type.
+    #[error("run {run_id} output does not match the workflow's output type: {message}")]
+    OutputMismatch {
+        /// The run.
+        run_id: RunId,
+        /// What did not match.
+        message: String,
+    },
+    /// A wait gave up.
+    #[error("timed out after {0:?} waiting for the run")]
+    Timeout(std::time::Duration),
+    /// A worker's configuration is invalid.
+    #[error("invalid worker configuration: {0}")]
+    Config(String),
+}
+
+fn error_suffix(error: &Option<Failure>) -> String {
+    error
+        .as_ref()
+        .map(|failure| format!(": {}", failure.message))
+        .unwrap_or_default()
+}

@@ -1,0 +1,275 @@
+//! Handles on runs: status, results, events, and operator actions.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use aiki_store::{AppendOutcome, NewEvent, RunId, RunRecord, RunStatus, StoreError, Transition};
+use serde_json::Value;
+
+use crate::client::Client;
+use crate::error::ClientError;
+use crate::workflow::{Event, Workflow};
+
+/// A handle on one run of workflow version `W`.
+pub struct RunHandle<W> {
+    client: Client,
+    id: RunId,
+    _workflow: PhantomData<fn() -> W>,
+}
+
+impl<W> Clone for RunHandle<W> {
+    fn clone(&self) -> Self {
+        RunHandle {
+            client: self.client.clone(),
+            id: self.id,
+            _workflow: PhantomData,
+        }
+    }
+}
+
+impl<W> fmt::Debug for RunHandle<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunHandle").field("id", &self.id).finish()
+    }
+}
+
+impl<W: Workflow> RunHandle<W> {
+    pub(crate) fn new(client: Client, id: RunId) -> Self {
+        RunHandle {
+            client,
+            id,
+            _workflow: PhantomData,
+        }
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// The run as stored now.
+    pub async fn record(&self) -> Result<RunRecord, ClientError> {
+        let run = self.client.store.get_run(self.id).await?;
+        if run.namespace != W::namespace() {
+            return Err(ClientError::WrongWorkflow {
+                run_id: self.id,
+                expected: W::namespace().to_string(),
+                actual: run.namespace.to_string(),
+            });
+        }
+        Ok(run)
+    }
+
+    /// The run's status now.
+    pub async fn status(&self) -> Result<RunStatus, ClientError> {
+        Ok(self.record().await?.status)
+    }
+
+    /// Waits until the run reaches `status` (returning the run), or ends in another terminal
+    /// status ([`ClientError::EndedInOtherStatus`]).
+    pub async fn wait_for_status(&self, status: RunStatus) -> Result<RunRecord, ClientError> {
+        loop {
+            let run = self.record().await?;
+            if run.status == status {
+                return Ok(run);
+            }
+            if run.status.is_terminal() {
+                return Err(ClientError::EndedInOtherStatus {
+                    run_id: self.id,
+                    status: run.status,
+                    wanted: status,
+                    error: run.error,
+                });
+            }
+            tokio::time::sleep(self.client.poll_interval).await;
+        }
+    }
+
+    /// As [`wait_for_status`](RunHandle::wait_for_status), giving up after `timeout` (real
+    /// time) with [`ClientError::Timeout`].
+    pub async fn wait_for_status_timeout(
+        &self,
+        status: RunStatus,
+        timeout: Duration,
+    ) -> Result<RunRecord, ClientError> {
+        tokio::time::timeout(timeout, self.wait_for_status(status))
+            .await
+            .map_err(|_| ClientError::Timeout(timeout))?
+    }
+
+    /// Waits for the run to complete and returns its output.
+    pub async fn result(&self) -> Result<W::Output, ClientError> {
+        let run = self.wait_for_status(RunStatus::Completed).await?;
+        serde_json::from_value(run.output.unwrap_or(Value::Null)).map_err(|error| {
+            ClientError::OutputMismatch {
+                run_id: self.id,
+                message: error.to_string(),
+            }
+        })
+    }
+
+    /// Sends a typed event to the run. Sent before the run waits for it, it is kept for the
+    /// next wait of that name. Returns `false` when an event with the same reference id was
+    /// already delivered (it is dropped).
+    pub async fn send<E: Event>(&self, payload: E::Payload) -> Result<bool, ClientError> {
+        let data = serde_json::to_value(&payload).map_err(|error| ClientError::InvalidInput {
+            what: format!("event `{}`", E::NAME),
+            message: error.to_string(),
+        })?;
+        self.send_json(E::NAME, data, None).await
+    }
+
+    /// Sends an event as JSON, validated against the schema the workflow declares for it;
+    /// `reference_id` makes the send idempotent.
+    pub async fn send_json(
+        &self,
+        name: &str,
+        data: Value,
+        reference_id: Option<String>,
+    ) -> Result<bool, ClientError> {
+        let specs = W::events();
+        let Some(spec) = specs.iter().find(|spec| spec.name == name) else {
+            return Err(ClientError::UnknownEvent {
+                namespace: W::namespace().to_string(),
+                event: name.to_owned(),
+                declared: specs
+                    .iter()
+                    .map(|spec| format!("`{}`", spec.name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        (spec.schema)()
+            .validate(&data)
+            .map_err(|message| ClientError::InvalidInput {
+                what: format!("event `{name}` for {}", W::namespace()),
+                message,
+            })?;
+        let outcome = self
+            .client
+            .store
+            .append_event(NewEvent {
+                run_id: self.id,
+                name: name.to_owned(),
+                data,
+                reference_id,
+                now: self.client.clock.now(),
+            })
+            .await?;
+        match outcome {
+            AppendOutcome::Appended { woke, .. } => {
+                if woke {
+                    crate::worker::work_available();
+                }
+                Ok(true)
+            }
+            AppendOutcome::Duplicate => Ok(false),
+        }
+    }
+
+    /// Ends the run's current durable sleep early: the sleep returns `cancelled = true`.
+    pub async fn wakeup(&self) -> Result<RunRecord, ClientError> {
+        self.act(|_| {
+            Some(Transition {
+                cancel_sleeps: true,
+                ..Transition::to(RunStatus::Scheduled, 0)
+            })
+        })
+        .await
+    }
+
+    /// Pauses the run. An executor running it loses it at its next write; `resume` brings it
+    /// back.
+    pub async fn pause(&self) -> Result<RunRecord, ClientError> {
+        self.act(|_| Some(Transition::to(RunStatus::Paused, 0)))
+            .await
+    }
+
+    /// Resumes a paused run.
+    pub async fn resume(&self) -> Result<RunRecord, ClientError> {
+        self.act(|_| Some(Transition::to(RunStatus::Scheduled, 0)))
+            .await
+    }
+
+    /// Puts a stalled run back into delivery, with a fresh `max_age` clock.
+    pub async fn requeue(&self) -> Result<RunRecord, ClientError> {
+        self.act(|_| Some(Transition::to(RunStatus::Queued, 0)))
+            .await
+    }
+
+    /// Cancels the run and every child run it started that has not ended.
+    pub async fn cancel(&self) -> Result<RunRecord, ClientError> {
+        let run = self
+            .act(|_| Some(Transition::to(RunStatus::Cancelled, 0)))
+            .await?;
+        let mut pending = vec![self.id];
+        while let Some(parent) = pending.pop() {
+            let history = self.client.store.load_history(parent).await?;
+            for child in history.children {
+                pending.push(child.id);
+                if !child.status.is_terminal() {
+                    let child_handle = UntypedHandle {
+                        client: &self.client,
+                        id: child.id,
+                    };
+                    child_handle
+                        .act(|_| Some(Transition::to(RunStatus::Cancelled, 0)))
+                        .await?;
+                }
+            }
+        }
+        Ok(run)
+    }
+
+    async fn act(
+        &self,
+        transition: impl Fn(&RunRecord) -> Option<Transition>,
+    ) -> Result<RunRecord, ClientError> {
+        self.record().await?;
+        UntypedHandle {
+            client: &self.client,
+            id: self.id,
+        }
+        .act(transition)
+        .await
+    }
+}
+
+struct UntypedHandle<'c> {
+    client: &'c Client,
+    id: RunId,
+}
+
+impl UntypedHandle<'_> {
+    /// Applies an operator transition with a compare-and-set loop on the revision. The closure
+    /// may return `None` to do nothing.
+    async fn act(
+        &self,
+        transition: impl Fn(&RunRecord) -> Option<Transition>,
+    ) -> Result<RunRecord, ClientError> {
+        loop {
+            let run = self.client.store.get_run(self.id).await?;
+            let Some(mut change) = transition(&run) else {
+                return Ok(run);
+            };
+            change.now = self.client.clock.now();
+            if change.to == RunStatus::Scheduled {
+                change.due_at = Some(change.now);
+            }
+            match self
+                .client
+                .store
+                .transition(self.id, run.revision, change)
+                .await
+            {
+                Ok(run) => {
+                    crate::worker::work_available();
+                    return Ok(run);
+                }
+                Err(StoreError::RevisionConflict { .. }) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+}

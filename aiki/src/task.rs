@@ -1,0 +1,181 @@
+//! Tasks: the units of side effect a workflow calls, recorded by content address.
+
+use std::any::Any;
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use aiki_store::RunId;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::address::{TaskAddress, input_hash};
+use crate::error::{TaskError, WorkflowError};
+use crate::retry::RetryPolicy;
+use crate::run::Run;
+use crate::schema::Schema;
+
+/// A task: a named, retryable side effect whose result is recorded in the run's manifest under
+/// its content address, `name:hash(input)`.
+///
+/// `#[aiki::task]` implements this for you; implement it by hand only for tasks the macro
+/// cannot express.
+///
+/// ```
+/// use aiki::{Task, TaskContext, TaskError};
+///
+/// struct Double;
+///
+/// impl Task for Double {
+///     type Input = u64;
+///     type Output = u64;
+///     const NAME: &'static str = "double";
+///
+///     async fn execute(&self, input: u64, _ctx: TaskContext) -> Result<u64, TaskError> {
+///         Ok(input * 2)
+///     }
+/// }
+///
+/// assert!(Double.address(&21).unwrap().as_str().starts_with("double:"));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an aiki task",
+    label = "annotate its function with `#[aiki::task(name = \"...\")]`"
+)]
+pub trait Task: Send + Sync + 'static {
+    /// The input; its canonical JSON is hashed into the address.
+    type Input: Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static;
+    /// The output, recorded as JSON with its schema's fingerprint.
+    type Output: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+    /// The durable name. Renaming a task changes its addresses: runs in flight that recorded it
+    /// fail with a non-determinism error.
+    const NAME: &'static str;
+
+    /// The retry policy (default: never).
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy::never()
+    }
+
+    /// Runs one attempt.
+    fn execute(
+        &self,
+        input: Self::Input,
+        ctx: TaskContext,
+    ) -> impl Future<Output = Result<Self::Output, TaskError>> + Send;
+
+    /// The content address of a call with `input`.
+    fn address(&self, input: &Self::Input) -> Result<TaskAddress<Self::Output>, WorkflowError> {
+        Ok(TaskAddress::new(Self::NAME, &input_hash(input)?))
+    }
+
+    /// The schema of the output, with its fingerprint (computed once per type).
+    fn output_schema(&self) -> Arc<Schema> {
+        Schema::of::<Self::Output>()
+    }
+
+    /// Calls the task from a workflow: returns the recorded result if the run has one at this
+    /// address, runs it otherwise (after checking that no recorded result was skipped).
+    fn start(
+        &self,
+        run: &Run,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<Self::Output, WorkflowError>> + Send
+    where
+        Self: Sized,
+    {
+        run.call_task(self, input)
+    }
+}
+
+/// What a task attempt knows about where it runs, and the worker's shared state.
+#[derive(Clone)]
+pub struct TaskContext {
+    pub(crate) run_id: RunId,
+    pub(crate) task: &'static str,
+    pub(crate) address: Arc<str>,
+    pub(crate) attempt: u32,
+    pub(crate) state: Arc<StateMap>,
+}
+
+impl fmt::Debug for TaskContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskContext")
+            .field("run_id", &self.run_id)
+            .field("task", &self.task)
+            .field("address", &self.address)
+            .field("attempt", &self.attempt)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskContext {
+    /// The run calling the task.
+    pub fn run_id(&self) -> RunId {
+        self.run_id
+    }
+
+    /// The call's content address: a good idempotency key for outside systems.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// This attempt's number, from 1.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Shared state the worker was given with `Worker::builder(..).state(value)`.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Result<State<T>, TaskError> {
+        self.state.get::<T>().map(State).ok_or_else(|| {
+            TaskError::permanent(WorkflowError::MissingState {
+                task: self.task.to_owned(),
+                type_name: std::any::type_name::<T>(),
+            })
+        })
+    }
+}
+
+/// Shared state handed to tasks (a database pool, an HTTP client), like axum's `State`.
+#[derive(Debug)]
+pub struct State<T>(pub Arc<T>);
+
+impl<T> Clone for State<T> {
+    fn clone(&self) -> Self {
+        State(self.0.clone())
+    }
+}
+
+impl<T> std::ops::Deref for State<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The worker's shared state, by type.
+#[derive(Default)]
+pub(crate) struct StateMap {
+    values: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+impl StateMap {
+    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        self.values.insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.values
+            .get(&TypeId::of::<T>())
+            .and_then(|value| value.clone().downcast::<T>().ok())
+    }
+}
+
+impl fmt::Debug for StateMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StateMap({} values)", self.values.len())
+    }
+}
