@@ -1,1 +1,160 @@
-//! End-to-end tests live in `tests/`.
+//! The harness of the end-to-end tests: a store per backend, a manual clock, a client, and
+//! workers that can be swapped for new code while runs are in flight.
+//!
+//! Every scenario is an `async fn(Backend)`; [`on_every_backend!`] stamps out one test per
+//! backend, in modules named after the backend (`memory::`, `sqlite::`, `postgres::`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aiki::{
+    BoxStore, Client, ManualClock, RunHandle, RunRecord, RunStatus, Worker, WorkerBuilder,
+    WorkerHandle, Workflow,
+};
+
+/// A storage backend under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// `memory:`.
+    Memory,
+}
+
+impl Backend {
+    /// Opens a fresh, empty store of this backend.
+    pub async fn open(self) -> BoxStore {
+        match self {
+            Backend::Memory => aiki::connect("memory:").await.expect("memory store"),
+        }
+    }
+}
+
+/// Stamps out `#[tokio::test]`s running each scenario on every backend.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($scenario:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario($crate::Backend::Memory).await
+                }
+            )*
+        }
+    };
+}
+
+/// Counts task executions by name, shared with the tasks through the worker's state.
+#[derive(Debug, Default, Clone)]
+pub struct Executions(Arc<Mutex<HashMap<String, usize>>>);
+
+impl Executions {
+    /// Records one execution of `task`.
+    pub fn record(&self, task: &str) {
+        *self.0.lock().unwrap().entry(task.to_owned()).or_default() += 1;
+    }
+
+    /// How often `task` ran.
+    pub fn count(&self, task: &str) -> usize {
+        self.0.lock().unwrap().get(task).copied().unwrap_or(0)
+    }
+}
+
+/// One scenario's world: a store, a manual clock, a client, the current worker.
+#[derive(Debug)]
+pub struct Harness {
+    /// The store.
+    pub store: BoxStore,
+    /// The clock the workers and the client read.
+    pub clock: ManualClock,
+    /// A client on the store.
+    pub client: Client,
+    /// Task executions.
+    pub executions: Executions,
+    worker: Option<WorkerHandle>,
+}
+
+/// How long a test waits for a status before it fails (real time).
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+impl Harness {
+    /// A fresh store of `backend` and no worker yet.
+    pub async fn new(backend: Backend) -> Harness {
+        let store = backend.open().await;
+        let clock = ManualClock::starting_now();
+        let client = Client::new(store.clone())
+            .with_clock(clock.clone())
+            .with_poll_interval(Duration::from_millis(5));
+        Harness {
+            store,
+            clock,
+            client,
+            executions: Executions::default(),
+            worker: None,
+        }
+    }
+
+    /// A worker builder on this harness's store, clock and execution counter, polling fast.
+    pub fn worker_builder(&self) -> WorkerBuilder {
+        Worker::builder(self.store.clone())
+            .clock(self.clock.clone())
+            .state(self.executions.clone())
+            .poll_interval(Duration::from_millis(5))
+    }
+
+    /// Stops the current worker (if any) and starts one built by `configure`: deploying new
+    /// code while runs are in flight.
+    pub async fn deploy(&mut self, configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) {
+        if let Some(worker) = self.worker.take() {
+            worker.shutdown().await;
+        }
+        let worker = configure(self.worker_builder())
+            .build()
+            .expect("worker config");
+        self.worker = Some(worker.start());
+    }
+
+    /// Stops the current worker at once, as a crash would: runs it held stay `running`.
+    pub fn crash_worker(&mut self) {
+        self.worker = None;
+    }
+
+    /// Waits (real time, bounded) until the run reaches `status`.
+    pub async fn reach<W: Workflow>(&self, handle: &RunHandle<W>, status: RunStatus) -> RunRecord {
+        match handle.wait_for_status_timeout(status, PATIENCE).await {
+            Ok(run) => run,
+            Err(error) => panic!("run {} did not reach `{status}`: {error}", handle.id()),
+        }
+    }
+
+    /// Waits (real time, bounded) until the run is in `status` at a revision later than
+    /// `after`'s: the next time it gets there, not the last.
+    pub async fn reach_next<W: Workflow>(
+        &self,
+        handle: &RunHandle<W>,
+        status: RunStatus,
+        after: &RunRecord,
+    ) -> RunRecord {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let run = handle.record().await.expect("run record");
+            if run.status == status && run.revision > after.revision {
+                return run;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "run {} did not reach `{status}` again after revision {} (now `{}` at {})",
+                handle.id(),
+                after.revision,
+                run.status,
+                run.revision
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Advances the manual clock.
+    pub fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+}
