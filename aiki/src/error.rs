@@ -322,6 +322,22 @@ pub enum ClientError {
         /// What did not match.
         message: String,
     },
+    /// An operator action that does not apply to the run's status (resuming a run that is not
+    /// paused, requeueing one that is not stalled).
+    #[error(
+        "cannot {action} run {run_id}: it is `{status}`; {action} applies to runs that are {}",
+        expected.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" or ")
+    )]
+    InvalidAction {
+        /// The run.
+        run_id: RunId,
+        /// The action tried.
+        action: &'static str,
+        /// The run's status.
+        status: RunStatus,
+        /// The statuses the action applies to.
+        expected: Vec<RunStatus>,
+    },
     /// A wait gave up.
     #[error("timed out after {0:?} waiting for the run")]
     Timeout(std::time::Duration),

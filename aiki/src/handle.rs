@@ -170,11 +170,9 @@ impl<W: Workflow> RunHandle<W> {
 
     /// Ends the run's current durable sleep early: the sleep returns `cancelled = true`.
     pub async fn wakeup(&self) -> Result<RunRecord, ClientError> {
-        self.act(|_| {
-            Some(Transition {
-                cancel_sleeps: true,
-                ..Transition::to(RunStatus::Scheduled, 0)
-            })
+        self.act("wake up", &[RunStatus::Sleeping], |_| Transition {
+            cancel_sleeps: true,
+            ..Transition::to(RunStatus::Scheduled, 0)
         })
         .await
     }
@@ -182,26 +180,40 @@ impl<W: Workflow> RunHandle<W> {
     /// Pauses the run. An executor running it loses it at its next write; `resume` brings it
     /// back.
     pub async fn pause(&self) -> Result<RunRecord, ClientError> {
-        self.act(|_| Some(Transition::to(RunStatus::Paused, 0)))
+        let pausable: Vec<RunStatus> = RunStatus::ALL
+            .into_iter()
+            .filter(|status| status.can_move_to(RunStatus::Paused))
+            .collect();
+        self.act("pause", &pausable, |_| Transition::to(RunStatus::Paused, 0))
             .await
     }
 
     /// Resumes a paused run.
     pub async fn resume(&self) -> Result<RunRecord, ClientError> {
-        self.act(|_| Some(Transition::to(RunStatus::Scheduled, 0)))
-            .await
+        self.act("resume", &[RunStatus::Paused], |_| {
+            Transition::to(RunStatus::Scheduled, 0)
+        })
+        .await
     }
 
     /// Puts a stalled run back into delivery, with a fresh `max_age` clock.
     pub async fn requeue(&self) -> Result<RunRecord, ClientError> {
-        self.act(|_| Some(Transition::to(RunStatus::Queued, 0)))
-            .await
+        self.act("requeue", &[RunStatus::Stalled], |_| {
+            Transition::to(RunStatus::Queued, 0)
+        })
+        .await
     }
 
     /// Cancels the run and every child run it started that has not ended.
     pub async fn cancel(&self) -> Result<RunRecord, ClientError> {
+        let cancellable: Vec<RunStatus> = RunStatus::ALL
+            .into_iter()
+            .filter(|status| !status.is_terminal())
+            .collect();
         let run = self
-            .act(|_| Some(Transition::to(RunStatus::Cancelled, 0)))
+            .act("cancel", &cancellable, |_| {
+                Transition::to(RunStatus::Cancelled, 0)
+            })
             .await?;
         let mut pending = vec![self.id];
         while let Some(parent) = pending.pop() {
@@ -213,9 +225,16 @@ impl<W: Workflow> RunHandle<W> {
                         client: &self.client,
                         id: child.id,
                     };
-                    child_handle
-                        .act(|_| Some(Transition::to(RunStatus::Cancelled, 0)))
-                        .await?;
+                    match child_handle
+                        .act("cancel", &cancellable, |_| {
+                            Transition::to(RunStatus::Cancelled, 0)
+                        })
+                        .await
+                    {
+                        // It ended meanwhile: nothing left to cancel.
+                        Ok(_) | Err(ClientError::InvalidAction { .. }) => {}
+                        Err(error) => return Err(error),
+                    }
                 }
             }
         }
@@ -224,14 +243,16 @@ impl<W: Workflow> RunHandle<W> {
 
     async fn act(
         &self,
-        transition: impl Fn(&RunRecord) -> Option<Transition>,
+        action: &'static str,
+        from: &[RunStatus],
+        transition: impl Fn(&RunRecord) -> Transition,
     ) -> Result<RunRecord, ClientError> {
         self.record().await?;
         UntypedHandle {
             client: &self.client,
             id: self.id,
         }
-        .act(transition)
+        .act(action, from, transition)
         .await
     }
 }
@@ -242,17 +263,25 @@ struct UntypedHandle<'c> {
 }
 
 impl UntypedHandle<'_> {
-    /// Applies an operator transition with a compare-and-set loop on the revision. The closure
-    /// may return `None` to do nothing.
+    /// Applies an operator action with a compare-and-set loop on the revision; the run must be
+    /// in one of the `from` statuses.
     async fn act(
         &self,
-        transition: impl Fn(&RunRecord) -> Option<Transition>,
+        action: &'static str,
+        from: &[RunStatus],
+        transition: impl Fn(&RunRecord) -> Transition,
     ) -> Result<RunRecord, ClientError> {
         loop {
             let run = self.client.store.get_run(self.id).await?;
-            let Some(mut change) = transition(&run) else {
-                return Ok(run);
-            };
+            if !from.contains(&run.status) {
+                return Err(ClientError::InvalidAction {
+                    run_id: self.id,
+                    action,
+                    status: run.status,
+                    expected: from.to_vec(),
+                });
+            }
+            let mut change = transition(&run);
             change.now = self.client.clock.now();
             if change.to == RunStatus::Scheduled {
                 change.due_at = Some(change.now);

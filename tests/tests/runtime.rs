@@ -1,0 +1,745 @@
+//! End-to-end behaviour of the runtime beyond refactoring: events, timeouts, children,
+//! operator actions, versions, crashes, retries and zombie executors.
+
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use aiki::{
+    ClientError, Clock, ConflictPolicy, RetryPolicy, RunStatus, Task, TaskContext, TaskError,
+    Worker, WorkflowError,
+};
+use aiki_tests::{Backend, Executions, Harness, on_every_backend};
+use common::{Approved, PaymentReceived, TaskA, TaskB};
+use tokio::sync::Notify;
+
+const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
+
+// Events.
+workflow!(Collect, "collect", "1", |run, input: String| -> String {
+    let approver = run.event::<Approved>().wait().await?;
+    let second = run.event::<Approved>().wait().await?;
+    Ok(format!("{approver},{second}"))
+});
+
+async fn events_sent_before_the_wait_are_kept_in_order(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let run = h.client.start::<Collect>("x".into()).await.unwrap();
+    assert!(run.send::<Approved>("ann".into()).await.unwrap());
+    assert!(run.send::<Approved>("bob".into()).await.unwrap());
+    h.deploy(|w| w.register(Collect)).await;
+    assert_eq!(run.result().await.unwrap(), "ann,bob");
+}
+
+async fn events_with_a_seen_reference_id_are_dropped(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let run = h.client.start::<Collect>("x".into()).await.unwrap();
+    let send = |who: &str| {
+        run.send_json(
+            "approved",
+            serde_json::json!(who),
+            Some("approval-1".into()),
+        )
+    };
+    assert!(send("ann").await.unwrap());
+    assert!(!send("ann again").await.unwrap(), "a duplicate is dropped");
+    assert!(
+        run.send_json(
+            "approved",
+            serde_json::json!("bob"),
+            Some("approval-2".into())
+        )
+        .await
+        .unwrap()
+    );
+    h.deploy(|w| w.register(Collect)).await;
+    assert_eq!(run.result().await.unwrap(), "ann,bob");
+}
+
+async fn invalid_event_payloads_are_refused(backend: Backend) {
+    let h = Harness::new(backend).await;
+    let run = h.client.start::<Collect>("x".into()).await.unwrap();
+    let error = run
+        .send_json("approved", serde_json::json!(42), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::InvalidInput { .. }), "{error}");
+    let error = run
+        .send_json("aproved", serde_json::json!("ann"), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::UnknownEvent { .. }), "{error}");
+    assert!(
+        error.to_string().contains("`approved`"),
+        "lists the declared events: {error}"
+    );
+    let history = h.store.load_history(run.id()).await.unwrap();
+    assert!(history.events.is_empty(), "nothing invalid was stored");
+}
+
+workflow!(Timeout, "timeout", "1", |run, input: String| -> String {
+    let approver = run.event::<Approved>().wait_timeout(10 * MINUTE).await?;
+    let seen = TaskA
+        .start(run, approver.unwrap_or_else(|| "nobody".into()))
+        .await?;
+    run.sleep("after", HOUR).await?;
+    Ok(seen)
+});
+
+async fn event_wait_timeout_is_recorded_for_replay(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Timeout)).await;
+    let run = h.client.start::<Timeout>("x".into()).await.unwrap();
+    let waiting = h.reach(&run, RunStatus::AwaitingEvent).await;
+    h.advance(10 * MINUTE);
+    h.reach_next(&run, RunStatus::Sleeping, &waiting).await;
+    // A late event must not change what the timed-out wait returned when the run replays.
+    run.send::<Approved>("late".into()).await.unwrap();
+    h.advance(HOUR);
+    assert_eq!(run.result().await.unwrap(), "task-a(nobody)");
+    assert_eq!(h.executions.count("task-a"), 1);
+}
+
+// join! of waits is AND; tasks started together run concurrently.
+workflow!(Both, "both", "1", |run, input: String| -> String {
+    let (approver, cents) = tokio::join!(
+        run.event::<Approved>().wait(),
+        run.event::<PaymentReceived>().wait()
+    );
+    let (a, b) = tokio::join!(
+        TaskA.start(run, approver?),
+        TaskB.start(run, cents?.to_string())
+    );
+    Ok(format!("{}+{}", a?, b?))
+});
+
+async fn joined_waits_mean_and(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Both)).await;
+    let run = h.client.start::<Both>("x".into()).await.unwrap();
+    let waiting = h.reach(&run, RunStatus::AwaitingEvent).await;
+    run.send::<Approved>("ann".into()).await.unwrap();
+    h.reach_next(&run, RunStatus::AwaitingEvent, &waiting).await;
+    run.send::<PaymentReceived>(7).await.unwrap();
+    assert_eq!(run.result().await.unwrap(), "task-a(ann)+task-b(7)");
+}
+
+// Sleeps and operator actions.
+workflow!(Nap, "nap", "1", |run, input: String| -> bool {
+    let outcome = run.sleep("nap", HOUR).await?;
+    TaskA.start(run, input).await?;
+    Ok(outcome.cancelled)
+});
+
+async fn wakeup_ends_a_sleep_early_as_cancelled(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Nap)).await;
+    let run = h.client.start::<Nap>("x".into()).await.unwrap();
+    h.reach(&run, RunStatus::Sleeping).await;
+    run.wakeup().await.unwrap();
+    assert!(
+        run.result().await.unwrap(),
+        "the sleep reports it was cancelled"
+    );
+}
+
+async fn a_sleep_ends_when_its_time_comes(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Nap)).await;
+    let run = h.client.start::<Nap>("x".into()).await.unwrap();
+    let asleep = h.reach(&run, RunStatus::Sleeping).await;
+    assert_eq!(
+        asleep.due_at,
+        Some(asleep.created_at + HOUR.as_millis() as i64)
+    );
+    h.advance(59 * MINUTE);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(run.status().await.unwrap(), RunStatus::Sleeping);
+    h.advance(MINUTE);
+    assert!(!run.result().await.unwrap());
+}
+
+async fn pause_and_resume(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let run = h.client.start::<Nap>("x".into()).await.unwrap();
+    run.pause().await.unwrap();
+    h.deploy(|w| w.register(Nap)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        run.status().await.unwrap(),
+        RunStatus::Paused,
+        "a paused run is not delivered"
+    );
+    run.resume().await.unwrap();
+    h.reach(&run, RunStatus::Sleeping).await;
+    let error = h.client.handle::<Nap>(run.id()).resume().await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ClientError::InvalidAction {
+                status: RunStatus::Sleeping,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("`paused`"), "{error}");
+}
+
+// Child workflows.
+workflow!(Child, "child", "1", |run, input: u64| -> u64 {
+    run.sleep("think", MINUTE).await?;
+    if input == 13 {
+        return Err(WorkflowError::failed("unlucky"));
+    }
+    Ok(input * 10)
+});
+
+workflow!(Parent, "parent", "1", |run,
+                                  input: Vec<u64>|
+ -> Vec<String> {
+    let mut children = Vec::new();
+    for n in input {
+        children.push(run.child::<Child>(n).start().await?);
+    }
+    let mut outputs = Vec::new();
+    for child in &children {
+        outputs.push(match child.wait().await {
+            Ok(out) => out.to_string(),
+            Err(WorkflowError::ChildFailed { status, .. }) => format!("child {status}"),
+            Err(other) => return Err(other),
+        });
+    }
+    Ok(outputs)
+});
+
+async fn children_fan_out_and_gather(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Parent).register(Child)).await;
+    let run = h.client.start::<Parent>(vec![1, 2, 13]).await.unwrap();
+    h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    h.advance(MINUTE);
+    assert_eq!(run.result().await.unwrap(), ["10", "20", "child failed"]);
+    let history = h.store.load_history(run.id()).await.unwrap();
+    assert_eq!(history.children.len(), 3);
+    assert!(
+        history
+            .entries
+            .iter()
+            .all(|e| e.kind == aiki::store::EntryKind::Child)
+    );
+}
+
+async fn cancel_cancels_child_runs(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Parent).register(Child)).await;
+    let run = h.client.start::<Parent>(vec![1, 2]).await.unwrap();
+    h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    let children = h.store.load_history(run.id()).await.unwrap().children;
+    assert_eq!(children.len(), 2);
+    for child in &children {
+        h.reach(&h.client.handle::<Child>(child.id), RunStatus::Sleeping)
+            .await;
+    }
+    run.cancel().await.unwrap();
+    assert_eq!(run.status().await.unwrap(), RunStatus::Cancelled);
+    for child in children {
+        assert_eq!(
+            h.client.handle::<Child>(child.id).status().await.unwrap(),
+            RunStatus::Cancelled
+        );
+    }
+}
+
+workflow!(SharedChild, "shared-child", "1", |run,
+                                             input: u64|
+ -> (u64, u64, bool) {
+    let first = run
+        .child::<Child>(input)
+        .reference_id("the-one")
+        .start()
+        .await?;
+    let again = run
+        .child::<Child>(input)
+        .reference_id("the-one")
+        .start()
+        .await?;
+    let conflict = run
+        .child::<Child>(input + 1)
+        .reference_id("the-one")
+        .start()
+        .await;
+    let same = first.id() == again.id();
+    let is_conflict = matches!(conflict, Err(WorkflowError::ChildConflict { .. }));
+    Ok((first.wait().await?, u64::from(same), is_conflict))
+});
+
+async fn child_starts_dedupe_by_reference_id(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(SharedChild).register(Child)).await;
+    let run = h.client.start::<SharedChild>(4).await.unwrap();
+    h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    h.advance(MINUTE);
+    assert_eq!(run.result().await.unwrap(), (40, 1, true));
+}
+
+workflow!(Impatient, "impatient", "1", |run,
+                                        input: u64|
+ -> Option<u64> {
+    let child = run.child::<Child>(input).start().await?;
+    child.wait_timeout(Duration::from_secs(30)).await
+});
+
+async fn child_wait_timeout(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Impatient).register(Child)).await;
+    let run = h.client.start::<Impatient>(1).await.unwrap();
+    h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    h.advance(Duration::from_secs(30));
+    assert_eq!(run.result().await.unwrap(), None);
+}
+
+// Versions and delivery.
+workflow!(GreetV1, "greet", "1.0.0", |run, input: String| -> String {
+    Ok(format!("hello {input}"))
+});
+workflow!(GreetV2, "greet", "2.0.0", |run, input: String| -> String {
+    Ok(format!("hi {input}"))
+});
+
+async fn versions_run_side_by_side_and_are_never_coerced(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(GreetV1).max_age(HOUR)).await;
+    let v1 = h.client.start::<GreetV1>("ann".into()).await.unwrap();
+    let v2 = h.client.start::<GreetV2>("bob".into()).await.unwrap();
+    assert_eq!(v1.result().await.unwrap(), "hello ann");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        v2.status().await.unwrap(),
+        RunStatus::Queued,
+        "no worker serves 2.0.0"
+    );
+    h.advance(HOUR + MINUTE);
+    h.reach(&v2, RunStatus::Stalled).await;
+    v2.requeue().await.unwrap();
+    h.deploy(|w| w.register(GreetV1).register(GreetV2)).await;
+    assert_eq!(v2.result().await.unwrap(), "hi bob");
+}
+
+async fn starts_are_idempotent_by_reference_id(backend: Backend) {
+    let h = Harness::new(backend).await;
+    let first = h
+        .client
+        .start::<GreetV1>("ann".into())
+        .reference_id("r1")
+        .await
+        .unwrap();
+    let again = h
+        .client
+        .start::<GreetV1>("ann".into())
+        .reference_id("r1")
+        .await
+        .unwrap();
+    assert_eq!(first.id(), again.id());
+    let error = h
+        .client
+        .start::<GreetV1>("bob".into())
+        .reference_id("r1")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::ReferenceConflict { existing, .. } if existing == first.id())
+    );
+    let existing = h
+        .client
+        .start::<GreetV1>("bob".into())
+        .reference_id("r1")
+        .conflict_policy(ConflictPolicy::ReturnExisting)
+        .await
+        .unwrap();
+    assert_eq!(existing.id(), first.id());
+}
+
+async fn scheduled_starts_wait_for_their_time(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(GreetV1)).await;
+    let at = h.clock.now() + HOUR.as_millis() as i64;
+    let run = h
+        .client
+        .start::<GreetV1>("ann".into())
+        .start_at(at)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(run.status().await.unwrap(), RunStatus::Scheduled);
+    h.advance(HOUR);
+    assert_eq!(run.result().await.unwrap(), "hello ann");
+}
+
+async fn worker_configuration_is_checked(backend: Backend) {
+    let h = Harness::new(backend).await;
+    let twice = h
+        .worker_builder()
+        .register(GreetV1)
+        .register(GreetV1)
+        .build();
+    assert!(matches!(twice, Err(ClientError::Config(message)) if message.contains("greet@1.0.0")));
+    let timeouts = Worker::builder(h.store.clone())
+        .claim_refresh_interval(Duration::from_secs(30))
+        .claim_idle_timeout(Duration::from_secs(30))
+        .build();
+    assert!(matches!(timeouts, Err(ClientError::Config(_))));
+}
+
+// Crashes, retries, zombies.
+
+/// Blocks its first execution until the gate opens; later executions pass at once. Returns the
+/// attempt that produced the result.
+struct Gated;
+
+#[derive(Default)]
+struct Gate {
+    open: Notify,
+    entered: Notify,
+    first: AtomicU32,
+}
+
+impl Task for Gated {
+    type Input = String;
+    type Output = String;
+    const NAME: &'static str = "gated";
+
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy::fixed(3, Duration::from_millis(1)).unwrap()
+    }
+
+    async fn execute(&self, input: String, ctx: TaskContext) -> Result<String, TaskError> {
+        ctx.state::<Executions>()?.record("gated");
+        let gate = ctx.state::<Arc<Gate>>()?;
+        if gate.first.fetch_add(1, Ordering::SeqCst) == 0 {
+            gate.entered.notify_one();
+            gate.open.notified().await;
+        }
+        Ok(format!("{input} by attempt {}", ctx.attempt()))
+    }
+}
+
+/// As `Gated`, without retries.
+struct GatedOnce;
+
+impl Task for GatedOnce {
+    type Input = String;
+    type Output = String;
+    const NAME: &'static str = "gated-once";
+
+    async fn execute(&self, input: String, ctx: TaskContext) -> Result<String, TaskError> {
+        Gated.execute(input, ctx).await
+    }
+}
+
+workflow!(Crashy, "crashy", "1", |run, input: String| -> String {
+    let a = TaskA.start(run, input.clone()).await?;
+    let g = Gated.start(run, a).await?;
+    Ok(g)
+});
+workflow!(CrashyOnce, "crashy-once", "1", |run,
+                                           input: String|
+ -> String {
+    let a = TaskA.start(run, input.clone()).await?;
+    GatedOnce.start(run, a).await
+});
+
+const REFRESH: Duration = Duration::from_secs(3600);
+const IDLE: Duration = Duration::from_secs(7200);
+
+async fn crashed_run_resumes_without_rerunning_recorded_tasks(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let gate = Arc::new(Gate::default());
+    let g = gate.clone();
+    h.deploy(|w| {
+        w.register(Crashy)
+            .state(g)
+            .claim_refresh_interval(REFRESH)
+            .claim_idle_timeout(IDLE)
+    })
+    .await;
+    let run = h.client.start::<Crashy>("x".into()).await.unwrap();
+    gate.entered.notified().await;
+    h.crash_worker();
+    let g = gate.clone();
+    h.deploy(|w| {
+        w.register(Crashy)
+            .state(g)
+            .claim_refresh_interval(REFRESH)
+            .claim_idle_timeout(IDLE)
+    })
+    .await;
+    assert_eq!(
+        run.status().await.unwrap(),
+        RunStatus::Running,
+        "the dead owner still holds it"
+    );
+    h.advance(IDLE + MINUTE);
+    // Recovery released the run; the interrupted attempt counts as failed and is retried.
+    assert_eq!(run.result().await.unwrap(), "task-a(x) by attempt 2");
+    assert_eq!(
+        h.executions.count("task-a"),
+        1,
+        "the recorded task never ran again"
+    );
+    assert_eq!(h.executions.count("gated"), 2);
+}
+
+async fn interrupted_task_without_retries_fails_as_interrupted(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let gate = Arc::new(Gate::default());
+    let g = gate.clone();
+    h.deploy(|w| {
+        w.register(CrashyOnce)
+            .state(g)
+            .claim_refresh_interval(REFRESH)
+            .claim_idle_timeout(IDLE)
+    })
+    .await;
+    let run = h.client.start::<CrashyOnce>("x".into()).await.unwrap();
+    gate.entered.notified().await;
+    h.crash_worker();
+    let g = gate.clone();
+    h.deploy(|w| {
+        w.register(CrashyOnce)
+            .state(g)
+            .claim_refresh_interval(REFRESH)
+            .claim_idle_timeout(IDLE)
+    })
+    .await;
+    h.advance(IDLE + MINUTE);
+    let record = h.reach(&run, RunStatus::Failed).await;
+    assert_eq!(record.error.unwrap().kind, "interrupted");
+    assert_eq!(h.executions.count("gated"), 1, "at most once under `never`");
+}
+
+async fn zombie_executor_is_fenced_by_the_revision(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let gate = Arc::new(Gate::default());
+    // The first worker keeps running (a zombie: alive but silent); a second takes over.
+    let zombie = h
+        .worker_builder()
+        .register(Crashy)
+        .state(gate.clone())
+        .claim_refresh_interval(REFRESH)
+        .claim_idle_timeout(IDLE)
+        .daemons(false)
+        .build()
+        .unwrap()
+        .start();
+    let run = h.client.start::<Crashy>("x".into()).await.unwrap();
+    gate.entered.notified().await;
+    let owned = run.record().await.unwrap();
+    let g = gate.clone();
+    h.deploy(|w| {
+        w.register(Crashy)
+            .state(g)
+            .claim_refresh_interval(REFRESH)
+            .claim_idle_timeout(IDLE)
+    })
+    .await;
+    h.advance(IDLE + MINUTE);
+    let done = h.reach(&run, RunStatus::Completed).await;
+    assert!(
+        done.revision >= owned.revision + 3,
+        "released, claimed, completed"
+    );
+    let before = h.store.load_history(run.id()).await.unwrap();
+    // The zombie wakes up and reports its result with its old revision: refused.
+    gate.open.notify_one();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after = h.store.load_history(run.id()).await.unwrap();
+    assert_eq!(
+        before, after,
+        "nothing the zombie wrote afterwards is in the history"
+    );
+    assert_eq!(
+        after.run.output,
+        Some(serde_json::json!("task-a(x) by attempt 2"))
+    );
+    zombie.shutdown().await;
+}
+
+/// Fails until its third attempt.
+struct Flaky;
+
+impl Task for Flaky {
+    type Input = String;
+    type Output = u32;
+    const NAME: &'static str = "flaky";
+
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy::exponential(3, MINUTE).unwrap()
+    }
+
+    async fn execute(&self, _input: String, ctx: TaskContext) -> Result<u32, TaskError> {
+        ctx.state::<Executions>()?.record("flaky");
+        if ctx.attempt() < 3 {
+            return Err(TaskError::new(format!("attempt {} failed", ctx.attempt())));
+        }
+        Ok(ctx.attempt())
+    }
+}
+
+workflow!(Retrying, "retrying", "1", |run, input: String| -> u32 {
+    Flaky.start(run, input).await
+});
+
+async fn task_retries_until_success_with_backoff(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Retrying)).await;
+    let run = h.client.start::<Retrying>("x".into()).await.unwrap();
+    let first = h.reach(&run, RunStatus::AwaitingRetry).await;
+    assert_eq!(
+        first.due_at.unwrap() - h.clock.now(),
+        MINUTE.as_millis() as i64
+    );
+    h.advance(MINUTE);
+    let second = h.reach_next(&run, RunStatus::AwaitingRetry, &first).await;
+    assert_eq!(
+        second.due_at.unwrap() - h.clock.now(),
+        2 * MINUTE.as_millis() as i64,
+        "doubled"
+    );
+    h.advance(2 * MINUTE);
+    assert_eq!(run.result().await.unwrap(), 3);
+    let entry = &h.store.load_history(run.id()).await.unwrap().entries[0];
+    assert_eq!(entry.attempts, 3);
+    assert_eq!(h.executions.count("flaky"), 3);
+}
+
+/// Always fails, permanently.
+struct Broken;
+
+impl Task for Broken {
+    type Input = String;
+    type Output = String;
+    const NAME: &'static str = "broken";
+
+    async fn execute(&self, _input: String, ctx: TaskContext) -> Result<String, TaskError> {
+        ctx.state::<Executions>()?.record("broken");
+        Err(TaskError::new("out of order"))
+    }
+}
+
+workflow!(Handles, "handles", "1", |run, input: String| -> String {
+    match Broken.start(run, input.clone()).await {
+        Ok(out) => Ok(out),
+        Err(WorkflowError::TaskFailed {
+            message, attempts, ..
+        }) => {
+            TaskB
+                .start(run, format!("{message} after {attempts}"))
+                .await
+        }
+        Err(other) => Err(other),
+    }
+});
+workflow!(Unhandled, "unhandled", "1", |run,
+                                        input: String|
+ -> String {
+    Broken.start(run, input).await
+});
+
+async fn a_failed_task_can_be_handled_or_fails_the_run(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Handles).register(Unhandled)).await;
+    let handled = h.client.start::<Handles>("x".into()).await.unwrap();
+    assert_eq!(
+        handled.result().await.unwrap(),
+        "task-b(out of order after 1)"
+    );
+    let unhandled = h.client.start::<Unhandled>("x".into()).await.unwrap();
+    let record = h.reach(&unhandled, RunStatus::Failed).await;
+    let error = record.error.unwrap();
+    assert_eq!(error.kind, "task_failed");
+    assert!(error.message.contains("broken"), "{}", error.message);
+}
+
+/// Fails on the first workflow attempt, succeeds on the next.
+struct FirstAttemptFails;
+
+impl Task for FirstAttemptFails {
+    type Input = u32;
+    type Output = String;
+    const NAME: &'static str = "first-attempt-fails";
+
+    async fn execute(&self, workflow_attempt: u32, ctx: TaskContext) -> Result<String, TaskError> {
+        let executions = ctx.state::<Executions>()?;
+        executions.record("first-attempt-fails");
+        if executions.count("first-attempt-fails") == 1 {
+            return Err(TaskError::new("not yet"));
+        }
+        Ok(format!("ok in workflow attempt {workflow_attempt}"))
+    }
+}
+
+struct RetriedWorkflow;
+
+impl aiki::Workflow for RetriedWorkflow {
+    type Input = String;
+    type Output = String;
+    const NAME: &'static str = "retried-workflow";
+    const VERSION: &'static str = "1";
+
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy::fixed(2, MINUTE).unwrap()
+    }
+
+    async fn run(&self, run: &aiki::Run, input: String) -> Result<String, WorkflowError> {
+        TaskA.start(run, input).await?;
+        FirstAttemptFails.start(run, 1).await
+    }
+}
+
+async fn workflow_retry_replays_completed_tasks_and_reruns_failed_ones(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(RetriedWorkflow)).await;
+    let run = h.client.start::<RetriedWorkflow>("x".into()).await.unwrap();
+    let waiting = h.reach(&run, RunStatus::AwaitingRetry).await;
+    assert_eq!(waiting.attempts, 2);
+    assert_eq!(waiting.error.unwrap().kind, "task_failed");
+    h.advance(MINUTE);
+    assert_eq!(run.result().await.unwrap(), "ok in workflow attempt 1");
+    assert_eq!(h.executions.count("task-a"), 1, "completed tasks replay");
+    assert_eq!(
+        h.executions.count("first-attempt-fails"),
+        2,
+        "the failed task ran again"
+    );
+}
+
+on_every_backend!(
+    events_sent_before_the_wait_are_kept_in_order,
+    events_with_a_seen_reference_id_are_dropped,
+    invalid_event_payloads_are_refused,
+    event_wait_timeout_is_recorded_for_replay,
+    joined_waits_mean_and,
+    wakeup_ends_a_sleep_early_as_cancelled,
+    a_sleep_ends_when_its_time_comes,
+    pause_and_resume,
+    children_fan_out_and_gather,
+    cancel_cancels_child_runs,
+    child_starts_dedupe_by_reference_id,
+    child_wait_timeout,
+    versions_run_side_by_side_and_are_never_coerced,
+    starts_are_idempotent_by_reference_id,
+    scheduled_starts_wait_for_their_time,
+    worker_configuration_is_checked,
+    crashed_run_resumes_without_rerunning_recorded_tasks,
+    interrupted_task_without_retries_fails_as_interrupted,
+    zombie_executor_is_fenced_by_the_revision,
+    task_retries_until_success_with_backoff,
+    a_failed_task_can_be_handled_or_fails_the_run,
+    workflow_retry_replays_completed_tasks_and_reruns_failed_ones,
+);
