@@ -5,16 +5,37 @@ use crate::{BoxStore, StoreError};
 /// Opens the store a URL names, applying migrations:
 ///
 /// * `memory:` — [`MemoryStore`](crate::memory::MemoryStore), not durable;
-/// * `sqlite://path/to/file.db` (created if missing) or `sqlite::memory:` — feature `sqlite`;
-/// * `postgres://user@host:port/db` — feature `postgres`.
+/// * `sqlite://path/to/file.db` or `sqlite:path/to/file.db` (created if missing), or
+///   `sqlite::memory:` — feature `sqlite`;
+/// * `postgres://user@host:port/db` or `postgresql://…` — feature `postgres`.
 ///
-/// An unknown scheme, or one whose feature is off, is [`StoreError::UnsupportedUrl`].
+/// An unknown scheme, or one whose feature is off, is [`StoreError::UnsupportedUrl`]; a
+/// database server that does not answer is [`StoreError::Unavailable`].
 pub async fn connect(url: &str) -> Result<BoxStore, StoreError> {
+    let unsupported = |reason: &str| StoreError::UnsupportedUrl {
+        url: url.to_owned(),
+        reason: reason.to_owned(),
+    };
     if url == "memory:" {
         return Ok(Arc::new(crate::memory::MemoryStore::new()));
     }
-    Err(StoreError::UnsupportedUrl {
-        url: url.to_owned(),
-        reason: "no enabled backend serves this scheme".to_owned(),
-    })
+    if url.starts_with("sqlite:") {
+        #[cfg(feature = "sqlite")]
+        return Ok(Arc::new(crate::sqlite::SqliteStore::connect(url).await?));
+        #[cfg(not(feature = "sqlite"))]
+        return Err(unsupported(
+            "SQLite support is off: enable the `sqlite` feature of aiki-store",
+        ));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(Arc::new(
+            crate::postgres::PostgresStore::connect(url).await?,
+        ));
+        #[cfg(not(feature = "postgres"))]
+        return Err(unsupported(
+            "PostgreSQL support is off: enable the `postgres` feature of aiki-store",
+        ));
+    }
+    Err(unsupported("no enabled backend serves this scheme"))
 }

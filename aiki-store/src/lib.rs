@@ -18,6 +18,12 @@ mod connect;
 mod error;
 pub mod memory;
 mod model;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 mod status;
 mod store;
 

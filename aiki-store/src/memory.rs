@@ -228,20 +228,20 @@ impl Store for MemoryStore {
             run.attempts = attempts;
         }
         let run = run.clone();
-        if to.is_terminal() {
-            if let Some(parent) = &run.parent {
-                let waiting = state
-                    .runs
-                    .get(&parent.run_id)
-                    .is_some_and(|p| p.status == RunStatus::AwaitingChildWorkflow);
-                if waiting {
-                    state.set_status(
-                        parent.run_id,
-                        RunStatus::Scheduled,
-                        Some(transition.now),
-                        transition.now,
-                    );
-                }
+        if to.is_terminal()
+            && let Some(parent) = &run.parent
+        {
+            let waiting = state
+                .runs
+                .get(&parent.run_id)
+                .is_some_and(|p| p.status == RunStatus::AwaitingChildWorkflow);
+            if waiting {
+                state.set_status(
+                    parent.run_id,
+                    RunStatus::Scheduled,
+                    Some(transition.now),
+                    transition.now,
+                );
             }
         }
         Ok(run)

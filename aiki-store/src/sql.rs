@@ -1,0 +1,451 @@
+//! What the SQL backends share: decoding the JSON documents their queries return into records,
+//! and mapping driver errors onto [`StoreError`] kinds.
+//!
+//! Every query that returns records builds one JSON document per record in SQL
+//! (`json_object` / `json_build_object`), so both backends decode through the same serde
+//! structs below, and `load_history` is one statement returning five documents.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::{
+    EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord, RunStatus,
+    SleepRecord, StoreError,
+};
+
+/// Counts the statements a store sends to its database.
+#[derive(Debug, Default)]
+pub(crate) struct StatementCounter(AtomicU64);
+
+impl StatementCounter {
+    /// Counts `n` statements (round trips).
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The total so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Every status a run may move to `to` from, by the transition table.
+pub(crate) fn sources_of(to: RunStatus) -> Vec<&'static str> {
+    RunStatus::ALL
+        .into_iter()
+        .filter(|from| from.can_move_to(to))
+        .map(RunStatus::as_str)
+        .collect()
+}
+
+/// A JSON value as stored (compact text, bytes kept exactly).
+pub(crate) fn json_text(value: &Value) -> String {
+    value.to_string()
+}
+
+fn parse_json(text: &str, what: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(text).map_err(|error| StoreError::Corrupt {
+        message: format!("{what} is not valid JSON: {error}"),
+    })
+}
+
+fn corrupt(message: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        message: message.into(),
+    }
+}
+
+fn parse_id(text: &str) -> Result<RunId, StoreError> {
+    text.parse()
+        .map_err(|_| corrupt(format!("`{text}` is not a run id")))
+}
+
+fn unsigned<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
+    T::try_from(value).map_err(|_| corrupt(format!("{what} {value} is out of range")))
+}
+
+fn failure(kind: Option<String>, message: Option<String>) -> Option<Failure> {
+    kind.map(|kind| Failure {
+        kind,
+        message: message.unwrap_or_default(),
+    })
+}
+
+/// SQLite has no booleans in JSON documents: accept `0`/`1` as well as `false`/`true`.
+fn flag<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Flag {
+        Bool(bool),
+        Int(i64),
+    }
+    Ok(match Flag::deserialize(deserializer)? {
+        Flag::Bool(value) => value,
+        Flag::Int(value) => value != 0,
+    })
+}
+
+/// A row of `aiki_runs`, as a JSON document.
+#[derive(Deserialize)]
+pub(crate) struct RunRow {
+    id: String,
+    workflow: String,
+    version: String,
+    input: String,
+    input_hash: String,
+    reference_id: Option<String>,
+    pool: String,
+    status: String,
+    revision: i64,
+    attempts: i64,
+    owner: Option<String>,
+    heartbeat_at: Option<i64>,
+    due_at: Option<i64>,
+    queued_at: Option<i64>,
+    output: Option<String>,
+    output_fingerprint: Option<String>,
+    error_kind: Option<String>,
+    error_message: Option<String>,
+    parent_run_id: Option<String>,
+    parent_address: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl RunRow {
+    fn into_record(self) -> Result<RunRecord, StoreError> {
+        let parent = match (self.parent_run_id, self.parent_address) {
+            (Some(run_id), Some(address)) => Some(ParentLink {
+                run_id: parse_id(&run_id)?,
+                address,
+            }),
+            _ => None,
+        };
+        Ok(RunRecord {
+            id: parse_id(&self.id)?,
+            namespace: Namespace::new(self.workflow, self.version),
+            input: parse_json(&self.input, "run input")?,
+            input_hash: self.input_hash,
+            reference_id: self.reference_id,
+            pool: self.pool,
+            status: self
+                .status
+                .parse()
+                .map_err(|error| corrupt(format!("{error}")))?,
+            revision: unsigned(self.revision, "revision")?,
+            attempts: unsigned(self.attempts, "attempts")?,
+            owner: self.owner,
+            heartbeat_at: self.heartbeat_at,
+            due_at: self.due_at,
+            queued_at: self.queued_at,
+            output: self
+                .output
+                .map(|text| parse_json(&text, "run output"))
+                .transpose()?,
+            output_fingerprint: self.output_fingerprint,
+            error: failure(self.error_kind, self.error_message),
+            parent,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct EntryRow {
+    run_id: String,
+    address: String,
+    idx: i64,
+    kind: String,
+    status: String,
+    output: Option<String>,
+    fingerprint: Option<String>,
+    attempts: i64,
+    error_kind: Option<String>,
+    error_message: Option<String>,
+    retry_at: Option<i64>,
+    updated_at: i64,
+}
+
+impl EntryRow {
+    fn into_record(self) -> Result<EntryRecord, StoreError> {
+        Ok(EntryRecord {
+            run_id: parse_id(&self.run_id)?,
+            address: self.address,
+            index: unsigned(self.idx, "entry index")?,
+            kind: self
+                .kind
+                .parse()
+                .map_err(|error| corrupt(format!("{error}")))?,
+            status: self
+                .status
+                .parse()
+                .map_err(|error| corrupt(format!("{error}")))?,
+            output: self
+                .output
+                .map(|text| parse_json(&text, "entry output"))
+                .transpose()?,
+            fingerprint: self.fingerprint,
+            attempts: unsigned(self.attempts, "entry attempts")?,
+            error: failure(self.error_kind, self.error_message),
+            retry_at: self.retry_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct SleepRow {
+    run_id: String,
+    name: String,
+    idx: i64,
+    duration_ms: i64,
+    wake_at: i64,
+    #[serde(deserialize_with = "flag")]
+    cancelled: bool,
+}
+
+impl SleepRow {
+    fn into_record(self) -> Result<SleepRecord, StoreError> {
+        Ok(SleepRecord {
+            run_id: parse_id(&self.run_id)?,
+            name: self.name,
+            index: unsigned(self.idx, "sleep index")?,
+            duration_ms: self.duration_ms,
+            wake_at: self.wake_at,
+            cancelled: self.cancelled,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct EventRow {
+    run_id: String,
+    name: String,
+    idx: i64,
+    data: Option<String>,
+    #[serde(deserialize_with = "flag")]
+    timed_out: bool,
+    reference_id: Option<String>,
+    received_at: i64,
+}
+
+impl EventRow {
+    fn into_record(self) -> Result<EventRecord, StoreError> {
+        Ok(EventRecord {
+            run_id: parse_id(&self.run_id)?,
+            name: self.name,
+            index: unsigned(self.idx, "event index")?,
+            data: self
+                .data
+                .map(|text| parse_json(&text, "event data"))
+                .transpose()?,
+            timed_out: self.timed_out,
+            reference_id: self.reference_id,
+            received_at: self.received_at,
+        })
+    }
+}
+
+fn document<'a, T: Deserialize<'a>>(text: &'a str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|error| corrupt(format!("unreadable {what}: {error}")))
+}
+
+/// Decodes a run document.
+pub(crate) fn run_from_json(text: &str) -> Result<RunRecord, StoreError> {
+    document::<RunRow>(text, "run")?.into_record()
+}
+
+/// Decodes an event document.
+pub(crate) fn event_from_json(text: &str) -> Result<EventRecord, StoreError> {
+    document::<EventRow>(text, "event")?.into_record()
+}
+
+/// Decodes the five documents of a history query: the run (`None` if there is none), then
+/// JSON arrays of entries, sleeps, events and child runs. Sorts them as
+/// [`History`] documents (SQL aggregates have no order).
+pub(crate) fn history_from_json(
+    id: RunId,
+    run: Option<String>,
+    entries: Option<String>,
+    sleeps: Option<String>,
+    events: Option<String>,
+    children: Option<String>,
+) -> Result<History, StoreError> {
+    let run = run_from_json(&run.ok_or_else(|| StoreError::run_not_found(id))?)?;
+    let array = |text: Option<String>| text.unwrap_or_else(|| "[]".to_owned());
+    let mut entries = document::<Vec<EntryRow>>(&array(entries), "entries")?
+        .into_iter()
+        .map(EntryRow::into_record)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut sleeps = document::<Vec<SleepRow>>(&array(sleeps), "sleeps")?
+        .into_iter()
+        .map(SleepRow::into_record)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut events = document::<Vec<EventRow>>(&array(events), "events")?
+        .into_iter()
+        .map(EventRow::into_record)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut children = document::<Vec<RunRow>>(&array(children), "child runs")?
+        .into_iter()
+        .map(RunRow::into_record)
+        .collect::<Result<Vec<_>, _>>()?;
+    entries.sort_by(|a, b| (&a.address, a.index).cmp(&(&b.address, b.index)));
+    sleeps.sort_by(|a, b| (&a.name, a.index).cmp(&(&b.name, b.index)));
+    events.sort_by(|a, b| (&a.name, a.index).cmp(&(&b.name, b.index)));
+    children.sort_by_key(|child| (child.created_at, child.id));
+    Ok(History {
+        run,
+        entries,
+        sleeps,
+        events,
+        children,
+    })
+}
+
+/// Sorts claimed runs oldest first, as [`Store::claim`](crate::Store::claim) documents
+/// (`RETURNING` has no order).
+pub(crate) fn sort_claimed(runs: &mut [RunRecord]) {
+    runs.sort_by_key(|run| (run.queued_at.unwrap_or(run.created_at), run.id));
+}
+
+/// The error for a write whose revision check failed, from the run's actual revision (`None`
+/// when the run does not exist).
+pub(crate) fn check_failed(id: RunId, expected: u64, actual: Option<i64>) -> StoreError {
+    match actual {
+        None => StoreError::run_not_found(id),
+        Some(actual) => StoreError::RevisionConflict {
+            run_id: id,
+            expected,
+            actual: u64::try_from(actual).unwrap_or_default(),
+        },
+    }
+}
+
+/// Decodes the ids of `RETURNING id`.
+pub(crate) fn parse_ids(ids: &[String]) -> Result<Vec<RunId>, StoreError> {
+    ids.iter().map(|id| parse_id(id)).collect()
+}
+
+/// What `record_event_timeout` returns when its insert wrote nothing: a revision conflict, or
+/// the event that already holds the slot.
+pub(crate) fn timeout_outcome(
+    id: RunId,
+    expected: u64,
+    actual: Option<i64>,
+    slot: Option<String>,
+) -> Result<EventRecord, StoreError> {
+    if actual != Some(revision(expected)) {
+        return Err(check_failed(id, expected, actual));
+    }
+    match slot {
+        Some(doc) => event_from_json(&doc),
+        None => Err(corrupt(format!(
+            "run {id}: the event timeout was neither written nor found; the revision check \
+             passed, so the slot must be held"
+        ))),
+    }
+}
+
+/// A revision as stored.
+pub(crate) fn revision(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// Maps a driver error onto a [`StoreError`] kind.
+pub(crate) fn map_error(error: sqlx::Error) -> StoreError {
+    use sqlx::Error;
+    match error {
+        Error::Io(_)
+        | Error::Tls(_)
+        | Error::PoolTimedOut
+        | Error::PoolClosed
+        | Error::WorkerCrashed
+        | Error::Protocol(_) => StoreError::Unavailable {
+            message: error.to_string(),
+            source: Some(Box::new(error)),
+        },
+        Error::ColumnDecode { .. }
+        | Error::Decode(_)
+        | Error::ColumnNotFound(_)
+        | Error::ColumnIndexOutOfBounds { .. }
+        | Error::TypeNotFound { .. } => StoreError::Corrupt {
+            message: error.to_string(),
+        },
+        Error::Database(ref database) => {
+            if database.is_unique_violation() {
+                return StoreError::AlreadyExists {
+                    what: database.message().to_owned(),
+                };
+            }
+            let code = database.code().map(|code| code.into_owned());
+            if code.as_deref().is_some_and(is_transient_code) {
+                StoreError::Unavailable {
+                    message: error.to_string(),
+                    source: Some(Box::new(error)),
+                }
+            } else {
+                StoreError::Backend {
+                    source: Box::new(error),
+                }
+            }
+        }
+        other => StoreError::Backend {
+            source: Box::new(other),
+        },
+    }
+}
+
+/// Database error codes that mean "try again later": SQLite `BUSY`/`LOCKED` (with extended
+/// codes), PostgreSQL connection exceptions (class 08), shutdowns (57P01–57P03), too many
+/// connections (53300), serialization failures and deadlocks (40001, 40P01) and a database
+/// that does not exist (yet).
+fn is_transient_code(code: &str) -> bool {
+    if let Ok(sqlite) = code.parse::<i32>() {
+        return matches!(sqlite & 0xff, 5 | 6);
+    }
+    code.starts_with("08")
+        || matches!(
+            code,
+            "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01" | "3D000"
+        )
+}
+
+/// Maps a migration error: a database migrated by newer code, an edited migration, or a
+/// failure to reach the database.
+pub(crate) fn map_migrate_error(error: sqlx::migrate::MigrateError) -> StoreError {
+    use sqlx::migrate::MigrateError;
+    match error {
+        MigrateError::VersionMissing(version) => StoreError::Migration {
+            message: format!(
+                "the database has migration {version} applied, which this version of aiki-store \
+                 does not know: it was migrated by newer code; upgrade aiki (aiki-store) to the \
+                 version the other processes run"
+            ),
+        },
+        MigrateError::VersionMismatch(version) => StoreError::Migration {
+            message: format!(
+                "migration {version} applied to the database differs from the one in this code \
+                 (checksum mismatch); applied migrations are immutable, so this build of \
+                 aiki-store is not a released one: use a released version"
+            ),
+        },
+        MigrateError::Dirty(version) => StoreError::Migration {
+            message: format!(
+                "migration {version} was left partially applied; restore the database from a \
+                 backup or finish the migration by hand"
+            ),
+        },
+        MigrateError::Execute(error) => match map_error(error) {
+            transient @ StoreError::Unavailable { .. } => transient,
+            other => StoreError::Migration {
+                message: other.to_string(),
+            },
+        },
+        other => StoreError::Migration {
+            message: other.to_string(),
+        },
+    }
+}
