@@ -1,5 +1,6 @@
 //! Workers: claim runs, execute them, keep their claims fresh, run the timer daemons.
 
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::{Future, poll_fn};
@@ -21,15 +22,11 @@ use crate::error::{ClientError, WorkflowError};
 use crate::retry::RetryPolicy;
 use crate::run::{Run, Suspension};
 use crate::schema::Schema;
-use crate::task::StateMap;
+use crate::subscriber::{PollingSubscriber, Subscriber};
+use crate::task::{StateMap, Task};
 use crate::workflow::Workflow;
 
-/// Wakes the workers of this process: a run was started, woken or ended here.
-static WORK: Notify = Notify::const_new();
-
-pub(crate) fn work_available() {
-    WORK.notify_waiters();
-}
+pub(crate) use crate::subscriber::work_available;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -82,6 +79,8 @@ pub struct WorkerBuilder {
     max_age: Duration,
     shutdown_timeout: Duration,
     daemons: bool,
+    subscriber: Option<Arc<dyn Subscriber>>,
+    tasks: Vec<(&'static str, TypeId, &'static str)>,
 }
 
 impl fmt::Debug for WorkerBuilder {
@@ -107,6 +106,20 @@ impl WorkerBuilder {
     pub fn register<W: Workflow>(mut self, workflow: W) -> Self {
         self.workflows
             .push((W::namespace(), Arc::new(Erased(Arc::new(workflow)))));
+        self
+    }
+
+    /// Declares a task this worker's workflows call, so that two different task types with one
+    /// name are caught at [`build`](WorkerBuilder::build) instead of corrupting addresses.
+    pub fn task<T: Task>(mut self, _task: T) -> Self {
+        self.tasks
+            .push((T::NAME, TypeId::of::<T>(), std::any::type_name::<T>()));
+        self
+    }
+
+    /// How the worker discovers work (default: [`PollingSubscriber`] at the poll interval).
+    pub fn subscriber(mut self, subscriber: impl Subscriber) -> Self {
+        self.subscriber = Some(Arc::new(subscriber));
         self
     }
 
@@ -194,6 +207,17 @@ impl WorkerBuilder {
                 "max_concurrent_runs must be at least 1".to_owned(),
             ));
         }
+        let mut tasks: HashMap<&'static str, (TypeId, &'static str)> = HashMap::new();
+        for (name, id, type_name) in self.tasks {
+            if let Some((other, other_name)) = tasks.insert(name, (id, type_name)) {
+                if other != id {
+                    return Err(ClientError::Config(format!(
+                        "two task types are named `{name}`: `{other_name}` and `{type_name}`; \
+                         task names are durable addresses and must be unique"
+                    )));
+                }
+            }
+        }
         let mut registry = HashMap::new();
         for (namespace, workflow) in self.workflows {
             if registry.insert(namespace.clone(), workflow).is_some() {
@@ -216,7 +240,9 @@ impl WorkerBuilder {
                 ended: Notify::new(),
             }),
             max_concurrent_runs: self.max_concurrent_runs,
-            poll_interval: self.poll_interval,
+            subscriber: self
+                .subscriber
+                .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),
             shutdown_timeout: self.shutdown_timeout,
             daemons: self.daemons,
         })
@@ -236,7 +262,7 @@ impl WorkerBuilder {
 pub struct Worker {
     shared: Arc<Shared>,
     max_concurrent_runs: usize,
-    poll_interval: Duration,
+    subscriber: Arc<dyn Subscriber>,
     shutdown_timeout: Duration,
     daemons: bool,
 }
@@ -285,6 +311,8 @@ impl Worker {
             max_age: Duration::from_secs(24 * 3600),
             shutdown_timeout: Duration::from_secs(5),
             daemons: true,
+            subscriber: None,
+            tasks: Vec::new(),
         }
     }
 
@@ -333,10 +361,9 @@ impl Worker {
             }
             while executions.try_join_next().is_some() {}
             // Register interest before looking, so that a notification in between is not lost.
-            let work = WORK.notified();
             let ended = self.shared.ended.notified();
             let jumped = self.shared.clock.jumped();
-            tokio::pin!(work, ended);
+            tokio::pin!(ended);
             let mut busy = false;
             let result: Result<(), StoreError> = async {
                 if self.daemons {
@@ -379,8 +406,7 @@ impl Worker {
                 continue;
             }
             tokio::select! {
-                _ = tokio::time::sleep(self.poll_interval) => {}
-                _ = &mut work => {}
+                _ = self.subscriber.next_signal() => {}
                 _ = &mut ended => {}
                 _ = jumped => {}
                 _ = stop.changed() => {}

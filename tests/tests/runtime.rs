@@ -394,6 +394,28 @@ async fn worker_configuration_is_checked(backend: Backend) {
         .claim_idle_timeout(Duration::from_secs(30))
         .build();
     assert!(matches!(timeouts, Err(ClientError::Config(_))));
+    let same_name = h
+        .worker_builder()
+        .task(Gated)
+        .task(Gated)
+        .task(GatedOnce)
+        .build();
+    assert!(same_name.is_ok(), "one type declared twice is fine");
+    let clash = h.worker_builder().task(Flaky).task(FlakyImpostor).build();
+    assert!(matches!(clash, Err(ClientError::Config(message)) if message.contains("`flaky`")));
+}
+
+/// Another task type that claims the name `flaky`.
+struct FlakyImpostor;
+
+impl Task for FlakyImpostor {
+    type Input = u64;
+    type Output = u64;
+    const NAME: &'static str = "flaky";
+
+    async fn execute(&self, input: u64, _ctx: TaskContext) -> Result<u64, TaskError> {
+        Ok(input)
+    }
 }
 
 // Crashes, retries, zombies.

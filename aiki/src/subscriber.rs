@@ -1,0 +1,75 @@
+//! Work discovery: how a worker learns that there may be runs to claim.
+
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use aiki_store::RunId;
+use async_trait::async_trait;
+use tokio::sync::{Mutex, watch};
+
+/// Tells a worker when to look for work.
+///
+/// Claims always go through the store (that is what makes them exclusive); a subscriber only
+/// decides *when* the worker asks. The default, [`PollingSubscriber`], asks every poll interval
+/// and at once when something happens in this process; a subscriber on a message transport
+/// (Redis, SQS) would resolve [`next_signal`](Subscriber::next_signal) when a message arrives.
+#[async_trait]
+pub trait Subscriber: Send + Sync + fmt::Debug + 'static {
+    /// Resolves when there may be runs to claim.
+    async fn next_signal(&self);
+
+    /// Keeps a delivered run alive in the subscriber's own transport (an SQS visibility
+    /// timeout, a Redis lease) while it executes. Separate from the claim refresh, which always
+    /// goes to the store. The default does nothing.
+    async fn heartbeat(&self, run: RunId) {
+        let _ = run;
+    }
+}
+
+/// The process-wide "something happened" signal: a run was started, woken or ended here.
+fn signal() -> &'static watch::Sender<u64> {
+    static SIGNAL: OnceLock<watch::Sender<u64>> = OnceLock::new();
+    SIGNAL.get_or_init(|| watch::channel(0).0)
+}
+
+/// Tells the subscribers of this process that there may be work.
+pub(crate) fn work_available() {
+    signal().send_modify(|generation| *generation = generation.wrapping_add(1));
+}
+
+/// The default subscriber: polls the store every interval, and at once when a run is started,
+/// woken or ended in this process. A signal sent while the worker was busy is not lost.
+pub struct PollingSubscriber {
+    interval: Duration,
+    local: Mutex<watch::Receiver<u64>>,
+}
+
+impl PollingSubscriber {
+    /// Polls every `interval`.
+    pub fn new(interval: Duration) -> Self {
+        PollingSubscriber {
+            interval,
+            local: Mutex::new(signal().subscribe()),
+        }
+    }
+}
+
+impl fmt::Debug for PollingSubscriber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PollingSubscriber")
+            .field("interval", &self.interval)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Subscriber for PollingSubscriber {
+    async fn next_signal(&self) {
+        let mut local = self.local.lock().await;
+        tokio::select! {
+            _ = tokio::time::sleep(self.interval) => {}
+            _ = local.changed() => {}
+        }
+    }
+}
