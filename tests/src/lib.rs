@@ -18,6 +18,43 @@ use aiki::{
 pub enum Backend {
     /// `memory:`.
     Memory,
+    /// A fresh SQLite file in the temp folder.
+    Sqlite,
+    /// A fresh schema in the PostgreSQL database named by `AIKI_TEST_DATABASE_URL`.
+    Postgres,
+}
+
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// The PostgreSQL test server's URL.
+pub fn postgres_url() -> String {
+    std::env::var("AIKI_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned())
+}
+
+/// `true` when the PostgreSQL test server answers. When it does not, says so loudly and
+/// returns `false`, except under `CI=true`, where a missing server fails the test.
+pub async fn postgres_available() -> bool {
+    use sqlx::Connection;
+    match sqlx::PgConnection::connect(&postgres_url()).await {
+        Ok(connection) => {
+            let _ = connection.close().await;
+            true
+        }
+        Err(error) => {
+            let message = format!(
+                "\n==================== POSTGRESQL SCENARIO SKIPPED ====================\n\
+                 no PostgreSQL server answers at {}: {error}\n\
+                 set AIKI_TEST_DATABASE_URL to run it\n\
+                 ====================================================================\n",
+                postgres_url()
+            );
+            if std::env::var("CI").is_ok_and(|ci| ci == "true") {
+                panic!("{message}(CI=true: a missing server is a failure)");
+            }
+            eprintln!("{message}");
+            false
+        }
+    }
 }
 
 impl Backend {
@@ -25,11 +62,36 @@ impl Backend {
     pub async fn open(self) -> BoxStore {
         match self {
             Backend::Memory => aiki::connect("memory:").await.expect("memory store"),
+            Backend::Sqlite => {
+                let path =
+                    std::env::temp_dir().join(format!("aiki-e2e-{}.db", uuid::Uuid::new_v4()));
+                aiki::connect(&format!("sqlite://{}", path.display()))
+                    .await
+                    .expect("SQLite store")
+            }
+            Backend::Postgres => {
+                use sqlx::Connection;
+                let url = postgres_url();
+                let schema = format!("aiki_e2e_{}", uuid::Uuid::new_v4().simple());
+                let mut admin = sqlx::PgConnection::connect(&url)
+                    .await
+                    .expect("PostgreSQL answers");
+                sqlx::query(&format!("CREATE SCHEMA {schema}"))
+                    .execute(&mut admin)
+                    .await
+                    .expect("create the test schema");
+                let _ = admin.close().await;
+                let separator = if url.contains('?') { '&' } else { '?' };
+                aiki::connect(&format!("{url}{separator}options[search_path]={schema}"))
+                    .await
+                    .expect("PostgreSQL store")
+            }
         }
     }
 }
 
-/// Stamps out `#[tokio::test]`s running each scenario on every backend.
+/// Stamps out `#[tokio::test]`s running each scenario on every backend, in modules named
+/// `memory`, `sqlite` and `postgres`.
 #[macro_export]
 macro_rules! on_every_backend {
     ($($scenario:ident),* $(,)?) => {
@@ -38,6 +100,24 @@ macro_rules! on_every_backend {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
                     super::$scenario($crate::Backend::Memory).await
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario($crate::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    if $crate::postgres_available().await {
+                        super::$scenario($crate::Backend::Postgres).await
+                    }
                 }
             )*
         }
