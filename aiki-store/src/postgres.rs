@@ -15,8 +15,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::{Postgres, Row, Transaction};
+use std::str::FromStr;
+
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::{Connection, Postgres, Row, Transaction};
 
 use crate::sql::{self, StatementCounter, map_error};
 use crate::{
@@ -111,18 +113,22 @@ impl PostgresStore {
 
     /// Connects with the given options.
     pub async fn connect_with(options: PostgresOptions) -> Result<Self, StoreError> {
+        let connect = PgConnectOptions::from_str(&options.url).map_err(|error| {
+            StoreError::UnsupportedUrl {
+                url: options.url.clone(),
+                reason: error.to_string(),
+            }
+        })?;
+        // One direct connection first: a pool retries a refused connection until its acquire
+        // timeout, but a server that does not answer should be reported at once.
+        let probe = PgConnection::connect_with(&connect)
+            .await
+            .map_err(map_error)?;
+        let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.acquire_timeout)
-            .connect(&options.url)
-            .await
-            .map_err(|error| match error {
-                sqlx::Error::Configuration(reason) => StoreError::UnsupportedUrl {
-                    url: options.url.clone(),
-                    reason: reason.to_string(),
-                },
-                other => map_error(other),
-            })?;
+            .connect_lazy_with(connect);
         let store = PostgresStore {
             pool,
             statements: StatementCounter::default(),
@@ -137,8 +143,11 @@ impl PostgresStore {
     /// a PostgreSQL advisory lock while it works. A database migrated by newer code is
     /// [`StoreError::Migration`].
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        let mut connection = self.pool.acquire().await.map_err(map_error)?;
+        // `run_direct` rather than `run`: `run`'s `Acquire` bound makes the future not `Send`
+        // (sqlx's own workaround, see `Migrator::run_direct`).
         MIGRATOR
-            .run(&self.pool)
+            .run_direct(&mut *connection)
             .await
             .map_err(sql::map_migrate_error)
     }

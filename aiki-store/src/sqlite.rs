@@ -190,8 +190,10 @@ impl SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(map_error)?;
+        // `run_direct` rather than `run`: `run`'s `Acquire` bound makes the future not `Send`
+        // (sqlx's own workaround, see `Migrator::run_direct`).
         MIGRATOR
-            .run(&mut *tx)
+            .run_direct(&mut *tx)
             .await
             .map_err(sql::map_migrate_error)?;
         tx.commit().await.map_err(map_error)

@@ -1,0 +1,329 @@
+//! PostgreSQL-specific behaviour: concurrent migration of a fresh database, schema versions,
+//! an unreachable server, races between wake-ups and suspensions, and the round trips each
+//! operation costs. Skipped loudly without a server (failing under `CI=true`).
+#![cfg(feature = "postgres")]
+
+mod support;
+
+use std::sync::Arc;
+
+use aiki_store::postgres::{PostgresOptions, PostgresStore};
+use aiki_store::{
+    ClaimRequest, EntryKind, EntryRecord, EntryStatus, Namespace, NewEvent, NewRun, ParentLink,
+    RunId, RunStatus, Store, StoreError, Transition, WaitSpec,
+};
+use serde_json::json;
+use support::postgres as pg;
+
+fn new_run(namespace: &Namespace, now: i64) -> NewRun {
+    NewRun {
+        id: RunId::new(),
+        namespace: namespace.clone(),
+        input: json!({"n": 1}),
+        input_hash: "h".to_owned(),
+        reference_id: None,
+        pool: "default".to_owned(),
+        status: RunStatus::Queued,
+        due_at: None,
+        parent: None,
+        now,
+    }
+}
+
+fn claim(namespace: &Namespace, now: i64) -> ClaimRequest {
+    ClaimRequest {
+        owner: "w".to_owned(),
+        namespaces: vec![namespace.clone()],
+        pool: "default".to_owned(),
+        limit: 1,
+        now,
+    }
+}
+
+fn entry(run_id: RunId, address: &str) -> EntryRecord {
+    EntryRecord {
+        run_id,
+        address: address.to_owned(),
+        index: 0,
+        kind: EntryKind::Task,
+        status: EntryStatus::Completed,
+        output: Some(json!({"ok": true})),
+        fingerprint: None,
+        attempts: 1,
+        error: None,
+        retry_at: None,
+        updated_at: 5,
+    }
+}
+
+fn unique_namespace() -> Namespace {
+    Namespace::new(format!("pg-{}", RunId::new()), "1.0.0")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_processes_migrate_one_fresh_database_at_once() {
+    let Some(url) = pg::create_database().await else {
+        return;
+    };
+    let opens: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                PostgresStore::connect_with(PostgresOptions::new(url).max_connections(2)).await
+            })
+        })
+        .collect();
+    for open in opens {
+        let store = open.await.expect("join").expect("every store opens");
+        assert_eq!(store.next_due().await.expect("schema is there"), None);
+        store.close().await;
+    }
+    pg::drop_database(&url).await;
+}
+
+#[tokio::test]
+async fn a_database_migrated_by_newer_code_is_a_migration_error() {
+    let Some(url) = pg::create_database().await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).await.expect("open");
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99990101000000, 'from the future', TRUE, '\\x00', 0)",
+    )
+    .execute(&sqlx::PgPool::connect(&url).await.expect("raw pool"))
+    .await
+    .expect("fake a newer migration");
+    store.close().await;
+    let error = PostgresStore::connect(&url).await.expect_err("refused");
+    assert!(
+        matches!(error, StoreError::Migration { .. }),
+        "expected a migration error, got {error:?}"
+    );
+    assert!(error.to_string().contains("upgrade"), "{error}");
+    pg::drop_database(&url).await;
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable() {
+    let result = aiki_store::connect("postgres://postgres@127.0.0.1:1/postgres").await;
+    assert!(
+        matches!(result, Err(StoreError::Unavailable { .. })),
+        "{result:?}"
+    );
+    assert!(result.err().is_some_and(|error| error.is_transient()));
+}
+
+/// An event and a suspension waiting for it, racing: whichever commits first, the run never
+/// stays asleep with its event delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_racing_a_suspension_is_never_lost() {
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::connect(&url).await.expect("open"));
+    for _ in 0..40 {
+        let namespace = unique_namespace();
+        store
+            .create_run(new_run(&namespace, 1))
+            .await
+            .expect("create");
+        let run = store
+            .claim(claim(&namespace, 2))
+            .await
+            .expect("claim")
+            .remove(0);
+        let sender = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .append_event(NewEvent {
+                        run_id: run.id,
+                        name: "go".to_owned(),
+                        data: json!(1),
+                        reference_id: None,
+                        now: 3,
+                    })
+                    .await
+            })
+        };
+        let mut suspend = Transition::to(RunStatus::AwaitingEvent, 3);
+        suspend.wait = Some(WaitSpec {
+            events: vec![("go".to_owned(), 0)],
+            children: vec![],
+        });
+        store
+            .transition(run.id, run.revision, suspend)
+            .await
+            .expect("suspend");
+        sender.await.expect("join").expect("append");
+        let status = store.get_run(run.id).await.expect("get_run").status;
+        assert_eq!(status, RunStatus::Scheduled, "the wake-up was lost");
+    }
+}
+
+/// A child ending while its parent suspends on it: the parent always ends up scheduled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_ending_while_its_parent_suspends_is_never_lost() {
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::connect(&url).await.expect("open"));
+    for _ in 0..40 {
+        let namespace = unique_namespace();
+        store
+            .create_run(new_run(&namespace, 1))
+            .await
+            .expect("create");
+        let parent = store
+            .claim(claim(&namespace, 2))
+            .await
+            .expect("claim")
+            .remove(0);
+        let child_namespace = unique_namespace();
+        let mut child = new_run(&child_namespace, 2);
+        child.parent = Some(ParentLink {
+            run_id: parent.id,
+            address: "c:1".to_owned(),
+        });
+        let child = store
+            .start_child(parent.revision, entry(parent.id, "c:1"), child)
+            .await
+            .expect("start_child");
+        let child_run = store
+            .claim(claim(&child_namespace, 3))
+            .await
+            .expect("claim")
+            .remove(0);
+        let finisher = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .transition(
+                        child.id,
+                        child_run.revision,
+                        Transition::to(RunStatus::Completed, 4),
+                    )
+                    .await
+            })
+        };
+        let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, 4);
+        suspend.wait = Some(WaitSpec {
+            events: vec![],
+            children: vec![child.id],
+        });
+        store
+            .transition(parent.id, parent.revision, suspend)
+            .await
+            .expect("suspend");
+        finisher.await.expect("join").expect("complete");
+        let status = store.get_run(parent.id).await.expect("get_run").status;
+        assert_eq!(status, RunStatus::Scheduled, "the wake-up was lost");
+    }
+}
+
+async fn cost(label: &str, expected: u64, before: u64, after: u64) {
+    println!("postgres {label}: {} round trips", after - before);
+    assert_eq!(after - before, expected, "{label}");
+}
+
+/// The cost of each operation in round trips (`BEGIN`/`COMMIT` included).
+#[tokio::test]
+async fn round_trips_per_operation() {
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).await.expect("open");
+    let namespace = unique_namespace();
+    let s = store.statements();
+    let run = store
+        .create_run(new_run(&namespace, 1))
+        .await
+        .expect("create");
+    cost("create_run", 1, s, store.statements()).await;
+    let id = run.run().id;
+    let s = store.statements();
+    let claimed = store
+        .claim(claim(&namespace, 2))
+        .await
+        .expect("claim")
+        .remove(0);
+    cost("claim", 1, s, store.statements()).await;
+    let rev = claimed.revision;
+    let s = store.statements();
+    store.put_entry(rev, entry(id, "t:1")).await.expect("entry");
+    cost("put_entry", 1, s, store.statements()).await;
+    let s = store.statements();
+    store.refresh_claim(id, "w", rev, 3).await.expect("refresh");
+    cost("refresh_claim", 1, s, store.statements()).await;
+    let s = store.statements();
+    store.load_history(id).await.expect("history");
+    cost("load_history", 1, s, store.statements()).await;
+    let s = store.statements();
+    let mut child = new_run(&unique_namespace(), 3);
+    child.parent = Some(ParentLink {
+        run_id: id,
+        address: "c:1".to_owned(),
+    });
+    let child = store
+        .start_child(rev, entry(id, "c:1"), child)
+        .await
+        .expect("start_child");
+    cost("start_child", 4, s, store.statements()).await;
+    let s = store.statements();
+    store
+        .append_event(NewEvent {
+            run_id: id,
+            name: "e".to_owned(),
+            data: json!(1),
+            reference_id: None,
+            now: 3,
+        })
+        .await
+        .expect("event");
+    cost("append_event", 4, s, store.statements()).await;
+    let s = store.statements();
+    store
+        .record_event_timeout(id, rev, "t", 0, 3)
+        .await
+        .expect("timeout");
+    cost("record_event_timeout", 1, s, store.statements()).await;
+    let s = store.statements();
+    let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, 4);
+    suspend.wait = Some(WaitSpec {
+        events: vec![],
+        children: vec![child.id],
+    });
+    store.transition(id, rev, suspend).await.expect("suspend");
+    cost("transition (suspend on a child)", 5, s, store.statements()).await;
+    let child_rev = store
+        .claim(claim(&child.namespace, 5))
+        .await
+        .expect("claim")
+        .remove(0)
+        .revision;
+    let s = store.statements();
+    let child = store
+        .transition(
+            child.id,
+            child_rev,
+            Transition::to(RunStatus::Sleeping, 6).due_at(100),
+        )
+        .await
+        .expect("sleep");
+    cost("transition (plain)", 1, s, store.statements()).await;
+    let s = store.statements();
+    store
+        .transition(
+            child.id,
+            child.revision,
+            Transition::to(RunStatus::Cancelled, 7),
+        )
+        .await
+        .expect("cancel");
+    cost("transition (terminal)", 4, s, store.statements()).await;
+    assert_eq!(
+        store.get_run(id).await.expect("parent").status,
+        RunStatus::Scheduled
+    );
+}

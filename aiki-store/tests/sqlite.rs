@@ -1,0 +1,332 @@
+//! SQLite-specific behaviour: durability across reopening, concurrent migration, schema
+//! versions, options, and the statements each operation costs.
+#![cfg(feature = "sqlite")]
+
+use std::path::{Path, PathBuf};
+
+use aiki_store::sqlite::{SqliteOptions, SqliteStore, SqliteSynchronous};
+use aiki_store::{
+    ClaimRequest, EntryKind, EntryRecord, EntryStatus, Namespace, NewEvent, NewRun, RunId,
+    RunStatus, SleepRecord, Store, StoreError, Transition, WaitSpec,
+};
+use serde_json::json;
+
+/// A temporary database file, removed (with its WAL files) when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new() -> Self {
+        TempFile(std::env::temp_dir().join(format!("aiki-sqlite-{}.db", RunId::new())))
+    }
+
+    fn url(&self) -> String {
+        format!("sqlite://{}", self.0.display())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = self.0.clone().into_os_string();
+            path.push(suffix);
+            let _ = std::fs::remove_file(Path::new(&path));
+        }
+    }
+}
+
+fn new_run(namespace: &Namespace, now: i64) -> NewRun {
+    NewRun {
+        id: RunId::new(),
+        namespace: namespace.clone(),
+        input: json!({"n": 1}),
+        input_hash: "h".to_owned(),
+        reference_id: None,
+        pool: "default".to_owned(),
+        status: RunStatus::Queued,
+        due_at: None,
+        parent: None,
+        now,
+    }
+}
+
+fn claim(namespace: &Namespace, now: i64) -> ClaimRequest {
+    ClaimRequest {
+        owner: "w".to_owned(),
+        namespaces: vec![namespace.clone()],
+        pool: "default".to_owned(),
+        limit: 1,
+        now,
+    }
+}
+
+fn entry(run_id: RunId, address: &str) -> EntryRecord {
+    EntryRecord {
+        run_id,
+        address: address.to_owned(),
+        index: 0,
+        kind: EntryKind::Task,
+        status: EntryStatus::Completed,
+        output: Some(json!({"ok": true})),
+        fingerprint: Some("fp".to_owned()),
+        attempts: 1,
+        error: None,
+        retry_at: None,
+        updated_at: 5,
+    }
+}
+
+#[tokio::test]
+async fn everything_written_survives_closing_and_reopening_the_file() {
+    let file = TempFile::new();
+    let namespace = Namespace::new("durable", "1.0.0");
+    let (id, before) = {
+        let store = SqliteStore::connect_with(
+            SqliteOptions::new(file.url()).synchronous(SqliteSynchronous::Full),
+        )
+        .await
+        .expect("open");
+        let run = store
+            .create_run(new_run(&namespace, 1))
+            .await
+            .expect("create");
+        let id = run.run().id;
+        let claimed = store
+            .claim(claim(&namespace, 2))
+            .await
+            .expect("claim")
+            .remove(0);
+        store
+            .put_entry(claimed.revision, entry(id, "task:1"))
+            .await
+            .expect("entry");
+        store
+            .put_sleep(
+                claimed.revision,
+                SleepRecord {
+                    run_id: id,
+                    name: "nap".to_owned(),
+                    index: 0,
+                    duration_ms: 10,
+                    wake_at: 20,
+                    cancelled: false,
+                },
+            )
+            .await
+            .expect("sleep");
+        store
+            .append_event(NewEvent {
+                run_id: id,
+                name: "go".to_owned(),
+                data: json!("now"),
+                reference_id: Some("r".to_owned()),
+                now: 3,
+            })
+            .await
+            .expect("event");
+        store
+            .transition(
+                id,
+                claimed.revision,
+                Transition::to(RunStatus::Sleeping, 4).due_at(20),
+            )
+            .await
+            .expect("sleep");
+        let before = store.load_history(id).await.expect("history");
+        store.close().await;
+        (id, before)
+    };
+    let reopened = SqliteStore::connect(&file.url()).await.expect("reopen");
+    assert_eq!(reopened.load_history(id).await.expect("history"), before);
+    assert_eq!(before.entries.len(), 1);
+    assert_eq!(before.sleeps.len(), 1);
+    assert_eq!(before.events.len(), 1);
+    assert_eq!(before.run.status, RunStatus::Sleeping);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_stores_migrate_one_fresh_file_at_once() {
+    let file = TempFile::new();
+    let url = file.url();
+    let opens: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { SqliteStore::connect(&url).await })
+        })
+        .collect();
+    for open in opens {
+        let store = open.await.expect("join").expect("every store opens");
+        assert!(store.next_due().await.is_ok());
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_database_migrated_by_newer_code_is_a_migration_error() {
+    let file = TempFile::new();
+    let store = SqliteStore::connect(&file.url()).await.expect("open");
+    store.close().await;
+    {
+        use sqlx::Connection;
+        let mut connection = sqlx::SqliteConnection::connect(&file.url())
+            .await
+            .expect("raw connection");
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
+             execution_time) VALUES (99990101000000, 'from the future', TRUE, x'00', 0)",
+        )
+        .execute(&mut connection)
+        .await
+        .expect("fake a newer migration");
+        connection.close().await.expect("close");
+    }
+    let error = SqliteStore::connect(&file.url())
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(error, StoreError::Migration { .. }),
+        "expected a migration error, got {error:?}"
+    );
+    assert!(error.to_string().contains("upgrade"), "{error}");
+}
+
+#[tokio::test]
+async fn migrations_can_be_left_to_the_operator() {
+    let file = TempFile::new();
+    let store = SqliteStore::connect_with(SqliteOptions::new(file.url()).migrate(false))
+        .await
+        .expect("open");
+    assert!(store.next_due().await.is_err(), "no schema yet");
+    store.migrate().await.expect("migrate");
+    store.migrate().await.expect("migrating twice is a no-op");
+    assert_eq!(store.next_due().await.expect("next_due"), None);
+}
+
+#[tokio::test]
+async fn connect_dispatches_on_the_url() {
+    let memory = aiki_store::connect("sqlite::memory:")
+        .await
+        .expect("memory");
+    assert_eq!(memory.backend(), "sqlite");
+    let file = TempFile::new();
+    let url = format!("sqlite:{}", file.0.display());
+    assert_eq!(
+        aiki_store::connect(&url).await.expect("file").backend(),
+        "sqlite"
+    );
+    assert!(file.0.exists(), "the file is created");
+    for url in ["mysql://localhost/db", "redis://x", "nonsense"] {
+        let result = aiki_store::connect(url).await;
+        assert!(
+            matches!(result, Err(StoreError::UnsupportedUrl { .. })),
+            "{url}: {result:?}"
+        );
+    }
+}
+
+/// The cost of each operation in statements (`BEGIN`/`COMMIT` included): what one task step
+/// or one transition costs in round trips.
+async fn cost(label: &str, expected: u64, before: u64, after: u64) {
+    println!("sqlite {label}: {} statements", after - before);
+    assert_eq!(after - before, expected, "{label}");
+}
+
+#[tokio::test]
+async fn statements_per_operation() {
+    let store = SqliteStore::connect("sqlite::memory:").await.expect("open");
+    let namespace = Namespace::new("costs", "1.0.0");
+    let s = store.statements();
+    let run = store
+        .create_run(new_run(&namespace, 1))
+        .await
+        .expect("create");
+    cost("create_run", 1, s, store.statements()).await;
+    let id = run.run().id;
+    let s = store.statements();
+    let claimed = store
+        .claim(claim(&namespace, 2))
+        .await
+        .expect("claim")
+        .remove(0);
+    cost("claim", 1, s, store.statements()).await;
+    let rev = claimed.revision;
+    let s = store.statements();
+    store.put_entry(rev, entry(id, "t:1")).await.expect("entry");
+    cost("put_entry", 1, s, store.statements()).await;
+    let s = store.statements();
+    store.refresh_claim(id, "w", rev, 3).await.expect("refresh");
+    cost("refresh_claim", 1, s, store.statements()).await;
+    let s = store.statements();
+    store.load_history(id).await.expect("history");
+    cost("load_history", 1, s, store.statements()).await;
+    let s = store.statements();
+    store.get_run(id).await.expect("get_run");
+    cost("get_run", 1, s, store.statements()).await;
+    let s = store.statements();
+    let mut child = new_run(&Namespace::new("costs-child", "1.0.0"), 3);
+    child.parent = Some(aiki_store::ParentLink {
+        run_id: id,
+        address: "c:1".to_owned(),
+    });
+    let child = store
+        .start_child(rev, entry(id, "c:1"), child)
+        .await
+        .expect("start_child");
+    cost("start_child", 4, s, store.statements()).await;
+    let s = store.statements();
+    store
+        .append_event(NewEvent {
+            run_id: id,
+            name: "e".to_owned(),
+            data: json!(1),
+            reference_id: None,
+            now: 3,
+        })
+        .await
+        .expect("event");
+    cost("append_event (no wake)", 4, s, store.statements()).await;
+    let s = store.statements();
+    store
+        .record_event_timeout(id, rev, "t", 0, 3)
+        .await
+        .expect("timeout");
+    cost("record_event_timeout", 1, s, store.statements()).await;
+    let s = store.statements();
+    let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, 4);
+    suspend.wait = Some(WaitSpec {
+        events: vec![],
+        children: vec![child.id],
+    });
+    let parent = store.transition(id, rev, suspend).await.expect("suspend");
+    cost(
+        "transition (suspend with a wait spec)",
+        1,
+        s,
+        store.statements(),
+    )
+    .await;
+    let child_rev = store
+        .claim(claim(&child.namespace, 5))
+        .await
+        .expect("claim")
+        .remove(0)
+        .revision;
+    let s = store.statements();
+    store
+        .transition(child.id, child_rev, Transition::to(RunStatus::Completed, 6))
+        .await
+        .expect("complete");
+    cost(
+        "transition (terminal, with a parent)",
+        4,
+        s,
+        store.statements(),
+    )
+    .await;
+    assert_eq!(
+        store.get_run(id).await.expect("parent").revision,
+        parent.revision + 1
+    );
+    let s = store.statements();
+    store.wake_due(6).await.expect("wake_due");
+    cost("wake_due", 1, s, store.statements()).await;
+}
