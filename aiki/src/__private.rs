@@ -8,4 +8,78 @@ pub use ::serde;
 pub use ::serde_json;
 pub use ::std;
 
-pub use crate::retry::RetryPolicy;
+pub use crate::retry::{RetryPolicy, RetryPolicyError};
+
+use crate::error::{TaskError, WorkflowError};
+
+/// A duration in milliseconds, as the macros' `*_ms` retry parameters are written.
+pub const fn ms(millis: u64) -> core::time::Duration {
+    core::time::Duration::from_millis(millis)
+}
+
+/// Builds a retry policy whose parameters the macro already validated.
+pub fn valid_retry(build: impl FnOnce() -> Result<RetryPolicy, RetryPolicyError>) -> RetryPolicy {
+    build().unwrap_or_else(|error| panic!("BUG: #[aiki] validated this retry policy: {error}"))
+}
+
+/// Turns a task function's `Result<T, E>` into the runtime's `Result<T, TaskError>`.
+pub fn task_result<T, E: Into<TaskError>>(result: Result<T, E>) -> Result<T, TaskError> {
+    result.map_err(Into::into)
+}
+
+/// Turns a workflow function's `Result<T, E>` into the runtime's `Result<T, WorkflowError>`.
+pub fn workflow_result<T, E: Into<WorkflowError>>(
+    result: Result<T, E>,
+) -> Result<T, WorkflowError> {
+    result.map_err(Into::into)
+}
+
+/// Declares check traits: each a supertrait of one requirement with a blanket impl, and a
+/// message written for the role of the type. The macros put `Type: Check` where clauses on the
+/// impls they generate, spanned at the user's type, so rustc reports the message at that type
+/// (once) instead of a bound deep inside the runtime traits. (`on_unimplemented` takes literal
+/// strings only, hence the spelled-out messages.)
+macro_rules! checks {
+    ($($check:ident: $bound:path, $message:literal, $label:literal, $note:literal;)*) => {$(
+        #[doc = $message]
+        #[diagnostic::on_unimplemented(message = $message, label = $label, note = $note)]
+        pub trait $check: $bound {}
+        impl<T: ?Sized + $bound> $check for T {}
+    )*};
+}
+
+checks! {
+    TaskInputSerialize: serde::Serialize, "`{Self}` cannot be a task input: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    TaskInputDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be a task input: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    TaskInputSchema: schemars::JsonSchema, "`{Self}` cannot be a task input: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+    TaskOutputSerialize: serde::Serialize, "`{Self}` cannot be a task output: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    TaskOutputDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be a task output: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    TaskOutputSchema: schemars::JsonSchema, "`{Self}` cannot be a task output: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+    WorkflowInputSerialize: serde::Serialize, "`{Self}` cannot be a workflow input: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    WorkflowInputDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be a workflow input: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    WorkflowInputSchema: schemars::JsonSchema, "`{Self}` cannot be a workflow input: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+    WorkflowOutputSerialize: serde::Serialize, "`{Self}` cannot be a workflow output: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    WorkflowOutputDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be a workflow output: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    WorkflowOutputSchema: schemars::JsonSchema, "`{Self}` cannot be a workflow output: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+    EventPayloadSerialize: serde::Serialize, "`{Self}` cannot be an event payload: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    EventPayloadDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be an event payload: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    EventPayloadSchema: schemars::JsonSchema, "`{Self}` cannot be an event payload: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+}
+
+/// The error type of a task function must convert into [`TaskError`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the error type of a task: it does not convert into `aiki::TaskError`",
+    label = "not an error type",
+    note = "return `aiki::TaskError` or a type implementing `std::error::Error`"
+)]
+pub trait TaskErrorType: Into<TaskError> {}
+impl<E: Into<TaskError>> TaskErrorType for E {}
+
+/// The error type of a workflow function must convert into [`WorkflowError`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the error type of a workflow: it does not convert into `aiki::WorkflowError`",
+    label = "not convertible into `aiki::WorkflowError`",
+    note = "return `aiki::WorkflowError`"
+)]
+pub trait WorkflowErrorType: Into<WorkflowError> {}
+impl<E: Into<WorkflowError>> WorkflowErrorType for E {}
