@@ -176,18 +176,24 @@ fn check_signature(cx: &Ctxt, item: &ItemFn, kind: Kind) -> bool {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         fail(
             &sig.generics,
-            format!("generic {noun}s are not supported: the input and output types of a {noun} must be concrete, so that its schemas are fixed"),
+            format!(
+                "generic {noun}s are not supported: the input and output types of a {noun} must be concrete, so that its schemas are fixed"
+            ),
         );
     }
     for arg in &sig.inputs {
         match arg {
             FnArg::Receiver(receiver) => fail(
                 receiver,
-                format!("a {noun} cannot take `self`: write a free `async fn`; `#[aiki::{noun}]` generates the type"),
+                format!(
+                    "a {noun} cannot take `self`: write a free `async fn`; `#[aiki::{noun}]` generates the type"
+                ),
             ),
             FnArg::Typed(typed) if contains_impl_trait(&typed.ty) => fail(
                 &typed.ty,
-                format!("generic {noun}s are not supported: `impl Trait` arguments are generic; name a concrete type"),
+                format!(
+                    "generic {noun}s are not supported: `impl Trait` arguments are generic; name a concrete type"
+                ),
             ),
             FnArg::Typed(_) => {}
         }
@@ -243,7 +249,9 @@ fn result_types(cx: &Ctxt, item: &ItemFn, kind: Kind) -> Option<(Type, Option<Ty
     let Some(output) = types.next() else {
         cx.error_spanned_by(
             ty,
-            format!("a {noun} must return {expected}, so that failures can be recorded and retried"),
+            format!(
+                "a {noun} must return {expected}, so that failures can be recorded and retried"
+            ),
         );
         return None;
     };
@@ -275,18 +283,22 @@ fn type_ident(cx: &Ctxt, ident: &Ident) -> Option<Ident> {
     Some(format_ident!("{}", camel, span = ident.span()))
 }
 
-/// `payment_received` → `PaymentReceived`; a leading `r#` is dropped.
+/// `payment_received` → `PaymentReceived`; a leading `r#` is dropped, and an underscore
+/// between two digits is kept (`greet_v1_1` → `GreetV1_1`, not `GreetV11`).
 pub(crate) fn camel_case(snake: &str) -> String {
     let snake = snake.strip_prefix("r#").unwrap_or(snake);
-    snake
-        .split('_')
-        .filter(|word| !word.is_empty())
-        .map(|word| {
-            let mut chars = word.chars();
-            let first = chars.next().map(|c| c.to_uppercase().to_string());
-            first.unwrap_or_default() + chars.as_str()
-        })
-        .collect()
+    let mut camel = String::new();
+    for word in snake.split('_').filter(|word| !word.is_empty()) {
+        let digits_meet = camel.ends_with(|c: char| c.is_ascii_digit())
+            && word.starts_with(|c: char| c.is_ascii_digit());
+        if digits_meet {
+            camel.push('_');
+        }
+        let mut chars = word.chars();
+        camel.extend(chars.next().map(|c| c.to_ascii_uppercase()));
+        camel.push_str(chars.as_str());
+    }
+    camel
 }
 
 /// The span of a type from its first to its last token, as far as stable Rust allows: the
@@ -325,7 +337,11 @@ mod tests {
         assert_eq!(task.input, Some(parse_quote!(Charge)));
         assert_eq!(
             task.args,
-            [TaskArg::State, TaskArg::Input, TaskArg::Context { by_ref: false }]
+            [
+                TaskArg::State,
+                TaskArg::Input,
+                TaskArg::Context { by_ref: false }
+            ]
         );
         assert_eq!(task.output, parse_quote!(Receipt));
         assert_eq!(task.error, Some(parse_quote!(TaskError)));
@@ -334,10 +350,7 @@ mod tests {
     #[test]
     fn reports_every_signature_problem() {
         let cx = Ctxt::new();
-        let task = TaskFn::from_item(
-            &cx,
-            parse_quote! { fn f<T>(a: A, b: B) -> Option<T> {} },
-        );
+        let task = TaskFn::from_item(&cx, parse_quote! { fn f<T>(a: A, b: B) -> Option<T> {} });
         assert!(task.is_none());
         let errors = errors(cx);
         assert_eq!(errors.len(), 4, "{errors:#?}");
@@ -379,5 +392,6 @@ mod tests {
         assert_eq!(camel_case("order_v1"), "OrderV1");
         assert_eq!(camel_case("r#type"), "Type");
         assert_eq!(camel_case("_send__email_"), "SendEmail");
+        assert_eq!(camel_case("greet_v1_1"), "GreetV1_1");
     }
 }

@@ -18,6 +18,8 @@ use crate::ctxt::Ctxt;
 pub(crate) struct TaskAttrs {
     pub(crate) name: Option<LitStr>,
     pub(crate) retry: Option<Retry>,
+    /// Keys suggested for misspelt ones: not reported again as missing.
+    pub(crate) suggested: Vec<&'static str>,
 }
 
 /// The arguments of `#[aiki::workflow(...)]`.
@@ -27,6 +29,8 @@ pub(crate) struct WorkflowAttrs {
     pub(crate) version: Option<LitStr>,
     pub(crate) events: Vec<EventAttr>,
     pub(crate) retry: Option<Retry>,
+    /// Keys suggested for misspelt ones: not reported again as missing.
+    pub(crate) suggested: Vec<&'static str>,
 }
 
 /// One entry of `events(...)`: `ident = Payload`, `ident` (no payload) or
@@ -109,7 +113,9 @@ impl TaskAttrs {
             match key.as_str() {
                 "name" => set(cx, &mut attrs.name, &meta, "task", parse_str(&meta)?),
                 "retry" => set(cx, &mut attrs.retry, &meta, "task", parse_retry(cx, &meta)?),
-                _ => unknown_key(cx, &meta, "`#[aiki::task]`", TASK_KEYS)?,
+                _ => attrs
+                    .suggested
+                    .extend(unknown_key(cx, &meta, "`#[aiki::task]`", TASK_KEYS)?),
             }
             Ok(())
         });
@@ -149,7 +155,12 @@ impl WorkflowAttrs {
                         Ok(())
                     })?;
                 }
-                _ => unknown_key(cx, &meta, "`#[aiki::workflow]`", WORKFLOW_KEYS)?,
+                _ => attrs.suggested.extend(unknown_key(
+                    cx,
+                    &meta,
+                    "`#[aiki::workflow]`",
+                    WORKFLOW_KEYS,
+                )?),
             }
             Ok(())
         });
@@ -172,10 +183,7 @@ fn set<T>(cx: &Ctxt, slot: &mut Option<T>, meta: &ParseNestedMeta<'_>, what: &st
     if slot.is_some() {
         cx.error_spanned_by(
             &meta.path,
-            format!(
-                "duplicate key `{}` in `#[aiki::{what}]`",
-                key_of(meta)
-            ),
+            format!("duplicate key `{}` in `#[aiki::{what}]`", key_of(meta)),
         );
     } else {
         *slot = Some(value);
@@ -186,13 +194,14 @@ fn parse_str(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
     meta.value()?.parse()
 }
 
-/// Reports an unknown key with the valid ones and a suggestion, and skips its value.
+/// Reports an unknown key with the valid ones and a suggestion, and skips its value. Returns
+/// the suggestion.
 fn unknown_key(
     cx: &Ctxt,
     meta: &ParseNestedMeta<'_>,
     attribute: &str,
-    expected: &[&str],
-) -> syn::Result<()> {
+    expected: &[&'static str],
+) -> syn::Result<Option<&'static str>> {
     let key = key_of(meta);
     cx.error_spanned_by(&meta.path, unknown_message(&key, attribute, expected));
     if meta.input.peek(Token![=]) {
@@ -200,7 +209,7 @@ fn unknown_key(
     } else if meta.input.peek(syn::token::Paren) {
         meta.input.parse::<proc_macro2::Group>()?;
     }
-    Ok(())
+    Ok(closest(&key, expected))
 }
 
 /// `unknown key `verison` in `#[aiki::workflow]`; expected one of: name, version, ...; did you
@@ -270,7 +279,9 @@ fn parse_event(cx: &Ctxt, meta: ParseNestedMeta<'_>) -> syn::Result<EventAttr> {
                     "workflow",
                     inner.value()?.parse::<Type>()?,
                 ),
-                _ => unknown_key(cx, &inner, "an event of `#[aiki::workflow]`", EVENT_KEYS)?,
+                _ => {
+                    unknown_key(cx, &inner, "an event of `#[aiki::workflow]`", EVENT_KEYS)?;
+                }
             }
             Ok(())
         })?;
@@ -307,7 +318,7 @@ fn parse_retry(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Retry> {
         let parser = syn::meta::parser(|param| {
             let key = key_of(&param);
             if !strategy.keys().contains(&key.as_str()) {
-                return unknown_key(cx, &param, &context, strategy.keys());
+                return unknown_key(cx, &param, &context, strategy.keys()).map(drop);
             }
             let number = parse_number(&param)?;
             let slot = match key.as_str() {
@@ -395,8 +406,17 @@ mod tests {
             quote!(
                 name = "order-processing",
                 version = "1.0.0",
-                events(payment_received = Payment, approved, shipped(name = "order.shipped", payload = Shipment)),
-                retry = exponential(max_attempts = 3, base_delay_ms = 1000, factor = 3, max_delay_ms = 60000)
+                events(
+                    payment_received = Payment,
+                    approved,
+                    shipped(name = "order.shipped", payload = Shipment)
+                ),
+                retry = exponential(
+                    max_attempts = 3,
+                    base_delay_ms = 1000,
+                    factor = 3,
+                    max_delay_ms = 60000
+                )
             ),
         );
         assert!(errors(cx).is_empty());
@@ -405,7 +425,10 @@ mod tests {
         let events: Vec<_> = attrs.events.iter().map(|e| e.ident.to_string()).collect();
         assert_eq!(events, ["payment_received", "approved", "shipped"]);
         assert_eq!(attrs.events[1].payload, syn::parse_quote!(()));
-        assert_eq!(attrs.events[2].name.as_ref().unwrap().value(), "order.shipped");
+        assert_eq!(
+            attrs.events[2].name.as_ref().unwrap().value(),
+            "order.shipped"
+        );
         let retry = attrs.retry.unwrap();
         assert_eq!(retry.strategy, Strategy::Exponential);
         assert_eq!(retry.max_attempts.unwrap().value, 3.0);
@@ -441,7 +464,9 @@ mod tests {
         TaskAttrs::parse(&cx, quote!(retry = exponentail(max_attempts = 2)));
         assert_eq!(
             errors(cx),
-            ["unknown retry strategy `exponentail`; expected one of: never, fixed, exponential, jittered; did you mean `exponential`?"]
+            [
+                "unknown retry strategy `exponentail`; expected one of: never, fixed, exponential, jittered; did you mean `exponential`?"
+            ]
         );
     }
 

@@ -11,7 +11,8 @@ use crate::ctxt::Ctxt;
 
 /// Checks a task's attribute.
 pub(crate) fn task(cx: &Ctxt, attrs: &TaskAttrs, fn_span: Span) {
-    name(cx, attrs.name.as_ref(), Kind::Task, fn_span);
+    let misspelt = attrs.suggested.contains(&"name");
+    name(cx, attrs.name.as_ref(), Kind::Task, fn_span, misspelt);
     if let Some(retry) = &attrs.retry {
         self::retry(cx, retry);
     }
@@ -19,8 +20,10 @@ pub(crate) fn task(cx: &Ctxt, attrs: &TaskAttrs, fn_span: Span) {
 
 /// Checks a workflow's attribute.
 pub(crate) fn workflow(cx: &Ctxt, attrs: &WorkflowAttrs, fn_span: Span) {
-    name(cx, attrs.name.as_ref(), Kind::Workflow, fn_span);
+    let misspelt = attrs.suggested.contains(&"name");
+    name(cx, attrs.name.as_ref(), Kind::Workflow, fn_span, misspelt);
     match &attrs.version {
+        None if attrs.suggested.contains(&"version") => {}
         None => cx.syn_error(syn::Error::new(
             fn_span,
             "`#[aiki::workflow]` needs a version: add `version = \"1.0.0\"`",
@@ -43,9 +46,11 @@ pub(crate) fn workflow(cx: &Ctxt, attrs: &WorkflowAttrs, fn_span: Span) {
     }
 }
 
-fn name(cx: &Ctxt, name: Option<&LitStr>, kind: Kind, fn_span: Span) {
+/// Checks a name; a missing one is not reported when a misspelt key was already reported.
+fn name(cx: &Ctxt, name: Option<&LitStr>, kind: Kind, fn_span: Span, misspelt: bool) {
     let noun = kind.noun();
     match name {
+        None if misspelt => {}
         None => cx.syn_error(syn::Error::new(
             fn_span,
             format!(
@@ -120,8 +125,15 @@ fn events(cx: &Ctxt, events: &[EventAttr]) {
     for event in events {
         let name = event_name(event);
         let span = event.name.as_ref().map_or(event.ident.span(), LitStr::span);
-        if let Some(problem) = event.name.as_ref().and_then(|n| well_formed_name(&n.value()).err()) {
-            cx.syn_error(syn::Error::new(span, format!("invalid event name: {problem}")));
+        if let Some(problem) = event
+            .name
+            .as_ref()
+            .and_then(|n| well_formed_name(&n.value()).err())
+        {
+            cx.syn_error(syn::Error::new(
+                span,
+                format!("invalid event name: {problem}"),
+            ));
         }
         if !names.insert(name.clone()) {
             cx.syn_error(syn::Error::new(
@@ -164,27 +176,38 @@ fn retry(cx: &Ctxt, retry: &Retry) {
             ));
         }
     }
-    if let Some(n) = &retry.max_attempts {
-        if !n.is_integer || n.value < 1.0 || n.value > f64::from(u32::MAX) {
-            error(cx, n, "`max_attempts` must be a whole number of at least 1 (it counts the first attempt)");
+    if let Some(n) = &retry.max_attempts
+        && (!n.is_integer || n.value < 1.0 || n.value > f64::from(u32::MAX))
+    {
+        error(
+            cx,
+            n,
+            "`max_attempts` must be a whole number of at least 1 (it counts the first attempt)",
+        );
+    }
+    for (key, value) in [
+        (delay_key, &retry.delay_ms),
+        ("max_delay_ms", &retry.max_delay_ms),
+    ] {
+        if let Some(n) = value
+            && (!n.is_integer || n.value < 1.0 || n.value > u64::MAX as f64)
+        {
+            error(
+                cx,
+                n,
+                &format!("`{key}` must be a whole number of milliseconds greater than zero"),
+            );
         }
     }
-    for (key, value) in [(delay_key, &retry.delay_ms), ("max_delay_ms", &retry.max_delay_ms)] {
-        if let Some(n) = value {
-            if !n.is_integer || n.value < 1.0 || n.value > u64::MAX as f64 {
-                error(cx, n, &format!("`{key}` must be a whole number of milliseconds greater than zero"));
-            }
-        }
+    if let Some(n) = &retry.factor
+        && !(n.value.is_finite() && n.value >= 1.0)
+    {
+        error(cx, n, "`factor` must be at least 1");
     }
-    if let Some(n) = &retry.factor {
-        if !(n.value.is_finite() && n.value >= 1.0) {
-            error(cx, n, "`factor` must be at least 1");
-        }
-    }
-    if let Some(n) = &retry.jitter {
-        if !(0.0..=1.0).contains(&n.value) {
-            error(cx, n, "`jitter` must be within [0, 1]");
-        }
+    if let Some(n) = &retry.jitter
+        && !(0.0..=1.0).contains(&n.value)
+    {
+        error(cx, n, "`jitter` must be within [0, 1]");
     }
 }
 
@@ -212,7 +235,16 @@ mod tests {
         for version in ["1", "1.0", "1.0.0", "0.10.2", "2.0.0-beta.1", "3-rc1"] {
             assert_eq!(well_formed_version(version), Ok(()), "{version}");
         }
-        for version in ["", "v1", "1.", "01", "1.0.0.0", "1.0.0-", "1.0.0-a..b", "1 .0"] {
+        for version in [
+            "",
+            "v1",
+            "1.",
+            "01",
+            "1.0.0.0",
+            "1.0.0-",
+            "1.0.0-a..b",
+            "1 .0",
+        ] {
             assert!(well_formed_version(version).is_err(), "{version}");
         }
     }
@@ -232,7 +264,12 @@ mod tests {
             name = "a:b",
             version = "1.x",
             events(paid = P, paid(name = "paid")),
-            retry = jittered(max_attempts = 0, base_delay_ms = -1, factor = 0.5, jitter = 1.5)
+            retry = jittered(
+                max_attempts = 0,
+                base_delay_ms = -1,
+                factor = 0.5,
+                jitter = 1.5
+            )
         ));
         assert_eq!(errors.len(), 7, "{errors:#?}");
         assert!(errors[0].starts_with("invalid workflow name: it contains ':'"));

@@ -30,7 +30,10 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
     check::task(&cx, &attrs, item.sig.ident.span());
     let model = TaskFn::from_item(&cx, item.clone());
     finish("task", cx, Some(&item), || {
-        expand::task(&attrs, &model.expect("BUG: a task without errors has a model"))
+        expand::task(
+            &attrs,
+            &model.expect("BUG: a task without errors has a model"),
+        )
     })
 }
 

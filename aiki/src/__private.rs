@@ -34,52 +34,59 @@ pub fn workflow_result<T, E: Into<WorkflowError>>(
     result.map_err(Into::into)
 }
 
-/// Declares check traits: each a supertrait of one requirement with a blanket impl, and a
-/// message written for the role of the type. The macros put `Type: Check` where clauses on the
-/// impls they generate, spanned at the user's type, so rustc reports the message at that type
-/// (once) instead of a bound deep inside the runtime traits. (`on_unimplemented` takes literal
-/// strings only, hence the spelled-out messages.)
+/// Declares check traits: each implied by one requirement (a blanket impl), with a message
+/// written for the role of the type. The macros put `Type: Check` where clauses on the impls
+/// they generate, spanned at the user's type, so rustc reports the message there, once.
+///
+/// A check's supertrait is the requirement *behind a higher-ranked lifetime* (`for<'a>
+/// Lift<'a>`): inside the impl the requirement then holds (so the runtime traits' bounds raise
+/// no second error), while rustc's check of trivially false where clauses skips
+/// higher-ranked predicates and reports only the check itself, with its message.
+/// (`on_unimplemented` takes literal strings only, hence the spelled-out messages.)
 macro_rules! checks {
-    ($($check:ident: $bound:path, $message:literal, $label:literal, $note:literal;)*) => {$(
+    ($($check:ident: $lift:ident, $bound:path, $message:literal, $label:literal, $note:literal;)*) => {$(
         #[doc = $message]
         #[diagnostic::on_unimplemented(message = $message, label = $label, note = $note)]
-        pub trait $check: $bound {}
+        pub trait $check: for<'a> $lift<'a> {}
         impl<T: ?Sized + $bound> $check for T {}
     )*};
 }
 
-checks! {
-    TaskInputSerialize: serde::Serialize, "`{Self}` cannot be a task input: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
-    TaskInputDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be a task input: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
-    TaskInputSchema: schemars::JsonSchema, "`{Self}` cannot be a task input: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
-    TaskOutputSerialize: serde::Serialize, "`{Self}` cannot be a task output: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
-    TaskOutputDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be a task output: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
-    TaskOutputSchema: schemars::JsonSchema, "`{Self}` cannot be a task output: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
-    WorkflowInputSerialize: serde::Serialize, "`{Self}` cannot be a workflow input: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
-    WorkflowInputDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be a workflow input: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
-    WorkflowInputSchema: schemars::JsonSchema, "`{Self}` cannot be a workflow input: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
-    WorkflowOutputSerialize: serde::Serialize, "`{Self}` cannot be a workflow output: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
-    WorkflowOutputDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be a workflow output: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
-    WorkflowOutputSchema: schemars::JsonSchema, "`{Self}` cannot be a workflow output: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
-    EventPayloadSerialize: serde::Serialize, "`{Self}` cannot be an event payload: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
-    EventPayloadDeserialize: serde::de::DeserializeOwned, "`{Self}` cannot be an event payload: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
-    EventPayloadSchema: schemars::JsonSchema, "`{Self}` cannot be an event payload: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+macro_rules! lifts {
+    ($($lift:ident: $bound:path;)*) => {$(
+        #[doc = concat!("`", stringify!($bound), "` behind a lifetime; see `checks!`.")]
+        pub trait $lift<'a>: $bound {}
+        impl<T: ?Sized + $bound> $lift<'_> for T {}
+    )*};
 }
 
-/// The error type of a task function must convert into [`TaskError`].
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be the error type of a task: it does not convert into `aiki::TaskError`",
-    label = "not an error type",
-    note = "return `aiki::TaskError` or a type implementing `std::error::Error`"
-)]
-pub trait TaskErrorType: Into<TaskError> {}
-impl<E: Into<TaskError>> TaskErrorType for E {}
+lifts! {
+    LiftSerialize: serde::Serialize;
+    LiftDeserialize: serde::de::DeserializeOwned;
+    LiftSchema: schemars::JsonSchema;
+    LiftTaskError: Into<TaskError>;
+    LiftWorkflowError: Into<WorkflowError>;
+}
 
-/// The error type of a workflow function must convert into [`WorkflowError`].
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be the error type of a workflow: it does not convert into `aiki::WorkflowError`",
-    label = "not convertible into `aiki::WorkflowError`",
-    note = "return `aiki::WorkflowError`"
-)]
-pub trait WorkflowErrorType: Into<WorkflowError> {}
-impl<E: Into<WorkflowError>> WorkflowErrorType for E {}
+checks! {
+    TaskInputSerialize: LiftSerialize, serde::Serialize, "`{Self}` cannot be a task input: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    TaskInputDeserialize: LiftDeserialize, serde::de::DeserializeOwned, "`{Self}` cannot be a task input: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    TaskInputSchema: LiftSchema, schemars::JsonSchema, "`{Self}` cannot be a task input: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+    TaskOutputSerialize: LiftSerialize, serde::Serialize, "`{Self}` cannot be a task output: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    TaskOutputDeserialize: LiftDeserialize, serde::de::DeserializeOwned, "`{Self}` cannot be a task output: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    TaskOutputSchema: LiftSchema, schemars::JsonSchema, "`{Self}` cannot be a task output: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+    WorkflowInputSerialize: LiftSerialize, serde::Serialize, "`{Self}` cannot be a workflow input: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    WorkflowInputDeserialize: LiftDeserialize, serde::de::DeserializeOwned, "`{Self}` cannot be a workflow input: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    WorkflowInputSchema: LiftSchema, schemars::JsonSchema, "`{Self}` cannot be a workflow input: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+    WorkflowOutputSerialize: LiftSerialize, serde::Serialize, "`{Self}` cannot be a workflow output: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    WorkflowOutputDeserialize: LiftDeserialize, serde::de::DeserializeOwned, "`{Self}` cannot be a workflow output: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    WorkflowOutputSchema: LiftSchema, schemars::JsonSchema, "`{Self}` cannot be a workflow output: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+    EventPayloadSerialize: LiftSerialize, serde::Serialize, "`{Self}` cannot be an event payload: it does not implement `Serialize`", "not `Serialize`", "derive it: `#[derive(serde::Serialize)]`";
+    EventPayloadDeserialize: LiftDeserialize, serde::de::DeserializeOwned, "`{Self}` cannot be an event payload: it does not implement `DeserializeOwned`", "not `DeserializeOwned`", "derive it: `#[derive(serde::Deserialize)]`; borrowed fields are not allowed";
+    EventPayloadSchema: LiftSchema, schemars::JsonSchema, "`{Self}` cannot be an event payload: it does not implement `JsonSchema`", "not `JsonSchema`", "derive it: `#[derive(schemars::JsonSchema)]`";
+}
+
+checks! {
+    TaskErrorType: LiftTaskError, Into<TaskError>, "`{Self}` cannot be the error type of a task: it does not convert into `aiki::TaskError`", "not convertible into `aiki::TaskError`", "return `aiki::TaskError`, or a type implementing `std::error::Error`";
+    WorkflowErrorType: LiftWorkflowError, Into<WorkflowError>, "`{Self}` cannot be the error type of a workflow: it does not convert into `aiki::WorkflowError`", "not convertible into `aiki::WorkflowError`", "return `aiki::WorkflowError`";
+}

@@ -51,7 +51,9 @@ fn type_checks(ty: &Type, role: Role) -> TokenStream {
 
 /// `Error: Check`, for an error type written out in `Result<T, E>`.
 fn error_check(ty: Option<&Type>, check: &str) -> TokenStream {
-    let Some(ty) = ty else { return TokenStream::new() };
+    let Some(ty) = ty else {
+        return TokenStream::new();
+    };
     let span = last_span(ty);
     let check = format_ident!("{check}", span = span);
     quote_spanned!(span=> #ty: ::aiki::__private::#check,)

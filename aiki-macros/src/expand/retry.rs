@@ -10,7 +10,10 @@ pub(super) fn retry_fn(retry: Option<&Retry>) -> TokenStream {
     let Some(retry) = retry.filter(|retry| retry.strategy != Strategy::Never) else {
         return TokenStream::new();
     };
-    let attempts = retry.max_attempts.as_ref().map(|n| Literal::u32_unsuffixed(n.value as u32));
+    let attempts = retry
+        .max_attempts
+        .as_ref()
+        .map(|n| Literal::u32_unsuffixed(n.value as u32));
     let delay = retry.delay_ms.as_ref().map(millis);
     let constructor = match retry.strategy {
         Strategy::Fixed => quote!(fixed),

@@ -49,7 +49,13 @@ pub async fn order_v1(run: &Run, order_id: String) -> Result<Receipt, WorkflowEr
         .wait_timeout(Duration::from_secs(60))
         .await?;
     ChargeCard
-        .start(run, Charge { order_id, cents: payment.cents })
+        .start(
+            run,
+            Charge {
+                order_id,
+                cents: payment.cents,
+            },
+        )
         .await
 }
 

@@ -1,0 +1,6 @@
+#[aiki::task(name = "double", retry = exponentail(max_attempts = 3, base_delay_ms = 100))]
+async fn double(input: u64) -> Result<u64, aiki::TaskError> {
+    Ok(input * 2)
+}
+
+fn main() {}
