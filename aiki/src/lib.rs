@@ -84,6 +84,45 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## The same with the macros
+//!
+//! [`task`] and [`workflow`] write those impls for you from plain `async fn`s, check the
+//! signatures and types at compile time, and give workflows typed events:
+//!
+//! ```
+//! use aiki::{Client, Run, Task, TaskError, WorkflowError, Worker};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize, schemars::JsonSchema)]
+//! pub struct Charge { order_id: String, cents: u64 }
+//!
+//! #[derive(Serialize, Deserialize, schemars::JsonSchema)]
+//! pub struct Receipt { transaction_id: String }
+//!
+//! #[aiki::task(name = "charge-card", retry = exponential(max_attempts = 3, base_delay_ms = 1000))]
+//! pub async fn charge_card(input: Charge) -> Result<Receipt, TaskError> {
+//!     Ok(Receipt { transaction_id: format!("tx-{}-{}", input.order_id, input.cents) })
+//! }
+//!
+//! #[aiki::workflow(name = "order-processing", version = "1.0.0", events(approved = u64))]
+//! pub async fn order_v1(run: &Run, order_id: String) -> Result<Receipt, WorkflowError> {
+//!     let cents = run.events().approved().wait().await?;
+//!     ChargeCard.start(run, Charge { order_id, cents }).await
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = aiki::connect("memory:").await?;
+//! let worker = Worker::builder(store.clone()).register(OrderV1).build()?.start();
+//! let client = Client::new(store);
+//!
+//! let handle = client.start::<OrderV1>("order-7".to_owned()).await?;
+//! handle.send::<OrderV1Approved>(4200).await?;
+//! assert_eq!(handle.result().await?.transaction_id, "tx-order-7-4200");
+//! worker.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
 //! ## What replays, and what is caught
 //!
 //! * A task call with a recorded result at its address returns that result.
@@ -127,6 +166,11 @@ pub use subscriber::{PollingSubscriber, Subscriber};
 pub use task::{State, Task, TaskContext};
 pub use worker::{Worker, WorkerBuilder, WorkerHandle};
 pub use workflow::{Event, EventSpec, EventWait, Workflow};
+
+#[doc = include_str!("../docs/task.md")]
+pub use aiki_macros::task;
+#[doc = include_str!("../docs/workflow.md")]
+pub use aiki_macros::workflow;
 
 pub use aiki_store::{
     self as store, BoxStore, Failure, Millis, Namespace, RunId, RunRecord, RunStatus, Store,
