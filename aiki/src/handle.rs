@@ -110,14 +110,32 @@ impl<W: Workflow> RunHandle<W> {
     }
 
     /// Sends a typed event to the run. Sent before the run waits for it, it is kept for the
-    /// next wait of that name. Returns `false` when an event with the same reference id was
-    /// already delivered (it is dropped).
-    pub async fn send<E: Event>(&self, payload: E::Payload) -> Result<bool, ClientError> {
+    /// next wait of that name.
+    pub async fn send<E: Event>(&self, payload: E::Payload) -> Result<(), ClientError> {
+        self.send_typed::<E>(payload, None).await.map(|_| ())
+    }
+
+    /// Sends a typed event with an idempotency key: a second event with the same key (for
+    /// this run and event name) is dropped, and this returns `false`.
+    pub async fn send_once<E: Event>(
+        &self,
+        payload: E::Payload,
+        reference_id: impl Into<String>,
+    ) -> Result<bool, ClientError> {
+        self.send_typed::<E>(payload, Some(reference_id.into()))
+            .await
+    }
+
+    async fn send_typed<E: Event>(
+        &self,
+        payload: E::Payload,
+        reference_id: Option<String>,
+    ) -> Result<bool, ClientError> {
         let data = serde_json::to_value(&payload).map_err(|error| ClientError::InvalidInput {
             what: format!("event `{}`", E::NAME),
             message: error.to_string(),
         })?;
-        self.send_json(E::NAME, data, None).await
+        self.send_json(E::NAME, data, reference_id).await
     }
 
     /// Sends an event as JSON, validated against the schema the workflow declares for it;

@@ -51,6 +51,37 @@ pub(crate) fn task(attrs: &TaskAttrs, task: &TaskFn) -> TokenStream {
     });
     let call_args: Vec<_> = call_args.collect();
     let retry = retry_fn(attrs.retry.as_ref());
+    // An inherent `start`, so that calling a task needs no trait import (and a task without
+    // input is called without one).
+    let start = match input {
+        Some(ty) => quote! {
+            /// Calls the task from a workflow: its recorded result on replay, a fresh run
+            /// otherwise (see [`Task::start`](::aiki::Task::start)).
+            #vis async fn start(
+                &self,
+                run: &::aiki::Run,
+                input: #ty,
+            ) -> ::aiki::__private::core::result::Result<#output, ::aiki::WorkflowError>
+            where
+                for<'__aiki> Self: ::aiki::Task<Input = #ty, Output = #output>,
+            {
+                <Self as ::aiki::Task>::start(self, run, input).await
+            }
+        },
+        None => quote! {
+            /// Calls the task from a workflow: its recorded result on replay, a fresh run
+            /// otherwise (see [`Task::start`](::aiki::Task::start)).
+            #vis async fn start(
+                &self,
+                run: &::aiki::Run,
+            ) -> ::aiki::__private::core::result::Result<#output, ::aiki::WorkflowError>
+            where
+                for<'__aiki> Self: ::aiki::Task<Input = ::aiki::NoInput, Output = #output>,
+            {
+                <Self as ::aiki::Task>::start(self, run, ::aiki::NoInput).await
+            }
+        },
+    };
     let derives = unit_derives();
 
     quote! {
@@ -62,6 +93,10 @@ pub(crate) fn task(attrs: &TaskAttrs, task: &TaskFn) -> TokenStream {
         #vis struct #ident;
 
         const _: () = {
+            impl #ident {
+                #start
+            }
+
             impl ::aiki::Task for #ident
             where
                 #input_checks

@@ -31,7 +31,7 @@ pub async fn audit(
 #[aiki::workflow(name = "tickets", version = "1")]
 pub async fn tickets(run: &Run) -> Result<u64, WorkflowError> {
     use aiki::Task;
-    let ticket = TakeTicket.start(run, aiki::NoInput).await?;
+    let ticket = TakeTicket.start(run).await?;
     Audit.start(run, format!("ticket {ticket}")).await?;
     Ok(ticket)
 }
