@@ -872,8 +872,10 @@ impl Run {
                 child
             }
         };
-        if let (Some(reference_id), ConflictPolicy::Error) = (reference_id, policy) {
-            if child.input_hash != hash {
+        if let (Some(reference_id), ConflictPolicy::Error) = (reference_id, policy)
+            && child.input_hash != hash
+        {
+            {
                 return Err(WorkflowError::ChildConflict {
                     namespace: W::namespace().to_string(),
                     reference_id,
@@ -911,10 +913,10 @@ impl Run {
         self.check_fatal()?;
         let timer = format!("\u{1}child:{address}");
         let timeout_slot = timeout.map(|_| self.next_event_slot(&timer));
-        if let Some((_, Some(record))) = &timeout_slot {
-            if record.timed_out {
-                return Ok(None);
-            }
+        if let Some((_, Some(record))) = &timeout_slot
+            && record.timed_out
+        {
+            return Ok(None);
         }
         let child = self.child_record(id).await?;
         match child.status {

@@ -209,8 +209,10 @@ impl WorkerBuilder {
         }
         let mut tasks: HashMap<&'static str, (TypeId, &'static str)> = HashMap::new();
         for (name, id, type_name) in self.tasks {
-            if let Some((other, other_name)) = tasks.insert(name, (id, type_name)) {
-                if other != id {
+            if let Some((other, other_name)) = tasks.insert(name, (id, type_name))
+                && other != id
+            {
+                {
                     return Err(ClientError::Config(format!(
                         "two task types are named `{name}`: `{other_name}` and `{type_name}`; \
                          task names are durable addresses and must be unique"
