@@ -875,12 +875,10 @@ impl Run {
         if let (Some(reference_id), ConflictPolicy::Error) = (reference_id, policy)
             && child.input_hash != hash
         {
-            {
-                return Err(WorkflowError::ChildConflict {
-                    namespace: W::namespace().to_string(),
-                    reference_id,
-                });
-            }
+            return Err(WorkflowError::ChildConflict {
+                namespace: W::namespace().to_string(),
+                reference_id,
+            });
         }
         Ok(ChildRun {
             run: self.clone(),

@@ -212,12 +212,10 @@ impl WorkerBuilder {
             if let Some((other, other_name)) = tasks.insert(name, (id, type_name))
                 && other != id
             {
-                {
-                    return Err(ClientError::Config(format!(
-                        "two task types are named `{name}`: `{other_name}` and `{type_name}`; \
-                         task names are durable addresses and must be unique"
-                    )));
-                }
+                return Err(ClientError::Config(format!(
+                    "two task types are named `{name}`: `{other_name}` and `{type_name}`; \
+                     task names are durable addresses and must be unique"
+                )));
             }
         }
         let mut registry = HashMap::new();
