@@ -4,6 +4,8 @@
 //! Every scenario is an `async fn(Backend)`; [`on_every_backend!`] stamps out one test per
 //! backend, in modules named after the backend (`memory::`, `sqlite::`, `postgres::`).
 
+pub mod crash;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,34 +62,67 @@ pub async fn postgres_available() -> bool {
 impl Backend {
     /// Opens a fresh, empty store of this backend.
     pub async fn open(self) -> BoxStore {
+        let url = self.fresh_url().await;
+        aiki::connect(&url).await.expect("the store opens")
+    }
+
+    /// The URL of a fresh, empty store of this backend (for worker processes to share).
+    pub async fn fresh_url(self) -> String {
         match self {
-            Backend::Memory => aiki::connect("memory:").await.expect("memory store"),
+            Backend::Memory => "memory:".to_owned(),
             Backend::Sqlite => {
                 let path =
                     std::env::temp_dir().join(format!("aiki-e2e-{}.db", uuid::Uuid::new_v4()));
-                aiki::connect(&format!("sqlite://{}", path.display()))
-                    .await
-                    .expect("SQLite store")
+                format!("sqlite://{}", path.display())
             }
             Backend::Postgres => {
-                use sqlx::Connection;
                 let url = postgres_url();
-                let schema = format!("aiki_e2e_{}", uuid::Uuid::new_v4().simple());
-                let mut admin = sqlx::PgConnection::connect(&url)
-                    .await
-                    .expect("PostgreSQL answers");
-                sqlx::query(&format!("CREATE SCHEMA {schema}"))
-                    .execute(&mut admin)
-                    .await
-                    .expect("create the test schema");
-                let _ = admin.close().await;
+                let schema = fresh_schema(&url).await;
                 let separator = if url.contains('?') { '&' } else { '?' };
-                aiki::connect(&format!("{url}{separator}options[search_path]={schema}"))
-                    .await
-                    .expect("PostgreSQL store")
+                format!("{url}{separator}options[search_path]={schema}")
             }
         }
     }
+}
+
+/// Creates an empty schema `aiki_e2e_<unix seconds>_<random>` for one scenario, after dropping
+/// the ones earlier runs left behind more than ten minutes ago (no scenario runs that long).
+async fn fresh_schema(url: &str) -> String {
+    use sqlx::{Connection, Row};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs();
+    let mut admin = sqlx::PgConnection::connect(url)
+        .await
+        .expect("PostgreSQL answers");
+    let old: Vec<String> = sqlx::query(
+        "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'aiki_e2e_%'",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .expect("list schemas")
+    .into_iter()
+    .map(|row| row.get::<String, _>(0))
+    .filter(|name| {
+        name.split('_')
+            .nth(2)
+            .and_then(|secs| secs.parse::<u64>().ok())
+            .is_none_or(|secs| secs + 600 < now)
+    })
+    .collect();
+    for name in old {
+        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
+            .execute(&mut admin)
+            .await;
+    }
+    let schema = format!("aiki_e2e_{now}_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE SCHEMA {schema}"))
+        .execute(&mut admin)
+        .await
+        .expect("create the test schema");
+    let _ = admin.close().await;
+    schema
 }
 
 /// Stamps out `#[tokio::test]`s running each scenario on every backend, in modules named

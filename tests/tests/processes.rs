@@ -1,0 +1,366 @@
+//! Crash tests with real worker processes (`aiki_test_worker`): `kill -9` mid-task, a worker
+//! frozen with SIGSTOP past its claim timeout, four workers sharing a load, and PostgreSQL
+//! restarted under that load. Worker processes refresh claims every 200 ms and give them up
+//! after 1 s. Each task execution appends a line to a side-effects file, so executions are
+//! counted across processes.
+
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aiki::{Client, ClientError, RunHandle, RunStatus, Workflow};
+use aiki_tests::Backend;
+use aiki_tests::crash::{FiveSteps, Long, LongOnce};
+
+/// Process tests share the machine's two cores and, for one of them, the PostgreSQL server:
+/// run them one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// One test's world: a store URL shared with the worker processes and a side-effects file.
+struct World {
+    url: String,
+    client: Client,
+    effects: PathBuf,
+    workers: Vec<Child>,
+}
+
+impl World {
+    async fn new(backend: Backend) -> World {
+        let url = backend.fresh_url().await;
+        let store = aiki::connect(&url).await.expect("the store opens");
+        let effects =
+            std::env::temp_dir().join(format!("aiki-effects-{}.log", uuid::Uuid::new_v4()));
+        World {
+            url,
+            client: Client::new(store).with_poll_interval(Duration::from_millis(20)),
+            effects,
+            workers: Vec::new(),
+        }
+    }
+
+    /// Starts a worker process; its long steps take `long_task`.
+    fn spawn(&mut self, id: &str, long_task: Duration) -> usize {
+        let child = Command::new(env!("CARGO_BIN_EXE_aiki_test_worker"))
+            .env("AIKI_WORKER_STORE_URL", &self.url)
+            .env("AIKI_SIDE_EFFECTS", &self.effects)
+            .env("AIKI_WORKER_ID", id)
+            .env("AIKI_LONG_TASK_MS", long_task.as_millis().to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("the worker process starts");
+        self.workers.push(child);
+        self.workers.len() - 1
+    }
+
+    fn signal(&self, worker: usize, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.workers[worker].id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    fn kill_9(&mut self, worker: usize) {
+        self.workers[worker].kill().expect("SIGKILL");
+        self.workers[worker].wait().expect("reaped");
+    }
+
+    /// The side-effect lines, counted.
+    fn effects(&self) -> HashMap<String, usize> {
+        let text = std::fs::read_to_string(&self.effects).unwrap_or_default();
+        let mut counts = HashMap::new();
+        for line in text.lines() {
+            *counts.entry(line.to_owned()).or_default() += 1;
+        }
+        counts
+    }
+
+    fn count_prefix(&self, prefix: &str) -> usize {
+        self.effects()
+            .iter()
+            .filter(|(line, _)| line.starts_with(prefix))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    async fn wait_for_effect(&self, prefix: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        while self.count_prefix(prefix) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "no side effect `{prefix}` appeared"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        for child in &mut self.workers {
+            if child.try_wait().ok().flatten().is_none() {
+                let _ = Command::new("kill")
+                    .arg("-CONT")
+                    .arg(child.id().to_string())
+                    .status();
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        let _ = std::fs::remove_file(&self.effects);
+    }
+}
+
+/// Waits for a status, riding out store outages (a restarting database).
+async fn wait_for<W: Workflow>(run: &RunHandle<W>, status: RunStatus) -> aiki::RunRecord {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match run.wait_for_status_timeout(status, PATIENCE).await {
+            Ok(record) => return record,
+            Err(ClientError::Store(error)) if error.is_transient() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("run {} did not reach `{status}`: {error}", run.id()),
+        }
+    }
+}
+
+const LONG: Duration = Duration::from_secs(60);
+const SHORT: Duration = Duration::from_millis(200);
+
+async fn kill_9_mid_task_resumes_on_another_worker(backend: Backend) {
+    let _serial = SERIAL.lock().await;
+    let mut world = World::new(backend).await;
+    let a = world.spawn("worker-a", LONG);
+    let run = world.client.start::<Long>("k".into()).await.unwrap();
+    world.wait_for_effect("long-start k attempt 1").await;
+    world.kill_9(a);
+    let killed = Instant::now();
+    world.spawn("worker-b", SHORT);
+    // This process is not a worker: it sees the completion through the store.
+    let done = wait_for(&run, RunStatus::Completed).await;
+    let recovery = killed.elapsed();
+    println!(
+        "[{backend:?}] kill -9 -> completed on another worker in {recovery:?} (idle timeout 1 s)"
+    );
+    assert_eq!(
+        done.output,
+        Some(serde_json::json!("k by worker-b in attempt 2"))
+    );
+    assert_eq!(
+        world.count_prefix("step k/before"),
+        1,
+        "a finished task never runs again"
+    );
+    assert_eq!(world.count_prefix("long-start k attempt 1"), 1);
+    assert_eq!(
+        world.count_prefix("long-start k attempt 2"),
+        1,
+        "the interrupted task ran again"
+    );
+    assert_eq!(world.count_prefix("step k/after"), 1);
+}
+
+async fn kill_9_mid_task_without_retries_fails_as_interrupted(backend: Backend) {
+    let _serial = SERIAL.lock().await;
+    let mut world = World::new(backend).await;
+    let a = world.spawn("worker-a", LONG);
+    let run = world.client.start::<LongOnce>("k".into()).await.unwrap();
+    world.wait_for_effect("long-start k").await;
+    world.kill_9(a);
+    world.spawn("worker-b", SHORT);
+    let failed = wait_for(&run, RunStatus::Failed).await;
+    assert_eq!(failed.error.unwrap().kind, "interrupted");
+    assert_eq!(
+        world.count_prefix("long-start k"),
+        1,
+        "at most once under `never`"
+    );
+    assert_eq!(world.count_prefix("step k/after"), 0);
+}
+
+async fn frozen_worker_is_fenced_when_it_wakes(backend: Backend) {
+    let _serial = SERIAL.lock().await;
+    let mut world = World::new(backend).await;
+    let a = world.spawn("worker-a", Duration::from_secs(3));
+    let run = world.client.start::<Long>("z".into()).await.unwrap();
+    world.wait_for_effect("long-start z attempt 1").await;
+    world.signal(a, "STOP");
+    world.spawn("worker-b", SHORT);
+    let done = wait_for(&run, RunStatus::Completed).await;
+    assert_eq!(
+        done.output,
+        Some(serde_json::json!("z by worker-b in attempt 2"))
+    );
+    let store = world.client.store().clone();
+    let before = store.load_history(run.id()).await.unwrap();
+    // Worker A wakes with its stale attempt: its next write (the attempt's result, or the
+    // claim refresh, whichever comes first) carries its old revision and is refused.
+    world.signal(a, "CONT");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let after = store.load_history(run.id()).await.unwrap();
+    assert_eq!(
+        before, after,
+        "nothing worker A wrote after waking is in the history"
+    );
+    assert!(
+        world.workers[a].try_wait().unwrap().is_none(),
+        "worker A stopped that run cleanly and is still serving"
+    );
+    assert_eq!(world.count_prefix("step z/after"), 1);
+}
+
+/// Starts `runs` five-step runs and waits for all of them; returns the elapsed time.
+async fn five_step_load(
+    world: &World,
+    runs: usize,
+    during: impl std::future::Future<Output = ()>,
+) -> Duration {
+    let started = Instant::now();
+    let mut handles = Vec::with_capacity(runs);
+    for i in 0..runs {
+        handles.push(
+            world
+                .client
+                .start::<FiveSteps>(format!("r{i}"))
+                .await
+                .unwrap(),
+        );
+    }
+    during.await;
+    for handle in &handles {
+        let done = wait_for(handle, RunStatus::Completed).await;
+        assert_eq!(done.output, Some(serde_json::json!(5)));
+    }
+    started.elapsed()
+}
+
+async fn four_workers_share_two_thousand_runs_exactly_once(backend: Backend) {
+    let _serial = SERIAL.lock().await;
+    let mut world = World::new(backend).await;
+    for i in 0..4 {
+        world.spawn(&format!("worker-{i}"), SHORT);
+    }
+    let runs = 2000;
+    let elapsed = five_step_load(&world, runs, async {}).await;
+    let effects = world.effects();
+    let executions: usize = effects.values().sum();
+    let duplicates: usize = effects.values().map(|n| n - 1).sum();
+    println!(
+        "[{backend:?}] 4 worker processes: {runs} runs x 5 tasks in {elapsed:?} \
+         ({:.0} task steps/s); {executions} executions, {duplicates} duplicates",
+        (runs * 5) as f64 / elapsed.as_secs_f64()
+    );
+    assert_eq!(effects.len(), runs * 5, "every task ran");
+    assert_eq!(duplicates, 0, "no task ran twice");
+}
+
+async fn workers_ride_out_a_postgres_restart(backend: Backend) {
+    assert_eq!(backend, Backend::Postgres);
+    let _serial = SERIAL.lock().await;
+    let Some(cluster) = local_postgres_cluster() else {
+        return;
+    };
+    let mut world = World::new(backend).await;
+    for i in 0..4 {
+        world.spawn(&format!("worker-{i}"), SHORT);
+    }
+    let runs = 400;
+    let restart = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let status = Command::new("pg_ctlcluster")
+            .args([
+                "--skip-systemctl-redirect",
+                &cluster,
+                "main",
+                "restart",
+                "-m",
+                "fast",
+            ])
+            .status()
+            .expect("pg_ctlcluster runs");
+        assert!(status.success(), "PostgreSQL restarted");
+        println!("[Postgres] restarted the server under load");
+    };
+    let elapsed = five_step_load(&world, runs, restart).await;
+    let effects = world.effects();
+    let duplicates: usize = effects.values().map(|n| n - 1).sum();
+    println!(
+        "[Postgres] {runs} runs completed across a server restart in {elapsed:?}; \
+         {duplicates} duplicate task executions (retried steps whose result was not yet recorded)"
+    );
+    assert_eq!(effects.len(), runs * 5, "every task ran; nothing was lost");
+}
+
+/// The local cluster's version, when the test server is this machine's Debian cluster and we
+/// may restart it; otherwise a loud skip (a failure under `CI=true`).
+fn local_postgres_cluster() -> Option<String> {
+    let url = aiki_tests::postgres_url();
+    let local = url.contains("127.0.0.1") || url.contains("localhost");
+    let cluster = std::fs::read_dir("/etc/postgresql")
+        .ok()
+        .and_then(|mut dirs| dirs.next())
+        .and_then(|dir| dir.ok())
+        .map(|dir| dir.file_name().to_string_lossy().into_owned());
+    match cluster {
+        Some(cluster) if local => Some(cluster),
+        _ => {
+            let message = format!(
+                "POSTGRES RESTART TEST SKIPPED: the server at {url} is not a local Debian cluster"
+            );
+            assert!(
+                std::env::var("CI").map_or(true, |ci| ci != "true"),
+                "{message} (CI=true: this is a failure)"
+            );
+            eprintln!("\n===== {message} =====\n");
+            None
+        }
+    }
+}
+
+macro_rules! on_sql_backends {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(aiki_tests::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    if aiki_tests::postgres_available().await {
+                        super::$scenario(aiki_tests::Backend::Postgres).await
+                    }
+                }
+            )*
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn workers_ride_out_a_postgres_restart() {
+                if aiki_tests::postgres_available().await {
+                    super::workers_ride_out_a_postgres_restart(aiki_tests::Backend::Postgres).await
+                }
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn four_workers_share_two_thousand_runs_exactly_once() {
+                if aiki_tests::postgres_available().await {
+                    super::four_workers_share_two_thousand_runs_exactly_once(aiki_tests::Backend::Postgres).await
+                }
+            }
+        }
+    };
+}
+
+on_sql_backends!(
+    kill_9_mid_task_resumes_on_another_worker,
+    kill_9_mid_task_without_retries_fails_as_interrupted,
+    frozen_worker_is_fenced_when_it_wakes,
+);
