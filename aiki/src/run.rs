@@ -1010,6 +1010,27 @@ impl Drop for Blocked {
 }
 
 /// A child-workflow start being configured; `.await` it (or call [`start`](ChildStart::start)).
+///
+/// ```
+/// # use aiki::{Run, WorkflowError};
+/// #[aiki::workflow(name = "square", version = "1")]
+/// async fn square(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+///     Ok(n * n)
+/// }
+///
+/// #[aiki::workflow(name = "sum-of-squares", version = "1")]
+/// async fn sum_of_squares(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+///     let mut children = Vec::new();
+///     for i in 1..=n {
+///         children.push(run.child::<Square>(i).reference_id(format!("square-{i}")).await?);
+///     }
+///     let mut sum = 0;
+///     for child in &children {
+///         sum += child.wait().await?;
+///     }
+///     Ok(sum)
+/// }
+/// ```
 #[derive(Debug)]
 pub struct ChildStart<'r, W: Workflow> {
     run: &'r Run,
@@ -1037,6 +1058,15 @@ impl<'r, W: Workflow> ChildStart<'r, W> {
         self.run
             .start_child::<W>(self.input, self.reference_id, self.conflict_policy)
             .await
+    }
+}
+
+impl<'r, W: Workflow> std::future::IntoFuture for ChildStart<'r, W> {
+    type Output = Result<ChildRun<W>, WorkflowError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 'r>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.start())
     }
 }
 
