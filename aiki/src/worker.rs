@@ -240,6 +240,7 @@ impl WorkerBuilder {
                 ended: Notify::new(),
             }),
             max_concurrent_runs: self.max_concurrent_runs,
+            poll_interval: self.poll_interval,
             subscriber: self
                 .subscriber
                 .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),
@@ -262,6 +263,7 @@ impl WorkerBuilder {
 pub struct Worker {
     shared: Arc<Shared>,
     max_concurrent_runs: usize,
+    poll_interval: Duration,
     subscriber: Arc<dyn Subscriber>,
     shutdown_timeout: Duration,
     daemons: bool,
@@ -355,6 +357,10 @@ impl Worker {
         let namespaces: Vec<Namespace> = self.shared.registry.keys().cloned().collect();
         let mut executions = JoinSet::new();
         let mut backoff = Duration::from_millis(50);
+        // While busy (claims come back full) the loop spins without waiting; the daemons then
+        // run at most once per poll interval instead of once per claim.
+        let mut daemons_ran = tokio::time::Instant::now();
+        let mut was_busy = false;
         loop {
             if *stop.borrow() {
                 break;
@@ -366,7 +372,8 @@ impl Worker {
             tokio::pin!(ended);
             let mut busy = false;
             let result: Result<(), StoreError> = async {
-                if self.daemons {
+                if self.daemons && (!was_busy || daemons_ran.elapsed() >= self.poll_interval) {
+                    daemons_ran = tokio::time::Instant::now();
                     busy |= self.daemons_once().await? > 0;
                 }
                 let free = self.max_concurrent_runs.saturating_sub(executions.len());
@@ -402,6 +409,7 @@ impl Worker {
                     continue;
                 }
             }
+            was_busy = busy;
             if busy {
                 continue;
             }
