@@ -206,7 +206,8 @@ impl Run {
         self.inner.attempt
     }
 
-    /// The time, from the runtime's clock (use it instead of the system clock: it replays).
+    /// The time now, from the runtime's clock (a manual clock in tests). It is not recorded:
+    /// a value that must be the same on replay belongs in a task's output.
     pub fn now(&self) -> Millis {
         self.inner.clock.now()
     }
