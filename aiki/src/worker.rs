@@ -519,6 +519,9 @@ async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
                     ..Transition::to(suspension.status, now)
                 };
                 finish(&run, transition).await;
+                if let Some(due) = suspension.due_at {
+                    wake_when_due(&shared, due);
+                }
                 return;
             }
         },
@@ -591,6 +594,22 @@ async fn fail_or_retry(shared: &Shared, run: &Run, policy: RetryPolicy, error: W
             .error(error.to_failure())
     };
     finish(run, transition).await;
+    wake_when_due(shared, due);
+}
+
+/// Timers due within this long get an in-process wake-up; later ones are found by polling.
+const LOCAL_TIMER_HORIZON: Millis = 60_000;
+
+/// Wakes this process's workers when a timer it just set is due, so a short sleep or retry
+/// delay is not rounded up to the poll interval. The polling scan stays the recovery path.
+fn wake_when_due(shared: &Shared, due: Millis) {
+    let delay = due - shared.clock.now();
+    if (0..=LOCAL_TIMER_HORIZON).contains(&delay) {
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(delay as u64)).await;
+            work_available();
+        });
+    }
 }
 
 /// The executor's last write for this execution.
