@@ -1,0 +1,916 @@
+//! The benchmark of issue 6: Aiki's throughput, fan-out, replay, recovery and latency on SQLite
+//! and PostgreSQL, each throughput figure printed with its ratio to the raw commit rate of the
+//! same database measured in the same run.
+//!
+//! ```sh
+//! cargo run --release --example bench -- [--quick] [--json out.json] [--backends sqlite,postgres]
+//! ```
+//!
+//! * **limit**: single-row `INSERT` transactions per second, one connection, sequential, with
+//!   the store's durability settings (SQLite: a file in a temp folder, WAL,
+//!   `synchronous=NORMAL`; PostgreSQL: the server's `synchronous_commit`), through `sqlx`.
+//! * **throughput**: N runs of 10 sequential tasks (each returns its input + 1), executed by 1
+//!   and by 2 worker *processes* (this program re-executed with `--worker <url>`): runs/s,
+//!   steps/s and steps/s ÷ raw commits/s. N = 1,000 (100 with `--quick`).
+//! * **fan-out**: one run starting 1,000 concurrent tasks (100 with `--quick`).
+//! * **replay** (memory store): µs per recorded task when a run of 10,000 recorded tasks (1,000
+//!   with `--quick`) is replayed, (a) with the same output schema (fast path) and (b) with a
+//!   new code version whose task output type gained an `Option` field (every recorded output
+//!   validated).
+//! * **recovery**: a run with 1,000 recorded tasks picked up by a fresh worker process.
+//! * **latency**: start → completed of one-task runs (p50, p99), and the wake-up latency of a
+//!   sleeping run after its timer and of a waiting run after `send` (p50).
+//!
+//! PostgreSQL: `AIKI_TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`);
+//! every phase gets a fresh schema, dropped at the end. When no server answers, the backend is
+//! skipped. The benchmark asserts nothing about speed.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aiki::{
+    Client, Run, RunHandle, RunRecord, RunStatus, TaskError, Worker, Workflow, WorkflowError,
+};
+use anyhow::Context as _;
+use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+// ---------------------------------------------------------------------------------------------
+// Workflows and tasks
+// ---------------------------------------------------------------------------------------------
+
+/// The unit of work: returns its input + 1.
+#[aiki::task(name = "bench-inc")]
+async fn inc(x: u64) -> Result<u64, TaskError> {
+    Ok(x + 1)
+}
+
+/// Ten sequential tasks.
+#[aiki::workflow(name = "bench-chain", version = "1")]
+async fn chain(run: &Run, start: u64) -> Result<u64, WorkflowError> {
+    let mut x = start;
+    for _ in 0..10 {
+        x = Inc.start(run, x).await?;
+    }
+    Ok(x)
+}
+
+/// Starts `n` tasks at once and sums their outputs. `aiki` has no `join_all`; the tasks are
+/// spawned on the tokio runtime (a `Run` is a cheap `Clone + Send + 'static` handle) and joined
+/// with a `JoinSet`, so no `futures` crate is needed.
+#[aiki::workflow(name = "bench-fan-out", version = "1")]
+async fn fan_out(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let run = run.clone();
+        set.spawn(async move { Inc.start(&run, i).await });
+    }
+    let mut sum = 0;
+    while let Some(joined) = set.join_next().await {
+        sum += joined.map_err(|error| WorkflowError::failed(error.to_string()))??;
+    }
+    Ok(sum)
+}
+
+/// A replayed task's output (first code version).
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+struct Out {
+    v: u64,
+}
+
+/// The same output in a later code version: a compatible schema with another fingerprint.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+struct OutV2 {
+    v: u64,
+    note: Option<String>,
+}
+
+/// One recorded step of the replay and recovery runs.
+#[aiki::task(name = "bench-replay-step")]
+async fn replay_step(i: u64) -> Result<Out, TaskError> {
+    Ok(Out { v: i })
+}
+
+/// The same task (same name, same input, so the same addresses) with the new output type.
+#[aiki::task(name = "bench-replay-step")]
+async fn replay_step_v2(i: u64) -> Result<OutV2, TaskError> {
+    Ok(OutV2 { v: i, note: None })
+}
+
+/// How long each execution of a replay workflow took to get through its tasks, in order.
+static TASK_LOOPS: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+
+fn note_task_loop(elapsed: Duration) {
+    TASK_LOOPS.lock().expect("not poisoned").push(elapsed);
+}
+
+/// `n` recorded steps, then a wait for `go`: the first execution records and suspends; the
+/// second (after `go` is sent) replays every step.
+#[aiki::workflow(name = "bench-replay", version = "1", events(go))]
+async fn replay_v1(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+    let started = Instant::now();
+    let mut sum = 0;
+    for i in 0..n {
+        sum += ReplayStep.start(run, i).await?.v;
+    }
+    note_task_loop(started.elapsed());
+    run.events().go().wait().await?;
+    Ok(sum)
+}
+
+/// `bench-replay@1` deployed again with the task's new output type.
+#[aiki::workflow(name = "bench-replay", version = "1", events(go))]
+async fn replay_v2(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+    let started = Instant::now();
+    let mut sum = 0;
+    for i in 0..n {
+        sum += ReplayStepV2.start(run, i).await?.v;
+    }
+    note_task_loop(started.elapsed());
+    run.events().go().wait().await?;
+    Ok(sum)
+}
+
+/// One task.
+#[aiki::workflow(name = "bench-one", version = "1")]
+async fn one(run: &Run, x: u64) -> Result<u64, WorkflowError> {
+    Inc.start(run, x).await
+}
+
+/// A durable 50 ms sleep.
+#[aiki::workflow(name = "bench-nap", version = "1")]
+async fn nap(run: &Run, _x: u64) -> Result<(), WorkflowError> {
+    run.sleep("nap", Duration::from_millis(50)).await?;
+    Ok(())
+}
+
+/// Waits for `go`.
+#[aiki::workflow(name = "bench-waiter", version = "1", events(go))]
+async fn waiter(run: &Run, _x: u64) -> Result<(), WorkflowError> {
+    run.events().go().wait().await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Options {
+    quick: bool,
+    json: Option<PathBuf>,
+    backends: Vec<Backend>,
+}
+
+impl Options {
+    fn runs(&self) -> u64 {
+        if self.quick { 100 } else { 1000 }
+    }
+    fn fan_out(&self) -> u64 {
+        if self.quick { 100 } else { 1000 }
+    }
+    fn replay(&self) -> u64 {
+        if self.quick { 1000 } else { 10_000 }
+    }
+    fn latency_runs(&self) -> usize {
+        if self.quick { 50 } else { 200 }
+    }
+    fn wake_runs(&self) -> usize {
+        if self.quick { 5 } else { 20 }
+    }
+    fn raw_seconds(&self) -> f64 {
+        if self.quick { 1.0 } else { 3.0 }
+    }
+}
+
+fn parse_args() -> anyhow::Result<Result<Options, String>> {
+    let mut args = std::env::args().skip(1);
+    let mut options = Options {
+        quick: false,
+        json: None,
+        backends: vec![Backend::Sqlite, Backend::Postgres],
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--worker" => {
+                let url = args.next().context("--worker needs a store URL")?;
+                return Ok(Err(url));
+            }
+            "--quick" => options.quick = true,
+            "--json" => options.json = Some(args.next().context("--json needs a path")?.into()),
+            "--backends" => {
+                options.backends = args
+                    .next()
+                    .context("--backends needs a list")?
+                    .split(',')
+                    .map(|name| match name.trim() {
+                        "sqlite" => Ok(Backend::Sqlite),
+                        "postgres" => Ok(Backend::Postgres),
+                        other => Err(anyhow::anyhow!(
+                            "unknown backend `{other}` (sqlite, postgres)"
+                        )),
+                    })
+                    .collect::<anyhow::Result<_>>()?;
+            }
+            other => anyhow::bail!(
+                "unknown argument `{other}`; usage: bench [--quick] [--json out.json] \
+                 [--backends sqlite,postgres]"
+            ),
+        }
+    }
+    Ok(Ok(options))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker process
+// ---------------------------------------------------------------------------------------------
+
+/// `--worker <url>`: serves the bench workflows until stdin closes.
+async fn worker_process(url: String) -> anyhow::Result<()> {
+    let store = aiki::connect(&url).await?;
+    let worker = Worker::builder(store)
+        .register(Chain)
+        .register(ReplayV1)
+        .poll_interval(Duration::from_millis(10))
+        .build()?
+        .start();
+    println!("ready");
+    // Stdin closes when the parent says stop (or dies).
+    let mut sink = Vec::new();
+    let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+    worker.shutdown().await;
+    Ok(())
+}
+
+/// A worker process started by the bench.
+struct WorkerProcess {
+    child: tokio::process::Child,
+}
+
+impl WorkerProcess {
+    /// Starts one and waits until it serves.
+    async fn start(url: &str) -> anyhow::Result<WorkerProcess> {
+        let mut child = tokio::process::Command::new(std::env::current_exe()?)
+            .arg("--worker")
+            .arg(url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdout = child.stdout.take().context("worker stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        match tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await {
+            Ok(Ok(Some(line))) if line == "ready" => Ok(WorkerProcess { child }),
+            other => anyhow::bail!("worker process did not get ready: {other:?}"),
+        }
+    }
+
+    /// Closes its stdin and waits for it to shut down (killing it after 10 s).
+    async fn stop(mut self) {
+        drop(self.child.stdin.take());
+        if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stores
+// ---------------------------------------------------------------------------------------------
+
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+fn postgres_url() -> String {
+    std::env::var("AIKI_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_millis() as i64
+}
+
+fn unique() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_nanos();
+    format!("{:x}{:x}", nanos, std::process::id())
+}
+
+/// Fresh stores for one backend: SQLite files in a temp folder, PostgreSQL schemas; all removed
+/// by [`Stores::cleanup`].
+struct Stores {
+    backend: Backend,
+    dir: PathBuf,
+    schemas: Vec<String>,
+}
+
+impl Stores {
+    fn new(backend: Backend) -> anyhow::Result<Stores> {
+        let dir = std::env::temp_dir().join(format!("aiki-bench-{}", unique()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Stores {
+            backend,
+            dir,
+            schemas: Vec::new(),
+        })
+    }
+
+    /// The URL of a fresh, empty store.
+    async fn fresh_url(&mut self, phase: &str) -> anyhow::Result<String> {
+        match self.backend {
+            Backend::Sqlite => Ok(format!(
+                "sqlite://{}",
+                self.dir.join(format!("{phase}.db")).display()
+            )),
+            Backend::Postgres => {
+                use sqlx::Connection;
+                let url = postgres_url();
+                let now = now_ms() / 1000;
+                let schema = format!("aiki_bench_{now}_{}", unique());
+                let mut admin = sqlx::PgConnection::connect(&url).await?;
+                sqlx::query(&format!("CREATE SCHEMA {schema}"))
+                    .execute(&mut admin)
+                    .await?;
+                let _ = admin.close().await;
+                self.schemas.push(schema.clone());
+                let separator = if url.contains('?') { '&' } else { '?' };
+                Ok(format!("{url}{separator}options[search_path]={schema}"))
+            }
+        }
+    }
+
+    /// Drops this run's schemas (and ones older bench runs left behind more than ten minutes
+    /// ago), or removes the temp folder.
+    async fn cleanup(self) -> anyhow::Result<()> {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if self.backend == Backend::Postgres {
+            use sqlx::{Connection, Row};
+            let now = now_ms() / 1000;
+            let mut admin = sqlx::PgConnection::connect(&postgres_url()).await?;
+            let stale: Vec<String> = sqlx::query(
+                "SELECT schema_name FROM information_schema.schemata \
+                 WHERE schema_name LIKE 'aiki_bench_%'",
+            )
+            .fetch_all(&mut admin)
+            .await?
+            .into_iter()
+            .map(|row| row.get::<String, _>(0))
+            .filter(|name| {
+                name.split('_')
+                    .nth(2)
+                    .and_then(|secs| secs.parse::<i64>().ok())
+                    .is_none_or(|secs| secs + 600 < now)
+            })
+            .collect();
+            for schema in self.schemas.iter().chain(&stale) {
+                sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                    .execute(&mut admin)
+                    .await?;
+            }
+            let _ = admin.close().await;
+        }
+        Ok(())
+    }
+}
+
+/// `true` when PostgreSQL answers (within 5 s).
+async fn postgres_answers() -> Result<(), String> {
+    use sqlx::Connection;
+    match tokio::time::timeout(
+        Duration::from_secs(5),
+        sqlx::PgConnection::connect(&postgres_url()),
+    )
+    .await
+    {
+        Ok(Ok(connection)) => {
+            let _ = connection.close().await;
+            Ok(())
+        }
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err("no answer within 5 s".to_owned()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases
+// ---------------------------------------------------------------------------------------------
+
+const PAYLOAD: &str = "{\"output\":12345,\"fingerprint\":\"0123456789abcdef0123456789abcdef\"}";
+
+/// Phase 1: sequential single-row INSERT transactions on one connection, for `seconds`.
+async fn raw_commits(stores: &mut Stores, seconds: f64) -> anyhow::Result<f64> {
+    use sqlx::Connection;
+    let budget = Duration::from_secs_f64(seconds);
+    let spinner = ProgressBar::new_spinner().with_message("raw commits");
+    let mut count = 0u64;
+    let started;
+    match stores.backend {
+        Backend::Sqlite => {
+            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+            let options = SqliteConnectOptions::new()
+                .filename(stores.dir.join("raw.db"))
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
+            let mut connection = sqlx::SqliteConnection::connect_with(&options).await?;
+            sqlx::query("CREATE TABLE raw (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+                .execute(&mut connection)
+                .await?;
+            started = Instant::now();
+            while started.elapsed() < budget {
+                sqlx::query("INSERT INTO raw (v) VALUES (?1)")
+                    .bind(PAYLOAD)
+                    .execute(&mut connection)
+                    .await?;
+                count += 1;
+                if count.is_multiple_of(256) {
+                    spinner.tick();
+                }
+            }
+        }
+        Backend::Postgres => {
+            let url = stores.fresh_url("raw").await?;
+            let mut connection = sqlx::PgConnection::connect(&url).await?;
+            sqlx::query("CREATE TABLE raw (id BIGSERIAL PRIMARY KEY, v TEXT NOT NULL)")
+                .execute(&mut connection)
+                .await?;
+            started = Instant::now();
+            while started.elapsed() < budget {
+                sqlx::query("INSERT INTO raw (v) VALUES ($1)")
+                    .bind(PAYLOAD)
+                    .execute(&mut connection)
+                    .await?;
+                count += 1;
+                if count.is_multiple_of(256) {
+                    spinner.tick();
+                }
+            }
+            let _ = connection.close().await;
+        }
+    }
+    spinner.finish_and_clear();
+    Ok(count as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Polls a run every millisecond until it is in `status` (failing if it ends otherwise).
+async fn wait_for<W: Workflow>(
+    handle: &RunHandle<W>,
+    status: RunStatus,
+) -> anyhow::Result<RunRecord> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let run = handle.record().await?;
+        if run.status == status {
+            return Ok(run);
+        }
+        anyhow::ensure!(
+            !run.status.is_terminal(),
+            "run {} ended {} ({:?}) instead of reaching {status}",
+            run.id,
+            run.status,
+            run.error
+        );
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "run {} is still {} after 120 s",
+            run.id,
+            run.status
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Phase 2: `runs` runs of ten tasks on `workers` worker processes.
+async fn throughput(url: &str, runs: u64, workers: usize) -> anyhow::Result<Value> {
+    let store = aiki::connect(url).await?; // migrates before the workers start
+    let client = Client::new(store).with_poll_interval(Duration::from_millis(5));
+    let mut processes = Vec::new();
+    for _ in 0..workers {
+        processes.push(WorkerProcess::start(url).await?);
+    }
+    let bar = ProgressBar::new(runs).with_message(format!("{workers} worker(s)"));
+    let t0 = now_ms();
+    let clock = Instant::now();
+    let mut handles = Vec::with_capacity(runs as usize);
+    for i in 0..runs {
+        handles.push(client.start::<Chain>(i * 100).await?);
+    }
+    let started_in = clock.elapsed();
+    let mut last = t0;
+    for (i, handle) in handles.iter().enumerate() {
+        let run = handle
+            .wait_for_status_timeout(RunStatus::Completed, Duration::from_secs(300))
+            .await?;
+        anyhow::ensure!(
+            run.output == Some(json!(i as u64 * 100 + 10)),
+            "wrong output {:?}",
+            run.output
+        );
+        last = last.max(run.updated_at);
+        bar.set_position(i as u64 + 1);
+    }
+    bar.finish_and_clear();
+    for process in processes {
+        process.stop().await;
+    }
+    let seconds = ((last - t0).max(1)) as f64 / 1000.0;
+    Ok(json!({
+        "workers": workers,
+        "runs": runs,
+        "seconds": seconds,
+        "start_seconds": started_in.as_secs_f64(),
+        "runs_per_s": runs as f64 / seconds,
+        "steps_per_s": (runs * 10) as f64 / seconds,
+    }))
+}
+
+/// Phase 3: one run starting `n` concurrent tasks, on an in-process worker.
+async fn fan_out_phase(url: &str, n: u64) -> anyhow::Result<Value> {
+    let store = aiki::connect(url).await?;
+    let worker = Worker::builder(store.clone())
+        .register(FanOut)
+        .build()?
+        .start();
+    let client = Client::new(store);
+    let clock = Instant::now();
+    let handle = client.start::<FanOut>(n).await?;
+    let run = wait_for(&handle, RunStatus::Completed).await?;
+    let wall = clock.elapsed();
+    worker.shutdown().await;
+    anyhow::ensure!(run.output == Some(json!(n * (n + 1) / 2)), "wrong sum");
+    Ok(json!({
+        "tasks": n,
+        "wall_ms": wall.as_secs_f64() * 1000.0,
+        "tasks_per_s": n as f64 / wall.as_secs_f64(),
+    }))
+}
+
+/// Records a `bench-replay` run of `n` steps with an in-process worker, leaving it suspended
+/// on `go`. Returns its handle and the time the recording execution spent in its tasks.
+async fn record_replay_run(
+    client: &Client,
+    n: u64,
+) -> anyhow::Result<(RunHandle<ReplayV1>, Duration)> {
+    let worker = Worker::builder(client.store().clone())
+        .register(ReplayV1)
+        .build()?
+        .start();
+    let before = TASK_LOOPS.lock().expect("not poisoned").len();
+    let bar = ProgressBar::new_spinner().with_message(format!("recording {n} tasks"));
+    bar.enable_steady_tick(Duration::from_millis(100));
+    let handle = client.start::<ReplayV1>(n).await?;
+    wait_for(&handle, RunStatus::AwaitingEvent).await?;
+    bar.finish_and_clear();
+    worker.shutdown().await;
+    let loops = TASK_LOOPS.lock().expect("not poisoned");
+    anyhow::ensure!(loops.len() == before + 1, "one recording execution");
+    Ok((handle, loops[before]))
+}
+
+/// Phase 4: replay of `n` recorded tasks on the memory store, with the same code (fast path)
+/// or with the task's output type changed (validation).
+async fn replay_phase(n: u64, changed: bool) -> anyhow::Result<Value> {
+    let store = aiki::connect("memory:").await?;
+    let client = Client::new(store.clone());
+    let (handle, recorded) = record_replay_run(&client, n).await?;
+    let builder = Worker::builder(store);
+    let worker = if changed {
+        builder.register(ReplayV2)
+    } else {
+        builder.register(ReplayV1)
+    }
+    .build()?
+    .start();
+    let before = TASK_LOOPS.lock().expect("not poisoned").len();
+    handle.send::<ReplayV1Go>(()).await?;
+    let claimed = wait_for_claim(&handle).await?;
+    let done = wait_for(&handle, RunStatus::Completed).await?;
+    worker.shutdown().await;
+    anyhow::ensure!(done.output == Some(json!(n * (n - 1) / 2)), "wrong sum");
+    let replayed = TASK_LOOPS.lock().expect("not poisoned")[before];
+    Ok(json!({
+        "tasks": n,
+        "schema_changed": changed,
+        "us_per_task": replayed.as_secs_f64() * 1e6 / n as f64,
+        "replay_ms": replayed.as_secs_f64() * 1000.0,
+        "claim_to_completed_ms": claimed.map(|at| done.updated_at - at),
+        "recording_us_per_task": recorded.as_secs_f64() * 1e6 / n as f64,
+    }))
+}
+
+/// Waits until the run is claimed (`running`) and returns the claim time, or `None` when the
+/// run was already past it at the first look that saw it move.
+async fn wait_for_claim<W: Workflow>(handle: &RunHandle<W>) -> anyhow::Result<Option<i64>> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let run = handle.record().await?;
+        match run.status {
+            RunStatus::Running => return Ok(Some(run.updated_at)),
+            status if status.is_terminal() => return Ok(None),
+            _ => {}
+        }
+        anyhow::ensure!(Instant::now() < deadline, "run {} never claimed", run.id);
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Phase 5: a run with 1,000 recorded tasks, finished by a fresh worker process.
+async fn recovery_phase(url: &str) -> anyhow::Result<Value> {
+    let store = aiki::connect(url).await?;
+    let client = Client::new(store);
+    let (handle, _) = record_replay_run(&client, 1000).await?;
+    handle.send::<ReplayV1Go>(()).await?;
+    let spawned = now_ms();
+    let process = WorkerProcess::start(url).await?;
+    let ready = now_ms();
+    let claimed = wait_for_claim(&handle).await?;
+    let done = wait_for(&handle, RunStatus::Completed).await?;
+    process.stop().await;
+    Ok(json!({
+        "tasks": 1000,
+        "process_start_to_completed_ms": done.updated_at - spawned,
+        "process_start_to_ready_ms": ready - spawned,
+        "claim_to_completed_ms": claimed.map(|at| done.updated_at - at),
+    }))
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+fn sorted(mut values: Vec<f64>) -> Vec<f64> {
+    values.sort_by(f64::total_cmp);
+    values
+}
+
+/// Phase 6: latencies on an in-process worker with the default settings.
+async fn latency_phase(url: &str, runs: usize, wakes: usize) -> anyhow::Result<Value> {
+    let store = aiki::connect(url).await?;
+    let worker = Worker::builder(store.clone())
+        .register(One)
+        .register(Nap)
+        .register(Waiter)
+        .build()?
+        .start();
+    let client = Client::new(store);
+    let bar = ProgressBar::new((runs + 2 * wakes) as u64).with_message("latency");
+    let mut stored = Vec::new();
+    let mut observed = Vec::new();
+    for i in 0..runs {
+        let clock = Instant::now();
+        let handle = client.start::<One>(i as u64).await?;
+        let run = wait_for(&handle, RunStatus::Completed).await?;
+        observed.push(clock.elapsed().as_secs_f64() * 1000.0);
+        stored.push((run.updated_at - run.created_at) as f64);
+        bar.inc(1);
+    }
+    let mut timer = Vec::new();
+    for i in 0..wakes {
+        let handle = client.start::<Nap>(i as u64).await?;
+        let sleeping = wait_for(&handle, RunStatus::Sleeping).await?;
+        let due = sleeping.due_at.context("a sleeping run has a due time")?;
+        let run = wait_for(&handle, RunStatus::Completed).await?;
+        timer.push((run.updated_at - due) as f64);
+        bar.inc(1);
+    }
+    let mut send = Vec::new();
+    for i in 0..wakes {
+        let handle = client.start::<Waiter>(i as u64).await?;
+        wait_for(&handle, RunStatus::AwaitingEvent).await?;
+        let sent = now_ms();
+        handle.send::<WaiterGo>(()).await?;
+        let run = wait_for(&handle, RunStatus::Completed).await?;
+        send.push((run.updated_at - sent) as f64);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    worker.shutdown().await;
+    let stored = sorted(stored);
+    let observed = sorted(observed);
+    Ok(json!({
+        "runs": runs,
+        "start_to_completed_p50_ms": percentile(&stored, 0.5),
+        "start_to_completed_p99_ms": percentile(&stored, 0.99),
+        "observed_p50_ms": percentile(&observed, 0.5),
+        "observed_p99_ms": percentile(&observed, 0.99),
+        "timer_wake_p50_ms": percentile(&sorted(timer), 0.5),
+        "send_wake_p50_ms": percentile(&sorted(send), 0.5),
+        "wake_runs": wakes,
+    }))
+}
+
+/// Every phase on one backend.
+async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Value> {
+    let mut stores = Stores::new(backend)?;
+    let result = async {
+        eprintln!("[{}] raw commits", backend.name());
+        let raw = raw_commits(&mut stores, options.raw_seconds()).await?;
+        let mut throughputs = Vec::new();
+        for workers in [1, 2] {
+            eprintln!(
+                "[{}] throughput: {} runs x 10 tasks, {workers} worker process(es)",
+                backend.name(),
+                options.runs()
+            );
+            let url = stores.fresh_url(&format!("throughput{workers}")).await?;
+            let mut result = throughput(&url, options.runs(), workers).await?;
+            let ratio = result["steps_per_s"].as_f64().unwrap_or(0.0) / raw;
+            result["ratio_to_raw"] = json!(ratio);
+            throughputs.push(result);
+        }
+        eprintln!("[{}] fan-out: {} tasks", backend.name(), options.fan_out());
+        let url = stores.fresh_url("fanout").await?;
+        let mut fan_out = fan_out_phase(&url, options.fan_out()).await?;
+        let ratio = fan_out["tasks_per_s"].as_f64().unwrap_or(0.0) / raw;
+        fan_out["ratio_to_raw"] = json!(ratio);
+        eprintln!("[{}] recovery: 1000 recorded tasks", backend.name());
+        let url = stores.fresh_url("recovery").await?;
+        let recovery = recovery_phase(&url).await?;
+        eprintln!("[{}] latency", backend.name());
+        let url = stores.fresh_url("latency").await?;
+        let latency = latency_phase(&url, options.latency_runs(), options.wake_runs()).await?;
+        anyhow::Ok(json!({
+            "backend": backend.name(),
+            "raw_commits_per_s": raw,
+            "throughput": throughputs,
+            "fan_out": fan_out,
+            "recovery": recovery,
+            "latency": latency,
+        }))
+    }
+    .await;
+    stores.cleanup().await?;
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------
+
+fn f(value: &Value) -> f64 {
+    value.as_f64().unwrap_or(f64::NAN)
+}
+
+fn ms(value: &Value) -> String {
+    value
+        .as_f64()
+        .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.0} ms"))
+}
+
+fn print_report(report: &Value) {
+    println!();
+    println!(
+        "Aiki bench ({} mode), {} cores",
+        report["mode"].as_str().unwrap_or("?"),
+        report["cores"]
+    );
+    for replay in report["replay"].as_array().into_iter().flatten() {
+        println!(
+            "  replay, memory store, {} recorded tasks, {:<28} {:>7.2} µs/task \
+             (recording: {:.2} µs/task; claim → completed {})",
+            replay["tasks"],
+            if replay["schema_changed"] == json!(true) {
+                "(b) schema validation:"
+            } else {
+                "(a) fast path:"
+            },
+            f(&replay["us_per_task"]),
+            f(&replay["recording_us_per_task"]),
+            ms(&replay["claim_to_completed_ms"]),
+        );
+    }
+    for skipped in report["skipped"].as_array().into_iter().flatten() {
+        println!("  {}", skipped.as_str().unwrap_or_default());
+    }
+    for backend in report["backends"].as_array().into_iter().flatten() {
+        let raw = f(&backend["raw_commits_per_s"]);
+        println!();
+        println!("  {}", backend["backend"].as_str().unwrap_or("?"));
+        println!("    limit: raw single-row INSERT commits        {raw:>10.0} /s   (1.00 ×)");
+        for t in backend["throughput"].as_array().into_iter().flatten() {
+            println!(
+                "    throughput, {} worker process(es), {} runs × 10 tasks: {:>7.0} runs/s, \
+                 {:>7.0} steps/s   ({:.2} × raw)",
+                t["workers"],
+                t["runs"],
+                f(&t["runs_per_s"]),
+                f(&t["steps_per_s"]),
+                f(&t["ratio_to_raw"]),
+            );
+        }
+        let fan = &backend["fan_out"];
+        println!(
+            "    fan-out, 1 run × {} concurrent tasks: {:.0} ms, {:.0} tasks/s   ({:.2} × raw)",
+            fan["tasks"],
+            f(&fan["wall_ms"]),
+            f(&fan["tasks_per_s"]),
+            f(&fan["ratio_to_raw"]),
+        );
+        let rec = &backend["recovery"];
+        println!(
+            "    recovery, 1000 recorded tasks, fresh process: {} from process start \
+             (ready after {}), {} from claim to completed",
+            ms(&rec["process_start_to_completed_ms"]),
+            ms(&rec["process_start_to_ready_ms"]),
+            ms(&rec["claim_to_completed_ms"]),
+        );
+        let lat = &backend["latency"];
+        println!(
+            "    latency, one-task run start → completed ({} runs): p50 {} p99 {} \
+             (observed by polling: p50 {:.1} ms, p99 {:.1} ms)",
+            lat["runs"],
+            ms(&lat["start_to_completed_p50_ms"]),
+            ms(&lat["start_to_completed_p99_ms"]),
+            f(&lat["observed_p50_ms"]),
+            f(&lat["observed_p99_ms"]),
+        );
+        println!(
+            "    wake-up p50 ({} runs each): sleep(50 ms) timer due → completed {}; \
+             send → completed {}",
+            lat["wake_runs"],
+            ms(&lat["timer_wake_p50_ms"]),
+            ms(&lat["send_wake_p50_ms"]),
+        );
+    }
+    println!();
+    println!("  total time: {:.1} s", f(&report["seconds"]));
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let options = match parse_args()? {
+        Err(url) => return worker_process(url).await,
+        Ok(options) => options,
+    };
+    let clock = Instant::now();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut replay = Vec::new();
+    for changed in [false, true] {
+        eprintln!(
+            "[memory] replay of {} recorded tasks{}",
+            options.replay(),
+            if changed { " (schema changed)" } else { "" }
+        );
+        replay.push(replay_phase(options.replay(), changed).await?);
+    }
+    let mut backends = Vec::new();
+    let mut skipped = Vec::new();
+    for &backend in &options.backends {
+        if backend == Backend::Postgres
+            && let Err(error) = postgres_answers().await
+        {
+            let line = format!(
+                "postgres: SKIPPED, no PostgreSQL server answers at {} ({error}); set \
+                 AIKI_TEST_DATABASE_URL",
+                postgres_url()
+            );
+            eprintln!("{line}");
+            skipped.push(json!(line));
+            continue;
+        }
+        backends.push(bench_backend(backend, &options).await?);
+    }
+    let report = json!({
+        "mode": if options.quick { "quick" } else { "full" },
+        "cores": cores,
+        "replay": replay,
+        "skipped": skipped,
+        "backends": backends,
+        "seconds": clock.elapsed().as_secs_f64(),
+    });
+    print_report(&report);
+    if let Some(path) = &options.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
+        println!("  wrote {}", path.display());
+    }
+    Ok(())
+}
