@@ -478,6 +478,65 @@ async fn raw_commits(stores: &mut Stores, seconds: f64) -> anyhow::Result<f64> {
     Ok(count as f64 / started.elapsed().as_secs_f64())
 }
 
+/// The same INSERTs through a one-connection `sqlx` pool, as the stores use, with the pool's
+/// default `test_before_acquire` (a ping before every statement) on or off: how much of the
+/// gap between the raw rate and the store's comes from going through a pool.
+async fn pool_commits(stores: &mut Stores, seconds: f64, test: bool) -> anyhow::Result<f64> {
+    let budget = Duration::from_secs_f64(seconds);
+    let mut count = 0u64;
+    let started;
+    match stores.backend {
+        Backend::Sqlite => {
+            use sqlx::sqlite::{
+                SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+            };
+            let options = SqliteConnectOptions::new()
+                .filename(stores.dir.join(format!("pool-{test}.db")))
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(1)
+                .test_before_acquire(test)
+                .connect_with(options)
+                .await?;
+            sqlx::query("CREATE TABLE raw (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+                .execute(&pool)
+                .await?;
+            started = Instant::now();
+            while started.elapsed() < budget {
+                sqlx::query("INSERT INTO raw (v) VALUES (?1)")
+                    .bind(PAYLOAD)
+                    .execute(&pool)
+                    .await?;
+                count += 1;
+            }
+            pool.close().await;
+        }
+        Backend::Postgres => {
+            let url = stores.fresh_url(&format!("pool_{test}")).await?;
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(1)
+                .test_before_acquire(test)
+                .connect(&url)
+                .await?;
+            sqlx::query("CREATE TABLE raw (id BIGSERIAL PRIMARY KEY, v TEXT NOT NULL)")
+                .execute(&pool)
+                .await?;
+            started = Instant::now();
+            while started.elapsed() < budget {
+                sqlx::query("INSERT INTO raw (v) VALUES ($1)")
+                    .bind(PAYLOAD)
+                    .execute(&pool)
+                    .await?;
+                count += 1;
+            }
+            pool.close().await;
+        }
+    }
+    Ok(count as f64 / started.elapsed().as_secs_f64())
+}
+
 /// Polls a run every millisecond until it is in `status` (failing if it ends otherwise).
 async fn wait_for<W: Workflow>(
     handle: &RunHandle<W>,
@@ -547,6 +606,59 @@ async fn throughput(url: &str, runs: u64, workers: usize) -> anyhow::Result<Valu
         "start_seconds": started_in.as_secs_f64(),
         "runs_per_s": runs as f64 / seconds,
         "steps_per_s": (runs * 10) as f64 / seconds,
+    }))
+}
+
+/// Opens the store behind `url` with its statement counter readable.
+async fn counted_store(
+    url: &str,
+) -> anyhow::Result<(aiki::BoxStore, Box<dyn Fn() -> u64 + Send + Sync>)> {
+    use std::sync::Arc;
+    if url.starts_with("sqlite:") {
+        let store = Arc::new(aiki::store::sqlite::SqliteStore::connect(url).await?);
+        let counter = store.clone();
+        Ok((store, Box::new(move || counter.statements())))
+    } else {
+        let store = Arc::new(aiki::store::postgres::PostgresStore::connect(url).await?);
+        let counter = store.clone();
+        Ok((store, Box::new(move || counter.statements())))
+    }
+}
+
+/// Where the statements go: `runs` ten-task runs on an in-process worker, counting every
+/// statement the store sends (each `BEGIN` and `COMMIT` included), then an idle second.
+async fn accounting_phase(url: &str, runs: u64) -> anyhow::Result<Value> {
+    let (store, statements) = counted_store(url).await?;
+    let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(5));
+    let before = statements();
+    let mut handles = Vec::new();
+    for i in 0..runs {
+        handles.push(client.start::<Chain>(i * 100).await?);
+    }
+    let after_starts = statements();
+    let clock = Instant::now();
+    let worker = Worker::builder(store).register(Chain).build()?.start();
+    // Watched through another store, so that the status reads are not counted.
+    let watcher =
+        Client::new(aiki::connect(url).await?).with_poll_interval(Duration::from_millis(5));
+    for handle in &handles {
+        watcher
+            .handle::<Chain>(handle.id())
+            .wait_for_status_timeout(RunStatus::Completed, Duration::from_secs(300))
+            .await?;
+    }
+    let after_runs = statements();
+    let executing = clock.elapsed();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = statements() - after_runs;
+    worker.shutdown().await;
+    Ok(json!({
+        "runs": runs,
+        "statements_per_start": (after_starts - before) as f64 / runs as f64,
+        "statements_per_step_executing": (after_runs - after_starts) as f64 / (runs * 10) as f64,
+        "idle_worker_statements_per_s": idle,
+        "in_process_steps_per_s": (runs * 10) as f64 / executing.as_secs_f64(),
+        "statements_per_s": (after_runs - after_starts) as f64 / executing.as_secs_f64(),
     }))
 }
 
@@ -734,6 +846,8 @@ async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Va
     let result = async {
         eprintln!("[{}] raw commits", backend.name());
         let raw = raw_commits(&mut stores, options.raw_seconds()).await?;
+        let pool_tested = pool_commits(&mut stores, options.raw_seconds() / 2.0, true).await?;
+        let pool_untested = pool_commits(&mut stores, options.raw_seconds() / 2.0, false).await?;
         let mut throughputs = Vec::new();
         for workers in [1, 2] {
             eprintln!(
@@ -747,6 +861,9 @@ async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Va
             result["ratio_to_raw"] = json!(ratio);
             throughputs.push(result);
         }
+        eprintln!("[{}] statement accounting", backend.name());
+        let url = stores.fresh_url("accounting").await?;
+        let accounting = accounting_phase(&url, options.runs() / 5).await?;
         eprintln!("[{}] fan-out: {} tasks", backend.name(), options.fan_out());
         let url = stores.fresh_url("fanout").await?;
         let mut fan_out = fan_out_phase(&url, options.fan_out()).await?;
@@ -761,10 +878,13 @@ async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Va
         anyhow::Ok(json!({
             "backend": backend.name(),
             "raw_commits_per_s": raw,
+            "pool_commits_per_s": pool_tested,
+            "pool_without_test_before_acquire_commits_per_s": pool_untested,
             "throughput": throughputs,
             "fan_out": fan_out,
             "recovery": recovery,
             "latency": latency,
+            "accounting": accounting,
         }))
     }
     .await;
@@ -816,6 +936,14 @@ fn print_report(report: &Value) {
         println!();
         println!("  {}", backend["backend"].as_str().unwrap_or("?"));
         println!("    limit: raw single-row INSERT commits        {raw:>10.0} /s   (1.00 ×)");
+        println!(
+            "    the same through a 1-connection sqlx pool: {:.0} /s ({:.2} ×); without \
+             test_before_acquire: {:.0} /s ({:.2} ×)",
+            f(&backend["pool_commits_per_s"]),
+            f(&backend["pool_commits_per_s"]) / raw,
+            f(&backend["pool_without_test_before_acquire_commits_per_s"]),
+            f(&backend["pool_without_test_before_acquire_commits_per_s"]) / raw,
+        );
         for t in backend["throughput"].as_array().into_iter().flatten() {
             println!(
                 "    throughput, {} worker process(es), {} runs × 10 tasks: {:>7.0} runs/s, \
@@ -842,6 +970,19 @@ fn print_report(report: &Value) {
             ms(&rec["process_start_to_completed_ms"]),
             ms(&rec["process_start_to_ready_ms"]),
             ms(&rec["claim_to_completed_ms"]),
+        );
+        let acc = &backend["accounting"];
+        println!(
+            "    in-process worker, {} runs already queued: {:.0} steps/s ({:.2} × raw); \
+             statements: {:.1} per start, {:.1} per task step, {:.0}/s while executing, \
+             {}/s from an idle worker",
+            acc["runs"],
+            f(&acc["in_process_steps_per_s"]),
+            f(&acc["in_process_steps_per_s"]) / raw,
+            f(&acc["statements_per_start"]),
+            f(&acc["statements_per_step_executing"]),
+            f(&acc["statements_per_s"]),
+            acc["idle_worker_statements_per_s"],
         );
         let lat = &backend["latency"];
         println!(
