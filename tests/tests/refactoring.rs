@@ -1,5 +1,8 @@
 //! Every case of the refactoring guide: run version A of a workflow until it suspends, deploy
 //! A' under the same name and version, wake the run, and check what replay does.
+//!
+//! A and A' are two `#[aiki::workflow]` fns with the same `name` and `version`; they declare the
+//! same events, so a handle of either accepts what is sent.
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
@@ -7,9 +10,9 @@ mod common;
 
 use std::time::Duration;
 
-use aiki::{Clock, Run, RunStatus, Task, WorkflowError};
-use aiki_tests::{Backend, Harness, on_every_backend};
-use common::{Approved, NextNumber, PaymentReceived, Proceed, TaskA, TaskB, TaskC};
+use aiki::{Clock, Run, RunStatus, State, Task, TaskError, WorkflowError};
+use aiki_tests::{Backend, Executions, Harness, on_every_backend};
+use common::{TaskA, TaskB, TaskC};
 use serde::{Deserialize, Serialize};
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -28,22 +31,21 @@ fn address<T: Task<Input = String>>(task: T, input: &str) -> String {
 }
 
 // Reordering finished tasks: each address returns its own recorded result.
-workflow!(ReorderA, "reorder", "1", |run,
-                                     input: String|
- -> (String, String) {
+#[aiki::workflow(name = "reorder", version = "1", events(proceed))]
+async fn reorder_a(run: &Run, input: String) -> Result<(String, String), WorkflowError> {
     let a = TaskA.start(run, input.clone()).await?;
     let b = TaskB.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok((a, b))
-});
-workflow!(ReorderA2, "reorder", "1", |run,
-                                      input: String|
- -> (String, String) {
+}
+
+#[aiki::workflow(name = "reorder", version = "1", events(proceed))]
+async fn reorder_a2(run: &Run, input: String) -> Result<(String, String), WorkflowError> {
     let b = TaskB.start(run, input.clone()).await?;
     let a = TaskA.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok((a, b))
-});
+}
 
 async fn reordered_tasks_each_get_their_own_result(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -51,7 +53,7 @@ async fn reordered_tasks_each_get_their_own_result(backend: Backend) {
     let run = h.client.start::<ReorderA>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(ReorderA2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<ReorderAProceed>(()).await.unwrap();
     let output = h
         .client
         .handle::<ReorderA2>(run.id())
@@ -66,17 +68,20 @@ async fn reordered_tasks_each_get_their_own_result(backend: Backend) {
 }
 
 // Removing a finished task, with nothing new after it.
-workflow!(RemoveA, "remove", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "remove", version = "1", events(proceed))]
+async fn remove_a(run: &Run, input: String) -> Result<String, WorkflowError> {
     TaskA.start(run, input.clone()).await?;
     let b = TaskB.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(b)
-});
-workflow!(RemoveA2, "remove", "1", |run, input: String| -> String {
+}
+
+#[aiki::workflow(name = "remove", version = "1", events(proceed))]
+async fn remove_a2(run: &Run, input: String) -> Result<String, WorkflowError> {
     let b = TaskB.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(b)
-});
+}
 
 async fn removed_task_with_nothing_new_after_it_completes(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -84,7 +89,7 @@ async fn removed_task_with_nothing_new_after_it_completes(backend: Backend) {
     let run = h.client.start::<RemoveA>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(RemoveA2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<RemoveAProceed>(()).await.unwrap();
     assert_eq!(
         h.client
             .handle::<RemoveA2>(run.id())
@@ -100,19 +105,18 @@ async fn removed_task_with_nothing_new_after_it_completes(backend: Backend) {
 }
 
 // Removing a task when a not-yet-run task follows.
-workflow!(RemoveThenNew, "remove-then-new", "1", |run,
-                                                  input: String|
- -> String {
+#[aiki::workflow(name = "remove-then-new", version = "1", events(proceed))]
+async fn remove_then_new(run: &Run, input: String) -> Result<String, WorkflowError> {
     TaskA.start(run, input.clone()).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     TaskB.start(run, input).await
-});
-workflow!(RemoveThenNew2, "remove-then-new", "1", |run,
-                                                   input: String|
- -> String {
-    run.event::<Proceed>().wait().await?;
+}
+
+#[aiki::workflow(name = "remove-then-new", version = "1", events(proceed))]
+async fn remove_then_new2(run: &Run, input: String) -> Result<String, WorkflowError> {
+    run.events().proceed().wait().await?;
     TaskB.start(run, input).await
-});
+}
 
 async fn removal_followed_by_a_new_task_fails(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -120,7 +124,7 @@ async fn removal_followed_by_a_new_task_fails(backend: Backend) {
     let run = h.client.start::<RemoveThenNew>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(RemoveThenNew2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<RemoveThenNewProceed>(()).await.unwrap();
     let record = h.reach(&run, RunStatus::Failed).await;
     let message = failure(&record, "non_determinism");
     assert!(message.contains(&address(TaskB, "x")), "{message}");
@@ -129,16 +133,19 @@ async fn removal_followed_by_a_new_task_fails(backend: Backend) {
 }
 
 // Appending after all recorded entries.
-workflow!(Append, "append", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "append", version = "1", events(proceed))]
+async fn append(run: &Run, input: String) -> Result<String, WorkflowError> {
     let a = TaskA.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(a)
-});
-workflow!(Append2, "append", "1", |run, input: String| -> String {
+}
+
+#[aiki::workflow(name = "append", version = "1", events(proceed))]
+async fn append2(run: &Run, input: String) -> Result<String, WorkflowError> {
     let a = TaskA.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     TaskB.start(run, a).await
-});
+}
 
 async fn appended_task_runs_once(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -146,7 +153,7 @@ async fn appended_task_runs_once(backend: Backend) {
     let run = h.client.start::<Append>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(Append2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<AppendProceed>(()).await.unwrap();
     assert_eq!(
         h.client.handle::<Append2>(run.id()).result().await.unwrap(),
         "task-b(task-a(x))"
@@ -158,19 +165,22 @@ async fn appended_task_runs_once(backend: Backend) {
 }
 
 // Inserting a task before recorded entries.
-workflow!(Insert, "insert", "1", |run, input: String| -> () {
+#[aiki::workflow(name = "insert", version = "1", events(proceed))]
+async fn insert(run: &Run, input: String) -> Result<(), WorkflowError> {
     TaskA.start(run, input.clone()).await?;
     TaskB.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(())
-});
-workflow!(Insert2, "insert", "1", |run, input: String| -> () {
+}
+
+#[aiki::workflow(name = "insert", version = "1", events(proceed))]
+async fn insert2(run: &Run, input: String) -> Result<(), WorkflowError> {
     TaskA.start(run, input.clone()).await?;
     TaskC.start(run, input.clone()).await?;
     TaskB.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(())
-});
+}
 
 async fn inserted_task_fails_and_never_runs(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -178,7 +188,7 @@ async fn inserted_task_fails_and_never_runs(backend: Backend) {
     let run = h.client.start::<Insert>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(Insert2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<InsertProceed>(()).await.unwrap();
     let record = h.reach(&run, RunStatus::Failed).await;
     let message = failure(&record, "non_determinism");
     assert!(
@@ -207,46 +217,27 @@ struct OrderInput {
     discount: f64,
 }
 
-struct ProcessOrder;
-
-impl Task for ProcessOrder {
-    type Input = OrderInput;
-    type Output = String;
-    const NAME: &'static str = "process-order";
-
-    async fn execute(
-        &self,
-        input: OrderInput,
-        ctx: aiki::TaskContext,
-    ) -> Result<String, aiki::TaskError> {
-        ctx.state::<aiki_tests::Executions>()?
-            .record("process-order");
-        Ok(format!("{}@{}", input.order_id, input.discount))
-    }
+#[aiki::task(name = "process-order")]
+async fn process_order(
+    input: OrderInput,
+    State(executions): State<Executions>,
+) -> Result<String, TaskError> {
+    executions.record("process-order");
+    Ok(format!("{}@{}", input.order_id, input.discount))
 }
 
 /// The same task under a new name.
-struct HandleOrder;
-
-impl Task for HandleOrder {
-    type Input = OrderInput;
-    type Output = String;
-    const NAME: &'static str = "handle-order";
-
-    async fn execute(
-        &self,
-        input: OrderInput,
-        ctx: aiki::TaskContext,
-    ) -> Result<String, aiki::TaskError> {
-        ctx.state::<aiki_tests::Executions>()?
-            .record("handle-order");
-        Ok(input.order_id)
-    }
+#[aiki::task(name = "handle-order")]
+async fn handle_order(
+    input: OrderInput,
+    State(executions): State<Executions>,
+) -> Result<String, TaskError> {
+    executions.record("handle-order");
+    Ok(input.order_id)
 }
 
-workflow!(ChangeInput, "change-input", "1", |run,
-                                             input: String|
- -> String {
+#[aiki::workflow(name = "change-input", version = "1", events(proceed))]
+async fn change_input(run: &Run, input: String) -> Result<String, WorkflowError> {
     let out = ProcessOrder
         .start(
             run,
@@ -256,12 +247,12 @@ workflow!(ChangeInput, "change-input", "1", |run,
             },
         )
         .await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
-workflow!(ChangeInput2, "change-input", "1", |run,
-                                              input: String|
- -> String {
+}
+
+#[aiki::workflow(name = "change-input", version = "1", events(proceed))]
+async fn change_input2(run: &Run, input: String) -> Result<String, WorkflowError> {
     let out = ProcessOrder
         .start(
             run,
@@ -271,9 +262,9 @@ workflow!(ChangeInput2, "change-input", "1", |run,
             },
         )
         .await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
+}
 
 async fn changed_input_fails(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -281,7 +272,7 @@ async fn changed_input_fails(backend: Backend) {
     let run = h.client.start::<ChangeInput>("o-1".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(ChangeInput2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<ChangeInputProceed>(()).await.unwrap();
     let record = h.reach(&run, RunStatus::Failed).await;
     failure(&record, "non_determinism");
     assert_eq!(
@@ -291,7 +282,8 @@ async fn changed_input_fails(backend: Backend) {
     );
 }
 
-workflow!(Rename, "rename", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "rename", version = "1", events(proceed))]
+async fn rename(run: &Run, input: String) -> Result<String, WorkflowError> {
     let out = ProcessOrder
         .start(
             run,
@@ -301,10 +293,12 @@ workflow!(Rename, "rename", "1", |run, input: String| -> String {
             },
         )
         .await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
-workflow!(Rename2, "rename", "1", |run, input: String| -> String {
+}
+
+#[aiki::workflow(name = "rename", version = "1", events(proceed))]
+async fn rename2(run: &Run, input: String) -> Result<String, WorkflowError> {
     let out = HandleOrder
         .start(
             run,
@@ -314,9 +308,9 @@ workflow!(Rename2, "rename", "1", |run, input: String| -> String {
             },
         )
         .await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
+}
 
 async fn renamed_task_fails(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -324,7 +318,7 @@ async fn renamed_task_fails(backend: Backend) {
     let run = h.client.start::<Rename>("o-1".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(Rename2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<RenameProceed>(()).await.unwrap();
     let record = h.reach(&run, RunStatus::Failed).await;
     let message = failure(&record, "non_determinism");
     assert!(message.contains("handle-order:"), "{message}");
@@ -339,24 +333,23 @@ struct Customer {
     premium: bool,
 }
 
-workflow!(Discount, "discount", "1", |run,
-                                      input: Customer|
- -> String {
+#[aiki::workflow(name = "discount", version = "1", events(proceed))]
+async fn discount(run: &Run, input: Customer) -> Result<String, WorkflowError> {
     if input.premium {
         TaskA.start(run, input.name.clone()).await?;
     }
     let out = TaskB.start(run, input.name).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
-workflow!(Discount2, "discount", "1", |run,
-                                       input: Customer|
- -> String {
+}
+
+#[aiki::workflow(name = "discount", version = "1", events(proceed))]
+async fn discount2(run: &Run, input: Customer) -> Result<String, WorkflowError> {
     TaskA.start(run, input.name.clone()).await?;
     let out = TaskB.start(run, input.name).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
+}
 
 async fn conditional_change_fails_only_runs_of_the_other_branch(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -380,8 +373,8 @@ async fn conditional_change_fails_only_runs_of_the_other_branch(backend: Backend
     h.reach(&premium, RunStatus::AwaitingEvent).await;
     h.reach(&regular, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(Discount2)).await;
-    premium.send::<Proceed>(()).await.unwrap();
-    regular.send::<Proceed>(()).await.unwrap();
+    premium.send::<DiscountProceed>(()).await.unwrap();
+    regular.send::<DiscountProceed>(()).await.unwrap();
     h.reach(&premium, RunStatus::Completed).await;
     let record = h.reach(&regular, RunStatus::Failed).await;
     let message = failure(&record, "non_determinism");
@@ -394,44 +387,67 @@ async fn conditional_change_fails_only_runs_of_the_other_branch(backend: Backend
 }
 
 // Event waits: reordered or added by name, they are safe.
-workflow!(Waits, "waits", "1", |run, input: String| -> String {
-    let approver = run.event::<Approved>().wait().await?;
-    let cents = run.event::<PaymentReceived>().wait().await?;
+#[aiki::workflow(
+    name = "waits",
+    version = "1",
+    events(approved = String, payment_received = u64)
+)]
+async fn waits(run: &Run, _input: String) -> Result<String, WorkflowError> {
+    let approver = run.events().approved().wait().await?;
+    let cents = run.events().payment_received().wait().await?;
     Ok(format!("{approver}:{cents}"))
-});
-workflow!(Waits2, "waits", "1", |run, input: String| -> String {
-    let cents = run.event::<PaymentReceived>().wait().await?;
-    let approver = run.event::<Approved>().wait().await?;
+}
+
+#[aiki::workflow(
+    name = "waits",
+    version = "1",
+    events(approved = String, payment_received = u64)
+)]
+async fn waits2(run: &Run, _input: String) -> Result<String, WorkflowError> {
+    let cents = run.events().payment_received().wait().await?;
+    let approver = run.events().approved().wait().await?;
     Ok(format!("{approver}:{cents}"))
-});
+}
 
 async fn reordered_event_waits_are_safe(backend: Backend) {
     let mut h = Harness::new(backend).await;
     h.deploy(|w| w.register(Waits)).await;
     let run = h.client.start::<Waits>("x".into()).await.unwrap();
     let waiting = h.reach(&run, RunStatus::AwaitingEvent).await;
-    run.send::<Approved>("ann".into()).await.unwrap();
+    run.send::<WaitsApproved>("ann".into()).await.unwrap();
     // Approved is consumed; the run waits for the payment now.
     h.reach_next(&run, RunStatus::AwaitingEvent, &waiting).await;
     h.deploy(|w| w.register(Waits2)).await;
-    run.send::<PaymentReceived>(4200).await.unwrap();
+    run.send::<WaitsPaymentReceived>(4200).await.unwrap();
     assert_eq!(
         h.client.handle::<Waits2>(run.id()).result().await.unwrap(),
         "ann:4200"
     );
 }
 
-workflow!(AddWait, "add-wait", "1", |run, input: String| -> String {
+// A declares `approved` too: A' waits for it, and the run started as A is sent it.
+#[aiki::workflow(
+    name = "add-wait",
+    version = "1",
+    events(proceed, approved = String)
+)]
+async fn add_wait(run: &Run, input: String) -> Result<String, WorkflowError> {
     let out = TaskA.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
-workflow!(AddWait2, "add-wait", "1", |run, input: String| -> String {
-    let _approver = run.event::<Approved>().wait().await?;
+}
+
+#[aiki::workflow(
+    name = "add-wait",
+    version = "1",
+    events(proceed, approved = String)
+)]
+async fn add_wait2(run: &Run, input: String) -> Result<String, WorkflowError> {
+    let _approver = run.events().approved().wait().await?;
     let out = TaskA.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
+}
 
 async fn added_event_wait_is_safe(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -439,8 +455,8 @@ async fn added_event_wait_is_safe(backend: Backend) {
     let run = h.client.start::<AddWait>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(AddWait2)).await;
-    run.send::<Approved>("ann".into()).await.unwrap();
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<AddWaitApproved>("ann".into()).await.unwrap();
+    run.send::<AddWaitProceed>(()).await.unwrap();
     assert_eq!(
         h.client
             .handle::<AddWait2>(run.id())
@@ -452,14 +468,17 @@ async fn added_event_wait_is_safe(backend: Backend) {
     assert_eq!(h.executions.count("task-a"), 1);
 }
 
-workflow!(EventIntoInput2, "add-wait", "1", |run,
-                                             input: String|
- -> String {
-    let approver = run.event::<Approved>().wait().await?;
+#[aiki::workflow(
+    name = "add-wait",
+    version = "1",
+    events(proceed, approved = String)
+)]
+async fn event_into_input2(run: &Run, input: String) -> Result<String, WorkflowError> {
+    let approver = run.events().approved().wait().await?;
     let out = TaskA.start(run, format!("{input}/{approver}")).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(out)
-});
+}
 
 async fn event_data_flowing_into_a_task_input_changes_its_address(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -467,7 +486,7 @@ async fn event_data_flowing_into_a_task_input_changes_its_address(backend: Backe
     let run = h.client.start::<AddWait>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(EventIntoInput2)).await;
-    run.send::<Approved>("ann".into()).await.unwrap();
+    run.send::<AddWaitApproved>("ann".into()).await.unwrap();
     let record = h.reach(&run, RunStatus::Failed).await;
     let message = failure(&record, "non_determinism");
     assert!(message.contains(&address(TaskA, "x/ann")), "{message}");
@@ -475,26 +494,27 @@ async fn event_data_flowing_into_a_task_input_changes_its_address(backend: Backe
 }
 
 // Sleeps with changed durations.
-workflow!(Fulfil, "fulfil", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "fulfil", version = "1")]
+async fn fulfil(run: &Run, input: String) -> Result<String, WorkflowError> {
     TaskA.start(run, input.clone()).await?;
     run.sleep("wait-for-fulfillment", HOUR).await?;
     TaskB.start(run, input).await
-});
-workflow!(FulfilLonger, "fulfil", "1", |run,
-                                        input: String|
- -> String {
+}
+
+#[aiki::workflow(name = "fulfil", version = "1")]
+async fn fulfil_longer(run: &Run, input: String) -> Result<String, WorkflowError> {
     TaskA.start(run, input.clone()).await?;
     run.sleep("wait-for-fulfillment", HOUR + 30 * MINUTE)
         .await?;
     TaskB.start(run, input).await
-});
-workflow!(FulfilShorter, "fulfil", "1", |run,
-                                         input: String|
- -> String {
+}
+
+#[aiki::workflow(name = "fulfil", version = "1")]
+async fn fulfil_shorter(run: &Run, input: String) -> Result<String, WorkflowError> {
     TaskA.start(run, input.clone()).await?;
     run.sleep("wait-for-fulfillment", 30 * MINUTE).await?;
     TaskB.start(run, input).await
-});
+}
 
 async fn lengthened_sleep_sleeps_only_the_difference(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -546,18 +566,19 @@ async fn shortened_sleep_continues_at_once(backend: Backend) {
 }
 
 // Same-named sleeps share a queue: swapping them re-sleeps the remainder.
-workflow!(Delays, "delays", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "delays", version = "1")]
+async fn delays(run: &Run, input: String) -> Result<String, WorkflowError> {
     run.sleep("delay", 5 * MINUTE).await?;
     run.sleep("delay", HOUR).await?;
     TaskA.start(run, input).await
-});
-workflow!(DelaysSwapped, "delays", "1", |run,
-                                         input: String|
- -> String {
+}
+
+#[aiki::workflow(name = "delays", version = "1")]
+async fn delays_swapped(run: &Run, input: String) -> Result<String, WorkflowError> {
     run.sleep("delay", HOUR).await?;
     run.sleep("delay", 5 * MINUTE).await?;
     TaskA.start(run, input).await
-});
+}
 
 async fn swapped_same_named_sleeps_resleep_the_remainder(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -591,48 +612,34 @@ struct UserRenamed {
     email_address: String,
 }
 
-struct FetchUser;
-
-impl Task for FetchUser {
-    type Input = String;
-    type Output = User;
-    const NAME: &'static str = "fetch-user";
-
-    async fn execute(&self, id: String, _ctx: aiki::TaskContext) -> Result<User, aiki::TaskError> {
-        Ok(User {
-            email: format!("{id}@example.com"),
-        })
-    }
+#[aiki::task(name = "fetch-user")]
+async fn fetch_user(id: String) -> Result<User, TaskError> {
+    Ok(User {
+        email: format!("{id}@example.com"),
+    })
 }
 
-struct FetchUserRenamed;
-
-impl Task for FetchUserRenamed {
-    type Input = String;
-    type Output = UserRenamed;
-    const NAME: &'static str = "fetch-user";
-
-    async fn execute(
-        &self,
-        id: String,
-        _ctx: aiki::TaskContext,
-    ) -> Result<UserRenamed, aiki::TaskError> {
-        Ok(UserRenamed {
-            email_address: format!("{id}@example.com"),
-        })
-    }
+/// The same task, its output's field renamed.
+#[aiki::task(name = "fetch-user")]
+async fn fetch_user_renamed(id: String) -> Result<UserRenamed, TaskError> {
+    Ok(UserRenamed {
+        email_address: format!("{id}@example.com"),
+    })
 }
 
-workflow!(Shape, "shape", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "shape", version = "1", events(proceed))]
+async fn shape(run: &Run, input: String) -> Result<String, WorkflowError> {
     let user = FetchUser.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(user.email)
-});
-workflow!(Shape2, "shape", "1", |run, input: String| -> String {
+}
+
+#[aiki::workflow(name = "shape", version = "1", events(proceed))]
+async fn shape2(run: &Run, input: String) -> Result<String, WorkflowError> {
     let user = FetchUserRenamed.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(user.email_address)
-});
+}
 
 async fn changed_output_shape_fails_with_a_schema_error(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -640,7 +647,7 @@ async fn changed_output_shape_fails_with_a_schema_error(backend: Backend) {
     let run = h.client.start::<Shape>("u1".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(Shape2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<ShapeProceed>(()).await.unwrap();
     let record = h.reach(&run, RunStatus::Failed).await;
     let message = failure(&record, "output_schema_mismatch");
     assert!(message.contains("task `fetch-user`"), "{message}");
@@ -671,55 +678,37 @@ enum ContactV2 {
     V2 { email_address: String },
 }
 
-struct FetchContact;
-
-impl Task for FetchContact {
-    type Input = String;
-    type Output = ContactV1;
-    const NAME: &'static str = "fetch-contact";
-
-    async fn execute(
-        &self,
-        id: String,
-        _ctx: aiki::TaskContext,
-    ) -> Result<ContactV1, aiki::TaskError> {
-        Ok(ContactV1::V1 {
-            email: format!("{id}@example.com"),
-        })
-    }
+#[aiki::task(name = "fetch-contact")]
+async fn fetch_contact(id: String) -> Result<ContactV1, TaskError> {
+    Ok(ContactV1::V1 {
+        email: format!("{id}@example.com"),
+    })
 }
 
-struct FetchContact2;
-
-impl Task for FetchContact2 {
-    type Input = String;
-    type Output = ContactV2;
-    const NAME: &'static str = "fetch-contact";
-
-    async fn execute(
-        &self,
-        id: String,
-        _ctx: aiki::TaskContext,
-    ) -> Result<ContactV2, aiki::TaskError> {
-        Ok(ContactV2::V2 {
-            email_address: format!("{id}@example.com"),
-        })
-    }
+/// The same task, its output enum grown a version.
+#[aiki::task(name = "fetch-contact")]
+async fn fetch_contact2(id: String) -> Result<ContactV2, TaskError> {
+    Ok(ContactV2::V2 {
+        email_address: format!("{id}@example.com"),
+    })
 }
 
-workflow!(Contact, "contact", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "contact", version = "1", events(proceed))]
+async fn contact(run: &Run, input: String) -> Result<String, WorkflowError> {
     let ContactV1::V1 { email } = FetchContact.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(email)
-});
-workflow!(Contact2, "contact", "1", |run, input: String| -> String {
+}
+
+#[aiki::workflow(name = "contact", version = "1", events(proceed))]
+async fn contact2(run: &Run, input: String) -> Result<String, WorkflowError> {
     let email = match FetchContact2.start(run, input).await? {
         ContactV2::V1 { email } => email,
         ContactV2::V2 { email_address } => email_address,
     };
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(email)
-});
+}
 
 async fn versioned_output_enum_keeps_working(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -727,7 +716,7 @@ async fn versioned_output_enum_keeps_working(backend: Backend) {
     let run = h.client.start::<Contact>("u1".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(Contact2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<ContactProceed>(()).await.unwrap();
     assert_eq!(
         h.client
             .handle::<Contact2>(run.id())
@@ -739,21 +728,31 @@ async fn versioned_output_enum_keeps_working(backend: Backend) {
 }
 
 // The same task with the same input twice: two entries, replayed in order.
-workflow!(Twice, "twice", "1", |run,
-                                input: String|
- -> (usize, usize) {
+
+/// Returns how many times it has run so far (1, 2, …).
+#[aiki::task(name = "next-number")]
+async fn next_number(
+    _input: String,
+    State(executions): State<Executions>,
+) -> Result<usize, TaskError> {
+    executions.record("next-number");
+    Ok(executions.count("next-number"))
+}
+
+#[aiki::workflow(name = "twice", version = "1", events(proceed))]
+async fn twice(run: &Run, input: String) -> Result<(usize, usize), WorkflowError> {
     let first = NextNumber.start(run, input.clone()).await?;
     let second = NextNumber.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok((first, second))
-});
+}
 
 async fn same_task_same_input_twice_replays_in_order(backend: Backend) {
     let mut h = Harness::new(backend).await;
     h.deploy(|w| w.register(Twice)).await;
     let run = h.client.start::<Twice>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<TwiceProceed>(()).await.unwrap();
     assert_eq!(run.result().await.unwrap(), (1, 2));
     assert_eq!(
         h.executions.count("next-number"),
@@ -766,13 +765,14 @@ async fn same_task_same_input_twice_replays_in_order(backend: Backend) {
 }
 
 // A workflow that swallows a non-determinism error still fails.
-workflow!(Swallow2, "insert", "1", |run, input: String| -> () {
+#[aiki::workflow(name = "insert", version = "1", events(proceed))]
+async fn swallow2(run: &Run, input: String) -> Result<(), WorkflowError> {
     TaskA.start(run, input.clone()).await?;
     let _ignored: Result<String, WorkflowError> = TaskC.start(run, input.clone()).await;
     TaskB.start(run, input).await?;
-    run.event::<Proceed>().wait().await?;
+    run.events().proceed().wait().await?;
     Ok(())
-});
+}
 
 async fn swallowed_non_determinism_still_fails_the_run(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -780,15 +780,11 @@ async fn swallowed_non_determinism_still_fails_the_run(backend: Backend) {
     let run = h.client.start::<Insert>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::AwaitingEvent).await;
     h.deploy(|w| w.register(Swallow2)).await;
-    run.send::<Proceed>(()).await.unwrap();
+    run.send::<InsertProceed>(()).await.unwrap();
     let record = h.reach(&run, RunStatus::Failed).await;
     failure(&record, "non_determinism");
     assert_eq!(h.executions.count("task-c"), 0);
 }
-
-/// `Run` is only used through the workflow macro above.
-#[allow(dead_code)]
-fn uses(_: &Run) {}
 
 on_every_backend!(
     reordered_tasks_each_get_their_own_result,

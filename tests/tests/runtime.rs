@@ -10,28 +10,30 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use aiki::{
-    ClientError, Clock, ConflictPolicy, RetryPolicy, RunStatus, Task, TaskContext, TaskError,
-    Worker, WorkflowError,
+    ClientError, Clock, ConflictPolicy, Run, RunHandle, RunStatus, State, TaskContext, TaskError,
+    Worker, Workflow, WorkflowError,
 };
 use aiki_tests::{Backend, Executions, Harness, on_every_backend};
-use common::{Approved, PaymentReceived, TaskA, TaskB};
+use common::{TaskA, TaskB};
 use tokio::sync::Notify;
 
 const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
 
 // Events.
-workflow!(Collect, "collect", "1", |run, input: String| -> String {
-    let approver = run.event::<Approved>().wait().await?;
-    let second = run.event::<Approved>().wait().await?;
+#[aiki::workflow(name = "collect", version = "1", events(approved = String))]
+async fn collect(run: &Run, _input: String) -> Result<String, WorkflowError> {
+    let approver = run.events().approved().wait().await?;
+    let second = run.events().approved().wait().await?;
     Ok(format!("{approver},{second}"))
-});
+}
 
 async fn events_sent_before_the_wait_are_kept_in_order(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let run = h.client.start::<Collect>("x".into()).await.unwrap();
-    assert!(run.send::<Approved>("ann".into()).await.unwrap());
-    assert!(run.send::<Approved>("bob".into()).await.unwrap());
+    // `send` carries no reference id, so it is never dropped: it returns `()`, not a flag.
+    run.send::<CollectApproved>("ann".into()).await.unwrap();
+    run.send::<CollectApproved>("bob".into()).await.unwrap();
     h.deploy(|w| w.register(Collect)).await;
     assert_eq!(run.result().await.unwrap(), "ann,bob");
 }
@@ -39,23 +41,13 @@ async fn events_sent_before_the_wait_are_kept_in_order(backend: Backend) {
 async fn events_with_a_seen_reference_id_are_dropped(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let run = h.client.start::<Collect>("x".into()).await.unwrap();
-    let send = |who: &str| {
-        run.send_json(
-            "approved",
-            serde_json::json!(who),
-            Some("approval-1".into()),
-        )
-    };
+    let send = |who: &str| run.send_once::<CollectApproved>(who.to_owned(), "approval-1");
     assert!(send("ann").await.unwrap());
     assert!(!send("ann again").await.unwrap(), "a duplicate is dropped");
     assert!(
-        run.send_json(
-            "approved",
-            serde_json::json!("bob"),
-            Some("approval-2".into())
-        )
-        .await
-        .unwrap()
+        run.send_once::<CollectApproved>("bob".into(), "approval-2")
+            .await
+            .unwrap()
     );
     h.deploy(|w| w.register(Collect)).await;
     assert_eq!(run.result().await.unwrap(), "ann,bob");
@@ -82,14 +74,15 @@ async fn invalid_event_payloads_are_refused(backend: Backend) {
     assert!(history.events.is_empty(), "nothing invalid was stored");
 }
 
-workflow!(Timeout, "timeout", "1", |run, input: String| -> String {
-    let approver = run.event::<Approved>().wait_timeout(10 * MINUTE).await?;
+#[aiki::workflow(name = "timeout", version = "1", events(approved = String))]
+async fn timeout(run: &Run, _input: String) -> Result<String, WorkflowError> {
+    let approver = run.events().approved().wait_timeout(10 * MINUTE).await?;
     let seen = TaskA
         .start(run, approver.unwrap_or_else(|| "nobody".into()))
         .await?;
     run.sleep("after", HOUR).await?;
     Ok(seen)
-});
+}
 
 async fn event_wait_timeout_is_recorded_for_replay(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -99,42 +92,48 @@ async fn event_wait_timeout_is_recorded_for_replay(backend: Backend) {
     h.advance(10 * MINUTE);
     h.reach_next(&run, RunStatus::Sleeping, &waiting).await;
     // A late event must not change what the timed-out wait returned when the run replays.
-    run.send::<Approved>("late".into()).await.unwrap();
+    run.send::<TimeoutApproved>("late".into()).await.unwrap();
     h.advance(HOUR);
     assert_eq!(run.result().await.unwrap(), "task-a(nobody)");
     assert_eq!(h.executions.count("task-a"), 1);
 }
 
 // join! of waits is AND; tasks started together run concurrently.
-workflow!(Both, "both", "1", |run, input: String| -> String {
+#[aiki::workflow(
+    name = "both",
+    version = "1",
+    events(approved = String, payment_received = u64)
+)]
+async fn both(run: &Run, _input: String) -> Result<String, WorkflowError> {
     let (approver, cents) = tokio::join!(
-        run.event::<Approved>().wait(),
-        run.event::<PaymentReceived>().wait()
+        run.events().approved().wait(),
+        run.events().payment_received().wait()
     );
     let (a, b) = tokio::join!(
         TaskA.start(run, approver?),
         TaskB.start(run, cents?.to_string())
     );
     Ok(format!("{}+{}", a?, b?))
-});
+}
 
 async fn joined_waits_mean_and(backend: Backend) {
     let mut h = Harness::new(backend).await;
     h.deploy(|w| w.register(Both)).await;
     let run = h.client.start::<Both>("x".into()).await.unwrap();
     let waiting = h.reach(&run, RunStatus::AwaitingEvent).await;
-    run.send::<Approved>("ann".into()).await.unwrap();
+    run.send::<BothApproved>("ann".into()).await.unwrap();
     h.reach_next(&run, RunStatus::AwaitingEvent, &waiting).await;
-    run.send::<PaymentReceived>(7).await.unwrap();
+    run.send::<BothPaymentReceived>(7).await.unwrap();
     assert_eq!(run.result().await.unwrap(), "task-a(ann)+task-b(7)");
 }
 
 // Sleeps and operator actions.
-workflow!(Nap, "nap", "1", |run, input: String| -> bool {
+#[aiki::workflow(name = "nap", version = "1")]
+async fn nap(run: &Run, input: String) -> Result<bool, WorkflowError> {
     let outcome = run.sleep("nap", HOUR).await?;
     TaskA.start(run, input).await?;
     Ok(outcome.cancelled)
-});
+}
 
 async fn wakeup_ends_a_sleep_early_as_cancelled(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -192,17 +191,17 @@ async fn pause_and_resume(backend: Backend) {
 }
 
 // Child workflows.
-workflow!(Child, "child", "1", |run, input: u64| -> u64 {
+#[aiki::workflow(name = "child", version = "1")]
+async fn child(run: &Run, input: u64) -> Result<u64, WorkflowError> {
     run.sleep("think", MINUTE).await?;
     if input == 13 {
         return Err(WorkflowError::failed("unlucky"));
     }
     Ok(input * 10)
-});
+}
 
-workflow!(Parent, "parent", "1", |run,
-                                  input: Vec<u64>|
- -> Vec<String> {
+#[aiki::workflow(name = "parent", version = "1")]
+async fn parent(run: &Run, input: Vec<u64>) -> Result<Vec<String>, WorkflowError> {
     let mut children = Vec::new();
     for n in input {
         children.push(run.child::<Child>(n).start().await?);
@@ -216,13 +215,23 @@ workflow!(Parent, "parent", "1", |run,
         });
     }
     Ok(outputs)
-});
+}
+
+/// Waits until every child run of `parent` sleeps: a child that records its sleep only after
+/// the clock moved would sleep a full minute from then, and the scenario would hang.
+async fn children_asleep<W: Workflow>(h: &Harness, parent: &RunHandle<W>) {
+    for child in h.store.load_history(parent.id()).await.unwrap().children {
+        h.reach(&h.client.handle::<Child>(child.id), RunStatus::Sleeping)
+            .await;
+    }
+}
 
 async fn children_fan_out_and_gather(backend: Backend) {
     let mut h = Harness::new(backend).await;
     h.deploy(|w| w.register(Parent).register(Child)).await;
     let run = h.client.start::<Parent>(vec![1, 2, 13]).await.unwrap();
     h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    children_asleep(&h, &run).await;
     h.advance(MINUTE);
     assert_eq!(run.result().await.unwrap(), ["10", "20", "child failed"]);
     let history = h.store.load_history(run.id()).await.unwrap();
@@ -256,9 +265,8 @@ async fn cancel_cancels_child_runs(backend: Backend) {
     }
 }
 
-workflow!(SharedChild, "shared-child", "1", |run,
-                                             input: u64|
- -> (u64, u64, bool) {
+#[aiki::workflow(name = "shared-child", version = "1")]
+async fn shared_child(run: &Run, input: u64) -> Result<(u64, u64, bool), WorkflowError> {
     let first = run
         .child::<Child>(input)
         .reference_id("the-one")
@@ -277,23 +285,23 @@ workflow!(SharedChild, "shared-child", "1", |run,
     let same = first.id() == again.id();
     let is_conflict = matches!(conflict, Err(WorkflowError::ChildConflict { .. }));
     Ok((first.wait().await?, u64::from(same), is_conflict))
-});
+}
 
 async fn child_starts_dedupe_by_reference_id(backend: Backend) {
     let mut h = Harness::new(backend).await;
     h.deploy(|w| w.register(SharedChild).register(Child)).await;
     let run = h.client.start::<SharedChild>(4).await.unwrap();
     h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    children_asleep(&h, &run).await;
     h.advance(MINUTE);
     assert_eq!(run.result().await.unwrap(), (40, 1, true));
 }
 
-workflow!(Impatient, "impatient", "1", |run,
-                                        input: u64|
- -> Option<u64> {
+#[aiki::workflow(name = "impatient", version = "1")]
+async fn impatient(run: &Run, input: u64) -> Result<Option<u64>, WorkflowError> {
     let child = run.child::<Child>(input).start().await?;
     child.wait_timeout(Duration::from_secs(30)).await
-});
+}
 
 async fn child_wait_timeout(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -305,12 +313,15 @@ async fn child_wait_timeout(backend: Backend) {
 }
 
 // Versions and delivery.
-workflow!(GreetV1, "greet", "1.0.0", |run, input: String| -> String {
+#[aiki::workflow(name = "greet", version = "1.0.0")]
+async fn greet_v1(_run: &Run, input: String) -> Result<String, WorkflowError> {
     Ok(format!("hello {input}"))
-});
-workflow!(GreetV2, "greet", "2.0.0", |run, input: String| -> String {
+}
+
+#[aiki::workflow(name = "greet", version = "2.0.0")]
+async fn greet_v2(_run: &Run, input: String) -> Result<String, WorkflowError> {
     Ok(format!("hi {input}"))
-});
+}
 
 async fn versions_run_side_by_side_and_are_never_coerced(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -406,23 +417,12 @@ async fn worker_configuration_is_checked(backend: Backend) {
 }
 
 /// Another task type that claims the name `flaky`.
-struct FlakyImpostor;
-
-impl Task for FlakyImpostor {
-    type Input = u64;
-    type Output = u64;
-    const NAME: &'static str = "flaky";
-
-    async fn execute(&self, input: u64, _ctx: TaskContext) -> Result<u64, TaskError> {
-        Ok(input)
-    }
+#[aiki::task(name = "flaky")]
+async fn flaky_impostor(input: u64) -> Result<u64, TaskError> {
+    Ok(input)
 }
 
 // Crashes, retries, zombies.
-
-/// Blocks its first execution until the gate opens; later executions pass at once. Returns the
-/// attempt that produced the result.
-struct Gated;
 
 #[derive(Default)]
 struct Gate {
@@ -431,50 +431,46 @@ struct Gate {
     first: AtomicU32,
 }
 
-impl Task for Gated {
-    type Input = String;
-    type Output = String;
-    const NAME: &'static str = "gated";
-
-    fn retry(&self) -> RetryPolicy {
-        RetryPolicy::fixed(3, Duration::from_millis(1)).unwrap()
+/// Blocks its first execution until the gate opens; later executions pass at once. Returns the
+/// attempt that produced the result.
+#[aiki::task(name = "gated", retry = fixed(max_attempts = 3, delay_ms = 1))]
+async fn gated(
+    input: String,
+    State(executions): State<Executions>,
+    State(gate): State<Arc<Gate>>,
+    ctx: TaskContext,
+) -> Result<String, TaskError> {
+    executions.record("gated");
+    if gate.first.fetch_add(1, Ordering::SeqCst) == 0 {
+        gate.entered.notify_one();
+        gate.open.notified().await;
     }
-
-    async fn execute(&self, input: String, ctx: TaskContext) -> Result<String, TaskError> {
-        ctx.state::<Executions>()?.record("gated");
-        let gate = ctx.state::<Arc<Gate>>()?;
-        if gate.first.fetch_add(1, Ordering::SeqCst) == 0 {
-            gate.entered.notify_one();
-            gate.open.notified().await;
-        }
-        Ok(format!("{input} by attempt {}", ctx.attempt()))
-    }
+    Ok(format!("{input} by attempt {}", ctx.attempt()))
 }
 
-/// As `Gated`, without retries.
-struct GatedOnce;
-
-impl Task for GatedOnce {
-    type Input = String;
-    type Output = String;
-    const NAME: &'static str = "gated-once";
-
-    async fn execute(&self, input: String, ctx: TaskContext) -> Result<String, TaskError> {
-        Gated.execute(input, ctx).await
-    }
+/// As `gated`, without retries.
+#[aiki::task(name = "gated-once")]
+async fn gated_once(
+    input: String,
+    executions: State<Executions>,
+    gate: State<Arc<Gate>>,
+    ctx: TaskContext,
+) -> Result<String, TaskError> {
+    gated(input, executions, gate, ctx).await
 }
 
-workflow!(Crashy, "crashy", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "crashy", version = "1")]
+async fn crashy(run: &Run, input: String) -> Result<String, WorkflowError> {
     let a = TaskA.start(run, input.clone()).await?;
     let g = Gated.start(run, a).await?;
     Ok(g)
-});
-workflow!(CrashyOnce, "crashy-once", "1", |run,
-                                           input: String|
- -> String {
+}
+
+#[aiki::workflow(name = "crashy-once", version = "1")]
+async fn crashy_once(run: &Run, input: String) -> Result<String, WorkflowError> {
     let a = TaskA.start(run, input.clone()).await?;
     GatedOnce.start(run, a).await
-});
+}
 
 const REFRESH: Duration = Duration::from_secs(3600);
 const IDLE: Duration = Duration::from_secs(7200);
@@ -593,29 +589,23 @@ async fn zombie_executor_is_fenced_by_the_revision(backend: Backend) {
 }
 
 /// Fails until its third attempt.
-struct Flaky;
-
-impl Task for Flaky {
-    type Input = String;
-    type Output = u32;
-    const NAME: &'static str = "flaky";
-
-    fn retry(&self) -> RetryPolicy {
-        RetryPolicy::exponential(3, MINUTE).unwrap()
+#[aiki::task(name = "flaky", retry = exponential(max_attempts = 3, base_delay_ms = 60000))]
+async fn flaky(
+    _input: String,
+    State(executions): State<Executions>,
+    ctx: TaskContext,
+) -> Result<u32, TaskError> {
+    executions.record("flaky");
+    if ctx.attempt() < 3 {
+        return Err(TaskError::new(format!("attempt {} failed", ctx.attempt())));
     }
-
-    async fn execute(&self, _input: String, ctx: TaskContext) -> Result<u32, TaskError> {
-        ctx.state::<Executions>()?.record("flaky");
-        if ctx.attempt() < 3 {
-            return Err(TaskError::new(format!("attempt {} failed", ctx.attempt())));
-        }
-        Ok(ctx.attempt())
-    }
+    Ok(ctx.attempt())
 }
 
-workflow!(Retrying, "retrying", "1", |run, input: String| -> u32 {
+#[aiki::workflow(name = "retrying", version = "1")]
+async fn retrying(run: &Run, input: String) -> Result<u32, WorkflowError> {
     Flaky.start(run, input).await
-});
+}
 
 async fn task_retries_until_success_with_backoff(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -641,20 +631,14 @@ async fn task_retries_until_success_with_backoff(backend: Backend) {
 }
 
 /// Always fails, permanently.
-struct Broken;
-
-impl Task for Broken {
-    type Input = String;
-    type Output = String;
-    const NAME: &'static str = "broken";
-
-    async fn execute(&self, _input: String, ctx: TaskContext) -> Result<String, TaskError> {
-        ctx.state::<Executions>()?.record("broken");
-        Err(TaskError::new("out of order"))
-    }
+#[aiki::task(name = "broken")]
+async fn broken(_input: String, State(executions): State<Executions>) -> Result<String, TaskError> {
+    executions.record("broken");
+    Err(TaskError::new("out of order"))
 }
 
-workflow!(Handles, "handles", "1", |run, input: String| -> String {
+#[aiki::workflow(name = "handles", version = "1")]
+async fn handles(run: &Run, input: String) -> Result<String, WorkflowError> {
     match Broken.start(run, input.clone()).await {
         Ok(out) => Ok(out),
         Err(WorkflowError::TaskFailed {
@@ -666,12 +650,12 @@ workflow!(Handles, "handles", "1", |run, input: String| -> String {
         }
         Err(other) => Err(other),
     }
-});
-workflow!(Unhandled, "unhandled", "1", |run,
-                                        input: String|
- -> String {
+}
+
+#[aiki::workflow(name = "unhandled", version = "1")]
+async fn unhandled(run: &Run, input: String) -> Result<String, WorkflowError> {
     Broken.start(run, input).await
-});
+}
 
 async fn a_failed_task_can_be_handled_or_fails_the_run(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -689,39 +673,26 @@ async fn a_failed_task_can_be_handled_or_fails_the_run(backend: Backend) {
 }
 
 /// Fails on the first workflow attempt, succeeds on the next.
-struct FirstAttemptFails;
-
-impl Task for FirstAttemptFails {
-    type Input = u32;
-    type Output = String;
-    const NAME: &'static str = "first-attempt-fails";
-
-    async fn execute(&self, workflow_attempt: u32, ctx: TaskContext) -> Result<String, TaskError> {
-        let executions = ctx.state::<Executions>()?;
-        executions.record("first-attempt-fails");
-        if executions.count("first-attempt-fails") == 1 {
-            return Err(TaskError::new("not yet"));
-        }
-        Ok(format!("ok in workflow attempt {workflow_attempt}"))
+#[aiki::task(name = "first-attempt-fails")]
+async fn first_attempt_fails(
+    workflow_attempt: u32,
+    State(executions): State<Executions>,
+) -> Result<String, TaskError> {
+    executions.record("first-attempt-fails");
+    if executions.count("first-attempt-fails") == 1 {
+        return Err(TaskError::new("not yet"));
     }
+    Ok(format!("ok in workflow attempt {workflow_attempt}"))
 }
 
-struct RetriedWorkflow;
-
-impl aiki::Workflow for RetriedWorkflow {
-    type Input = String;
-    type Output = String;
-    const NAME: &'static str = "retried-workflow";
-    const VERSION: &'static str = "1";
-
-    fn retry(&self) -> RetryPolicy {
-        RetryPolicy::fixed(2, MINUTE).unwrap()
-    }
-
-    async fn run(&self, run: &aiki::Run, input: String) -> Result<String, WorkflowError> {
-        TaskA.start(run, input).await?;
-        FirstAttemptFails.start(run, 1).await
-    }
+#[aiki::workflow(
+    name = "retried-workflow",
+    version = "1",
+    retry = fixed(max_attempts = 2, delay_ms = 60000)
+)]
+async fn retried_workflow(run: &Run, input: String) -> Result<String, WorkflowError> {
+    TaskA.start(run, input).await?;
+    FirstAttemptFails.start(run, 1).await
 }
 
 async fn workflow_retry_replays_completed_tasks_and_reruns_failed_ones(backend: Backend) {
