@@ -134,7 +134,7 @@ macro_rules! on_every_backend {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
-                    super::$scenario($crate::Backend::Memory).await
+                    $crate::bounded(super::$scenario($crate::Backend::Memory)).await
                 }
             )*
         }
@@ -142,7 +142,7 @@ macro_rules! on_every_backend {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
-                    super::$scenario($crate::Backend::Sqlite).await
+                    $crate::bounded(super::$scenario($crate::Backend::Sqlite)).await
                 }
             )*
         }
@@ -151,12 +151,26 @@ macro_rules! on_every_backend {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
                     if $crate::postgres_available().await {
-                        super::$scenario($crate::Backend::Postgres).await
+                        $crate::bounded(super::$scenario($crate::Backend::Postgres)).await
                     }
                 }
             )*
         }
     };
+}
+
+/// How long one scenario may take before it fails (real time): a hang fails the test instead
+/// of stalling the whole suite.
+pub const SCENARIO_LIMIT: Duration = Duration::from_secs(180);
+
+/// Runs a scenario, failing it if it takes longer than [`SCENARIO_LIMIT`].
+pub async fn bounded(scenario: impl std::future::Future<Output = ()>) {
+    if tokio::time::timeout(SCENARIO_LIMIT, scenario)
+        .await
+        .is_err()
+    {
+        panic!("the scenario did not finish within {SCENARIO_LIMIT:?}");
+    }
 }
 
 /// Counts task executions by name, shared with the tasks through the worker's state.

@@ -330,7 +330,7 @@ macro_rules! on_sql_backends {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
-                    super::$scenario(aiki_tests::Backend::Sqlite).await
+                    aiki_tests::bounded(super::$scenario(aiki_tests::Backend::Sqlite)).await
                 }
             )*
         }
@@ -339,7 +339,7 @@ macro_rules! on_sql_backends {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $scenario() {
                     if aiki_tests::postgres_available().await {
-                        super::$scenario(aiki_tests::Backend::Postgres).await
+                        aiki_tests::bounded(super::$scenario(aiki_tests::Backend::Postgres)).await
                     }
                 }
             )*
