@@ -12,14 +12,16 @@
 //! JSON is stored as `TEXT`: the runtime never queries inside it, and `TEXT` keeps it byte for
 //! byte (JSONB reorders keys, drops duplicate keys and refuses `\u0000`).
 
+use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use std::str::FromStr;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{Connection, Postgres, Row, Transaction};
 
+use crate::batch::{self, EntryBatcher, EntryWriter, Pending};
 use crate::sql::{self, StatementCounter, map_error};
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
@@ -102,7 +104,67 @@ impl PostgresOptions {
 #[derive(Debug)]
 pub struct PostgresStore {
     pool: PgPool,
-    statements: StatementCounter,
+    statements: Arc<StatementCounter>,
+    entries: EntryBatcher<Entries>,
+}
+
+/// The group-commit writer of `put_entry`: a batch of entries in one statement.
+#[derive(Clone, Debug)]
+struct Entries {
+    pool: PgPool,
+    statements: Arc<StatementCounter>,
+}
+
+/// Upserts a batch (a JSON array of `batch::Row`), each row only if its run's revision is the
+/// one it expects; returns the keys written. The runs are locked `FOR SHARE` (in id order, so
+/// two batches never wait on each other crosswise), as the single-row upsert locks its run:
+/// each check sees the latest committed revision, so a release committed while the batch was
+/// in flight fences its writes.
+const UPSERT_ENTRIES: &str = "WITH j AS MATERIALIZED (SELECT * FROM json_to_recordset($1::json) \
+       AS x(run_id uuid, address text, idx bigint, kind text, status text, output text, \
+       fingerprint text, attempts bigint, error_kind text, error_message text, \
+       retry_at bigint, updated_at bigint, expected bigint)), \
+     locked AS MATERIALIZED (SELECT r.id, r.revision FROM aiki_runs r \
+       WHERE r.id IN (SELECT run_id FROM j) ORDER BY r.id FOR SHARE OF r) \
+     INSERT INTO aiki_entries AS e (run_id, address, idx, kind, status, output, fingerprint, \
+     attempts, error_kind, error_message, retry_at, updated_at) \
+     SELECT j.run_id, j.address, j.idx, j.kind, j.status, j.output, j.fingerprint, j.attempts, \
+     j.error_kind, j.error_message, j.retry_at, j.updated_at \
+     FROM j JOIN locked ON locked.id = j.run_id AND locked.revision = j.expected \
+     ON CONFLICT (run_id, address, idx) DO UPDATE SET kind = excluded.kind, \
+     status = excluded.status, output = excluded.output, fingerprint = excluded.fingerprint, \
+     attempts = excluded.attempts, error_kind = excluded.error_kind, \
+     error_message = excluded.error_message, retry_at = excluded.retry_at, \
+     updated_at = excluded.updated_at \
+     RETURNING e.run_id::text, e.address, e.idx";
+
+impl EntryWriter for Entries {
+    async fn write(&self, batch: &[Pending]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        self.statements.add(1);
+        let written: Vec<(String, String, i64)> = sqlx::query_as(UPSERT_ENTRIES)
+            .bind(batch::rows_json(batch))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_error)?;
+        let (refused, ids) = batch::refused(batch, &written);
+        let Some(ids) = ids else {
+            return Ok(batch::outcomes(batch, &refused, &[]));
+        };
+        // The failure path only: the actual revisions of the refused writes' runs.
+        self.statements.add(1);
+        let revisions = sqlx::query_as::<_, (String, i64)>(
+            "SELECT id::text, revision FROM aiki_runs \
+             WHERE id IN (SELECT value::uuid FROM json_array_elements_text($1::json))",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_error);
+        Ok(match revisions {
+            Ok(revisions) => batch::outcomes(batch, &refused, &revisions),
+            Err(error) => batch::refused_with(batch, &refused, error),
+        })
+    }
 }
 
 impl PostgresStore {
@@ -128,10 +190,15 @@ impl PostgresStore {
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.acquire_timeout)
+            // A dead connection shows up as an error on use, which callers retry; a ping
+            // before every statement would double the round trips.
+            .test_before_acquire(false)
             .connect_lazy_with(connect);
+        let statements = Arc::new(StatementCounter::default());
         let store = PostgresStore {
-            pool,
-            statements: StatementCounter::default(),
+            pool: pool.clone(),
+            statements: statements.clone(),
+            entries: EntryBatcher::new(Entries { pool, statements }),
         };
         if options.migrate {
             store.migrate().await?;
@@ -159,6 +226,7 @@ impl PostgresStore {
 
     /// Closes the pool, waiting for statements in flight.
     pub async fn close(&self) {
+        self.entries.close();
         self.pool.close().await;
     }
 
@@ -543,11 +611,8 @@ impl Store for PostgresStore {
     }
 
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
-        self.count(1);
-        if !upsert_entry(&self.pool, expected, &entry).await? {
-            return Err(self.check_failed(&self.pool, entry.run_id, expected).await);
-        }
-        Ok(())
+        // Group commit: concurrent calls share one statement (see `batch`).
+        self.entries.put(expected, entry).await
     }
 
     async fn start_child(

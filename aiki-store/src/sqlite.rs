@@ -7,6 +7,7 @@
 //! error. Statements are prepared once per connection and cached (`persistent`).
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,6 +17,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Row, Sqlite, Transaction};
 
+use crate::batch::{self, EntryBatcher, EntryWriter, Pending};
 use crate::sql::{self, StatementCounter, map_error};
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
@@ -120,7 +122,70 @@ impl SqliteOptions {
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
-    statements: StatementCounter,
+    statements: Arc<StatementCounter>,
+    entries: EntryBatcher<Entries>,
+}
+
+/// The group-commit writer of `put_entry`: a batch of entries in one statement on the writer
+/// connection.
+#[derive(Clone, Debug)]
+struct Entries {
+    writer: SqlitePool,
+    statements: Arc<StatementCounter>,
+}
+
+/// Upserts a batch (a JSON array of `batch::Row`), each row only if its run's revision is the
+/// one it expects; returns the keys written.
+const UPSERT_ENTRIES: &str = "INSERT INTO aiki_entries (run_id, address, idx, kind, status, \
+     output, fingerprint, attempts, error_kind, error_message, retry_at, updated_at) \
+     SELECT j.run_id, j.address, j.idx, j.kind, j.status, j.output, j.fingerprint, j.attempts, \
+     j.error_kind, j.error_message, j.retry_at, j.updated_at \
+     FROM (SELECT json_extract(value, '$.run_id') AS run_id, \
+       json_extract(value, '$.address') AS address, json_extract(value, '$.idx') AS idx, \
+       json_extract(value, '$.kind') AS kind, json_extract(value, '$.status') AS status, \
+       json_extract(value, '$.output') AS output, \
+       json_extract(value, '$.fingerprint') AS fingerprint, \
+       json_extract(value, '$.attempts') AS attempts, \
+       json_extract(value, '$.error_kind') AS error_kind, \
+       json_extract(value, '$.error_message') AS error_message, \
+       json_extract(value, '$.retry_at') AS retry_at, \
+       json_extract(value, '$.updated_at') AS updated_at, \
+       json_extract(value, '$.expected') AS expected \
+       FROM json_each(?1)) AS j \
+     WHERE (SELECT revision FROM aiki_runs WHERE id = j.run_id) = j.expected \
+     ON CONFLICT (run_id, address, idx) DO UPDATE SET kind = excluded.kind, \
+     status = excluded.status, output = excluded.output, fingerprint = excluded.fingerprint, \
+     attempts = excluded.attempts, error_kind = excluded.error_kind, \
+     error_message = excluded.error_message, retry_at = excluded.retry_at, \
+     updated_at = excluded.updated_at \
+     RETURNING run_id, address, idx";
+
+impl EntryWriter for Entries {
+    async fn write(&self, batch: &[Pending]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        self.statements.add(1);
+        let written: Vec<(String, String, i64)> = sqlx::query_as(UPSERT_ENTRIES)
+            .bind(batch::rows_json(batch))
+            .fetch_all(&self.writer)
+            .await
+            .map_err(map_error)?;
+        let (refused, ids) = batch::refused(batch, &written);
+        let Some(ids) = ids else {
+            return Ok(batch::outcomes(batch, &refused, &[]));
+        };
+        // The failure path only: the actual revisions of the refused writes' runs.
+        self.statements.add(1);
+        let revisions = sqlx::query_as::<_, (String, i64)>(
+            "SELECT id, revision FROM aiki_runs WHERE id IN (SELECT value FROM json_each(?1))",
+        )
+        .bind(ids)
+        .fetch_all(&self.writer)
+        .await
+        .map_err(map_error);
+        Ok(match revisions {
+            Ok(revisions) => batch::outcomes(batch, &refused, &revisions),
+            Err(error) => batch::refused_with(batch, &refused, error),
+        })
+    }
 }
 
 impl SqliteStore {
@@ -161,14 +226,18 @@ impl SqliteStore {
             .idle_timeout(None)
             .max_lifetime(None)
             .acquire_timeout(Duration::from_secs(60))
+            // A dead connection shows up as an error on use, which callers retry; a ping
+            // before every statement would double the round trips.
+            .test_before_acquire(false)
             .connect_with(connect.clone())
             .await
             .map_err(map_error)?;
-        let store_writer = writer.clone();
+        let statements = Arc::new(StatementCounter::default());
         let mut store = SqliteStore {
-            writer,
-            reader: store_writer,
-            statements: StatementCounter::default(),
+            writer: writer.clone(),
+            reader: writer.clone(),
+            statements: statements.clone(),
+            entries: EntryBatcher::new(Entries { writer, statements }),
         };
         if options.migrate {
             store.migrate().await?;
@@ -176,6 +245,7 @@ impl SqliteStore {
         if !in_memory {
             store.reader = SqlitePoolOptions::new()
                 .max_connections(options.read_connections.max(1))
+                .test_before_acquire(false)
                 .connect_lazy_with(connect);
         }
         Ok(store)
@@ -206,6 +276,7 @@ impl SqliteStore {
 
     /// Closes the connections, waiting for statements in flight.
     pub async fn close(&self) {
+        self.entries.close();
         self.reader.close().await;
         self.writer.close().await;
     }
@@ -586,13 +657,8 @@ impl Store for SqliteStore {
     }
 
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
-        self.count(1);
-        if !upsert_entry(&self.writer, expected, &entry).await? {
-            return Err(self
-                .check_failed(&self.writer, entry.run_id, expected)
-                .await);
-        }
-        Ok(())
+        // Group commit: concurrent calls share one statement (see `batch`).
+        self.entries.put(expected, entry).await
     }
 
     async fn start_child(

@@ -1,0 +1,355 @@
+//! Group commit for [`Store::put_entry`](crate::Store::put_entry), the hot path of the SQL
+//! backends (two calls per task step).
+//!
+//! Callers enqueue their write with a reply channel; one background task takes everything
+//! queued (up to [`MAX_BATCH`] writes), writes it in ONE statement and replies to each caller
+//! with its own outcome. A caller's write is durable when its call returns (its batch
+//! committed). Nothing waits to fill a batch: a lone call is a batch of one, so batches grow
+//! only while a statement is in flight, which is exactly when callers would otherwise queue
+//! for the connection.
+//!
+//! The task is spawned on the first call (on the caller's runtime) and respawned if it is gone
+//! (its runtime shut down); it ends when the store is dropped or closed.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{EntryRecord, RunId, StoreError};
+
+/// The most writes one statement carries.
+pub(crate) const MAX_BATCH: usize = 256;
+
+/// One queued write.
+pub(crate) struct Pending {
+    /// The revision the caller expects the run to have.
+    pub(crate) expected: u64,
+    /// The entry to upsert.
+    pub(crate) entry: EntryRecord,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// Writes a batch of entries, each checked against its run's revision, in one statement.
+pub(crate) trait EntryWriter: Clone + Send + Sync + 'static {
+    /// Writes `batch` (no two writes share a `(run, address, index)` key). `Err` when the
+    /// statement as a whole failed; otherwise one outcome per write, in order: `Ok` if it was
+    /// written, or why not (a revision conflict, an unknown run).
+    fn write(
+        &self,
+        batch: &[Pending],
+    ) -> impl Future<Output = Result<Vec<Result<(), StoreError>>, StoreError>> + Send;
+}
+
+/// The group-commit front of a store's `put_entry`.
+pub(crate) struct EntryBatcher<W> {
+    writer: W,
+    sender: Mutex<Option<mpsc::UnboundedSender<Pending>>>,
+}
+
+impl<W> fmt::Debug for EntryBatcher<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EntryBatcher").finish_non_exhaustive()
+    }
+}
+
+impl<W: EntryWriter> EntryBatcher<W> {
+    /// A batcher over a writer; its task starts with the first call.
+    pub(crate) fn new(writer: W) -> Self {
+        EntryBatcher {
+            writer,
+            sender: Mutex::new(None),
+        }
+    }
+
+    /// Queues a write and waits for its outcome.
+    pub(crate) async fn put(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
+        let (reply, outcome) = oneshot::channel();
+        let mut pending = Pending {
+            expected,
+            entry,
+            reply,
+        };
+        {
+            let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if let Some(channel) = sender.as_ref() {
+                    match channel.send(pending) {
+                        Ok(()) => break,
+                        // The task is gone (its runtime shut down): start another.
+                        Err(mpsc::error::SendError(returned)) => pending = returned,
+                    }
+                }
+                let (channel, queue) = mpsc::unbounded_channel();
+                tokio::spawn(drain(self.writer.clone(), queue));
+                *sender = Some(channel);
+            }
+        }
+        outcome.await.unwrap_or_else(|_| {
+            Err(StoreError::Unavailable {
+                message: "the entry writer stopped before answering (its runtime shut down); \
+                          the write may or may not have been committed, retry it"
+                    .to_owned(),
+                source: None,
+            })
+        })
+    }
+
+    /// Stops the task once the writes already queued are done.
+    pub(crate) fn close(&self) {
+        self.sender.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+type Key = (RunId, String, u32);
+
+fn key(pending: &Pending) -> Key {
+    (
+        pending.entry.run_id,
+        pending.entry.address.clone(),
+        pending.entry.index,
+    )
+}
+
+/// The writer task: takes what is queued, writes it, answers, until every sender is gone.
+async fn drain<W: EntryWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Pending>) {
+    let mut held: Option<Pending> = None;
+    let mut batch: Vec<Pending> = Vec::new();
+    let mut keys: HashSet<Key> = HashSet::new();
+    loop {
+        let first = match held.take() {
+            Some(pending) => pending,
+            None => match queue.recv().await {
+                Some(pending) => pending,
+                None => return,
+            },
+        };
+        keys.clear();
+        keys.insert(key(&first));
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            let Ok(pending) = queue.try_recv() else {
+                break;
+            };
+            // Two writes of one key in a statement: the later one goes in the next batch, so
+            // the writes of a key apply in call order.
+            if !keys.insert(key(&pending)) {
+                held = Some(pending);
+                break;
+            }
+            batch.push(pending);
+        }
+        match writer.write(&batch).await {
+            Ok(outcomes) => {
+                debug_assert_eq!(outcomes.len(), batch.len());
+                for (pending, outcome) in batch.drain(..).zip(outcomes) {
+                    let _ = pending.reply.send(outcome);
+                }
+            }
+            Err(error) => answer_all(&mut batch, error),
+        }
+        batch.clear();
+    }
+}
+
+/// Answers every write of a failed statement with the same error kind.
+pub(crate) fn answer_all(batch: &mut Vec<Pending>, error: StoreError) {
+    let last = batch.pop();
+    for pending in batch.drain(..) {
+        let _ = pending.reply.send(Err(duplicate(&error)));
+    }
+    if let Some(pending) = last {
+        let _ = pending.reply.send(Err(error));
+    }
+}
+
+/// A copy of an error of one statement, for each caller whose write it carried: same kind,
+/// same fields, the source shared.
+pub(crate) fn duplicate(error: &StoreError) -> StoreError {
+    match error {
+        StoreError::NotFound { what } => StoreError::NotFound { what: what.clone() },
+        StoreError::RevisionConflict {
+            run_id,
+            expected,
+            actual,
+        } => StoreError::RevisionConflict {
+            run_id: *run_id,
+            expected: *expected,
+            actual: *actual,
+        },
+        StoreError::InvalidTransition { run_id, from, to } => StoreError::InvalidTransition {
+            run_id: *run_id,
+            from: *from,
+            to: *to,
+        },
+        StoreError::AlreadyExists { what } => StoreError::AlreadyExists { what: what.clone() },
+        StoreError::Unavailable { message, source } => StoreError::Unavailable {
+            message: message.clone(),
+            source: source.as_deref().map(Shared::boxed),
+        },
+        StoreError::Migration { message } => StoreError::Migration {
+            message: message.clone(),
+        },
+        StoreError::UnsupportedUrl { url, reason } => StoreError::UnsupportedUrl {
+            url: url.clone(),
+            reason: reason.clone(),
+        },
+        StoreError::Corrupt { message } => StoreError::Corrupt {
+            message: message.clone(),
+        },
+        StoreError::Backend { source } => StoreError::Backend {
+            source: Shared::boxed(&**source),
+        },
+    }
+}
+
+/// The text and source chain of an error, shareable between the callers of one batch.
+#[derive(Debug)]
+struct Shared {
+    message: String,
+    source: Option<Arc<Shared>>,
+}
+
+impl Shared {
+    fn new(error: &(dyn std::error::Error + 'static)) -> Self {
+        Shared {
+            message: error.to_string(),
+            source: error.source().map(|source| Arc::new(Shared::new(source))),
+        }
+    }
+
+    fn boxed(
+        error: &(dyn std::error::Error + Send + Sync + 'static),
+    ) -> Box<dyn std::error::Error + Send + Sync> {
+        Box::new(Shared::new(error))
+    }
+}
+
+impl fmt::Display for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Shared {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// One write of a batch as the SQL statements read it (a JSON array of these).
+#[derive(serde::Serialize)]
+pub(crate) struct Row<'a> {
+    run_id: String,
+    address: &'a str,
+    idx: i64,
+    kind: &'static str,
+    status: &'static str,
+    output: Option<String>,
+    fingerprint: Option<&'a str>,
+    attempts: i64,
+    error_kind: Option<&'a str>,
+    error_message: Option<&'a str>,
+    retry_at: Option<i64>,
+    updated_at: i64,
+    expected: i64,
+}
+
+/// The JSON array of a batch's rows.
+pub(crate) fn rows_json(batch: &[Pending]) -> String {
+    let rows: Vec<Row<'_>> = batch
+        .iter()
+        .map(|pending| {
+            let entry = &pending.entry;
+            Row {
+                run_id: entry.run_id.to_string(),
+                address: &entry.address,
+                idx: i64::from(entry.index),
+                kind: entry.kind.as_str(),
+                status: entry.status.as_str(),
+                output: entry.output.as_ref().map(crate::sql::json_text),
+                fingerprint: entry.fingerprint.as_deref(),
+                attempts: i64::from(entry.attempts),
+                error_kind: entry.error.as_ref().map(|error| error.kind.as_str()),
+                error_message: entry.error.as_ref().map(|error| error.message.as_str()),
+                retry_at: entry.retry_at,
+                updated_at: entry.updated_at,
+                expected: crate::sql::revision(pending.expected),
+            }
+        })
+        .collect();
+    serde_json::to_string(&rows).expect("BUG: entry rows serialize")
+}
+
+/// The writes of a batch that the statement did not write (its `RETURNING` rows are
+/// `written`): their indexes in the batch, and the JSON array of their run ids.
+pub(crate) fn refused(
+    batch: &[Pending],
+    written: &[(String, String, i64)],
+) -> (Vec<usize>, Option<String>) {
+    let written: HashSet<(&str, &str, i64)> = written
+        .iter()
+        .map(|(run_id, address, idx)| (run_id.as_str(), address.as_str(), *idx))
+        .collect();
+    let mut ids = Vec::new();
+    let refused: Vec<usize> = batch
+        .iter()
+        .enumerate()
+        .filter(|(_, pending)| {
+            let entry = &pending.entry;
+            let id = entry.run_id.to_string();
+            let hit =
+                written.contains(&(id.as_str(), entry.address.as_str(), i64::from(entry.index)));
+            if !hit {
+                ids.push(id);
+            }
+            !hit
+        })
+        .map(|(index, _)| index)
+        .collect();
+    let ids =
+        (!ids.is_empty()).then(|| serde_json::to_string(&ids).expect("BUG: run ids serialize"));
+    (refused, ids)
+}
+
+/// Every write's outcome: `Ok` unless refused, in which case the error its run's actual
+/// revision (read after the statement: `revisions`, run id text to revision) explains.
+pub(crate) fn outcomes(
+    batch: &[Pending],
+    refused: &[usize],
+    revisions: &[(String, i64)],
+) -> Vec<Result<(), StoreError>> {
+    let mut outcomes: Vec<Result<(), StoreError>> = batch.iter().map(|_| Ok(())).collect();
+    for &index in refused {
+        let entry = &batch[index].entry;
+        let id = entry.run_id.to_string();
+        let actual = revisions
+            .iter()
+            .find(|(run_id, _)| *run_id == id)
+            .map(|(_, revision)| *revision);
+        outcomes[index] = Err(crate::sql::check_failed(
+            entry.run_id,
+            batch[index].expected,
+            actual,
+        ));
+    }
+    outcomes
+}
+
+/// The outcomes of a batch whose refused writes could not be explained (reading their runs'
+/// revisions failed): the written ones succeeded, the refused ones get that error.
+pub(crate) fn refused_with(
+    batch: &[Pending],
+    refused: &[usize],
+    error: StoreError,
+) -> Vec<Result<(), StoreError>> {
+    let mut outcomes: Vec<Result<(), StoreError>> = batch.iter().map(|_| Ok(())).collect();
+    for &index in refused {
+        outcomes[index] = Err(duplicate(&error));
+    }
+    outcomes
+}
