@@ -601,6 +601,67 @@ async fn swapped_same_named_sleeps_resleep_the_remainder(backend: Backend) {
     assert_eq!(h.executions.count("task-a"), 1);
 }
 
+#[aiki::workflow(name = "delays", version = "1")]
+async fn delays_first_removed(run: &Run, input: String) -> Result<String, WorkflowError> {
+    run.sleep("delay", HOUR).await?;
+    TaskA.start(run, input).await
+}
+
+async fn removed_same_named_sleep_resleeps_the_remainder(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Delays)).await;
+    let run = h.client.start::<Delays>("x".into()).await.unwrap();
+    let first = h.reach(&run, RunStatus::Sleeping).await;
+    h.advance(5 * MINUTE);
+    let second = h.reach_next(&run, RunStatus::Sleeping, &first).await;
+    h.deploy(|w| w.register(DelaysFirstRemoved)).await;
+    h.advance(HOUR);
+    // The remaining "delay" reads the first record (5 min): 55 more minutes.
+    let third = h.reach_next(&run, RunStatus::Sleeping, &second).await;
+    assert_eq!(
+        third.due_at.unwrap() - h.clock.now(),
+        (55 * MINUTE).as_millis() as i64
+    );
+    h.advance(55 * MINUTE);
+    h.reach(&run, RunStatus::Completed).await;
+    assert_eq!(h.executions.count("task-a"), 1);
+}
+
+// Different-named sleeps have their own queues: reordering them changes nothing.
+#[aiki::workflow(name = "named-sleeps", version = "1")]
+async fn named_sleeps(run: &Run, input: String) -> Result<String, WorkflowError> {
+    run.sleep("initial-delay", 5 * MINUTE).await?;
+    run.sleep("cooldown-period", HOUR).await?;
+    TaskA.start(run, input).await
+}
+
+#[aiki::workflow(name = "named-sleeps", version = "1")]
+async fn named_sleeps_swapped(run: &Run, input: String) -> Result<String, WorkflowError> {
+    run.sleep("cooldown-period", HOUR).await?;
+    run.sleep("initial-delay", 5 * MINUTE).await?;
+    TaskA.start(run, input).await
+}
+
+async fn reordered_different_named_sleeps_are_safe(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(NamedSleeps)).await;
+    let run = h.client.start::<NamedSleeps>("x".into()).await.unwrap();
+    let first = h.reach(&run, RunStatus::Sleeping).await;
+    h.advance(5 * MINUTE);
+    h.reach_next(&run, RunStatus::Sleeping, &first).await;
+    h.deploy(|w| w.register(NamedSleepsSwapped)).await;
+    // After the hour (1 h 5 min in all), both queues are satisfied: no extra sleep.
+    h.advance(HOUR);
+    assert_eq!(
+        h.client
+            .handle::<NamedSleepsSwapped>(run.id())
+            .result()
+            .await
+            .unwrap(),
+        "task-a(x)"
+    );
+}
+
 // A changed output shape: the recorded `{email}` does not match `{email_address}`.
 #[derive(Serialize, Deserialize, schemars::JsonSchema)]
 struct User {
@@ -801,6 +862,8 @@ on_every_backend!(
     lengthened_sleep_sleeps_only_the_difference,
     shortened_sleep_continues_at_once,
     swapped_same_named_sleeps_resleep_the_remainder,
+    removed_same_named_sleep_resleeps_the_remainder,
+    reordered_different_named_sleeps_are_safe,
     changed_output_shape_fails_with_a_schema_error,
     versioned_output_enum_keeps_working,
     same_task_same_input_twice_replays_in_order,
