@@ -148,7 +148,22 @@ async fn drain<W: EntryWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Pen
                     let _ = pending.reply.send(outcome);
                 }
             }
-            Err(error) => answer_all(&mut batch, error),
+            // The database is unreachable: every caller gets it (and retries).
+            Err(error) if error.is_transient() || batch.len() == 1 => {
+                answer_all(&mut batch, error);
+            }
+            // Something in the batch the database refuses (e.g. text it cannot store): write
+            // each alone, so that only the offending call fails.
+            Err(_) => {
+                for pending in batch.drain(..) {
+                    let one = std::slice::from_ref(&pending);
+                    let outcome = match writer.write(one).await {
+                        Ok(mut outcomes) => outcomes.pop().unwrap_or(Ok(())),
+                        Err(error) => Err(error),
+                    };
+                    let _ = pending.reply.send(outcome);
+                }
+            }
         }
         batch.clear();
     }

@@ -327,3 +327,64 @@ async fn round_trips_per_operation() {
         RunStatus::Scheduled
     );
 }
+
+/// Concurrent `put_entry` calls share statements (group commit), and a write the database
+/// refuses (text with a NUL character) fails alone: the others in its batch are written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_entries_are_written_together_and_a_refused_one_fails_alone() {
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::connect(&url).await.expect("open"));
+    let namespace = unique_namespace();
+    let run = store
+        .create_run(new_run(&namespace, 1))
+        .await
+        .expect("create");
+    let id = run.run().id;
+    let rev = store
+        .claim(claim(&namespace, 2))
+        .await
+        .expect("claim")
+        .remove(0)
+        .revision;
+    let before = store.statements();
+    let writes: Vec<_> = (0..200)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move { store.put_entry(rev, entry(id, &format!("t:{i}"))).await })
+        })
+        .collect();
+    for write in writes {
+        write.await.expect("join").expect("put_entry");
+    }
+    let spent = store.statements() - before;
+    println!("postgres: 200 concurrent put_entry calls in {spent} statements");
+    assert!(spent <= 200, "one statement per batch");
+
+    let writes: Vec<_> = (0..50)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut written = entry(id, &format!("u:{i}"));
+                if i == 25 {
+                    written.error = Some(aiki_store::Failure::new("task_failed", "nul \0 here"));
+                }
+                store.put_entry(rev, written).await
+            })
+        })
+        .collect();
+    for (i, write) in writes.into_iter().enumerate() {
+        let outcome = write.await.expect("join");
+        if i == 25 {
+            assert!(
+                matches!(outcome, Err(StoreError::Backend { .. })),
+                "{outcome:?}"
+            );
+        } else {
+            outcome.expect("the others are written");
+        }
+    }
+    let history = store.load_history(id).await.expect("history");
+    assert_eq!(history.entries.len(), 249);
+}

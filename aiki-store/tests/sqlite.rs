@@ -330,3 +330,57 @@ async fn statements_per_operation() {
     store.wake_due(6).await.expect("wake_due");
     cost("wake_due", 1, s, store.statements()).await;
 }
+
+/// Concurrent `put_entry` calls share statements (group commit) and each gets its own outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_entries_are_written_together() {
+    let file = TempFile::new();
+    let store = std::sync::Arc::new(SqliteStore::connect(&file.url()).await.expect("open"));
+    let namespace = Namespace::new("group-commit", "1.0.0");
+    let run = store
+        .create_run(new_run(&namespace, 1))
+        .await
+        .expect("create");
+    let id = run.run().id;
+    let rev = store
+        .claim(claim(&namespace, 2))
+        .await
+        .expect("claim")
+        .remove(0)
+        .revision;
+    let before = store.statements();
+    let writes: Vec<_> = (0..200)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let expected = if i % 10 == 0 { rev + 1 } else { rev };
+                (
+                    i,
+                    store
+                        .put_entry(expected, entry(id, &format!("t:{i}")))
+                        .await,
+                )
+            })
+        })
+        .collect();
+    for write in writes {
+        let (i, outcome) = write.await.expect("join");
+        if i % 10 == 0 {
+            assert!(
+                matches!(outcome, Err(StoreError::RevisionConflict { actual, .. }) if actual == rev),
+                "{outcome:?}"
+            );
+        } else {
+            outcome.expect("put_entry");
+        }
+    }
+    let spent = store.statements() - before;
+    println!("sqlite: 200 concurrent put_entry calls in {spent} statements");
+    assert!(
+        spent < 200,
+        "one statement per batch (plus one per batch with a conflict)"
+    );
+    let history = store.load_history(id).await.expect("history");
+    assert_eq!(history.entries.len(), 180);
+    store.close().await;
+}
