@@ -163,6 +163,10 @@ pub use retry::{RetryPolicy, RetryPolicyError};
 pub use run::{ChildRun, ChildStart, Run, SleepOutcome};
 pub use schema::Schema;
 pub use subscriber::{PollingSubscriber, Subscriber};
+
+/// The attribute for implementing [`Subscriber`] (and [`Store`]): their methods are
+/// `async_trait` methods.
+pub use async_trait::async_trait;
 pub use task::{State, Task, TaskContext};
 pub use worker::{Worker, WorkerBuilder, WorkerHandle};
 pub use workflow::{Event, EventSpec, EventWait, Workflow};

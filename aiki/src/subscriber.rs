@@ -73,3 +73,15 @@ impl Subscriber for PollingSubscriber {
         }
     }
 }
+
+/// A shared subscriber is a subscriber (keep an `Arc` to look at it from elsewhere).
+#[async_trait]
+impl<S: Subscriber + ?Sized> Subscriber for std::sync::Arc<S> {
+    async fn next_signal(&self) {
+        (**self).next_signal().await;
+    }
+
+    async fn heartbeat(&self, run: RunId) {
+        (**self).heartbeat(run).await;
+    }
+}

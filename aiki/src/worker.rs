@@ -238,12 +238,12 @@ impl WorkerBuilder {
                 claim_idle_timeout: self.claim_idle_timeout,
                 max_age: self.max_age,
                 ended: Notify::new(),
+                subscriber: self
+                    .subscriber
+                    .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),
             }),
             max_concurrent_runs: self.max_concurrent_runs,
             poll_interval: self.poll_interval,
-            subscriber: self
-                .subscriber
-                .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),
             shutdown_timeout: self.shutdown_timeout,
             daemons: self.daemons,
         })
@@ -264,7 +264,6 @@ pub struct Worker {
     shared: Arc<Shared>,
     max_concurrent_runs: usize,
     poll_interval: Duration,
-    subscriber: Arc<dyn Subscriber>,
     shutdown_timeout: Duration,
     daemons: bool,
 }
@@ -290,6 +289,8 @@ struct Shared {
     max_age: Duration,
     /// An execution ended: there is room to claim more.
     ended: Notify,
+    /// How work is discovered; also kept alive per run with its own heartbeat.
+    subscriber: Arc<dyn Subscriber>,
 }
 
 impl Worker {
@@ -414,7 +415,7 @@ impl Worker {
                 continue;
             }
             tokio::select! {
-                _ = self.subscriber.next_signal() => {}
+                _ = self.shared.subscriber.next_signal() => {}
                 _ = &mut ended => {}
                 _ = jumped => {}
                 _ = stop.changed() => {}
@@ -631,7 +632,8 @@ async fn finish(run: &Run, transition: Transition) {
     }
 }
 
-/// Refreshes the claim every interval; tells the executor when the run is lost.
+/// Refreshes the claim every interval (and, separately, the subscriber's own heartbeat for the
+/// run); tells the executor when the run is lost.
 async fn refresh_claim(shared: Arc<Shared>, run: Run, lost: oneshot::Sender<()>) {
     let mut ticker = tokio::time::interval(shared.claim_refresh_interval);
     ticker.tick().await;
@@ -646,6 +648,7 @@ async fn refresh_claim(shared: Arc<Shared>, run: Run, lost: oneshot::Sender<()>)
                 shared.clock.now(),
             )
             .await;
+        shared.subscriber.heartbeat(run.id()).await;
         match result {
             Ok(()) => {}
             Err(error) if error.is_transient() => {
