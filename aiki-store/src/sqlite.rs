@@ -197,6 +197,21 @@ impl SqliteStore {
 
     /// Opens a database with the given options.
     pub async fn connect_with(options: SqliteOptions) -> Result<Self, StoreError> {
+        // Several processes opening one fresh file at once race for the lock that switching
+        // it to WAL and migrating need; SQLite answers "database is locked" at once for some
+        // of those steps instead of waiting out the busy timeout. Such an open is retried.
+        let started = std::time::Instant::now();
+        loop {
+            match Self::open(&options).await {
+                Err(error) if error.is_transient() && started.elapsed() < options.busy_timeout => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn open(options: &SqliteOptions) -> Result<Self, StoreError> {
         let in_memory = options.url.contains(":memory:") || options.url.contains("mode=memory");
         let connect = SqliteConnectOptions::from_str(&options.url).map_err(|error| {
             StoreError::UnsupportedUrl {
