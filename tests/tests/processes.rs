@@ -131,6 +131,20 @@ async fn wait_for<W: Workflow>(run: &RunHandle<W>, status: RunStatus) -> aiki::R
     }
 }
 
+/// A run's history, riding out a store outage (the restart test shares the server).
+async fn history(store: &aiki::BoxStore, id: aiki::RunId) -> aiki::store::History {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match store.load_history(id).await {
+            Ok(history) => return history,
+            Err(error) if error.is_transient() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("history of run {id}: {error}"),
+        }
+    }
+}
+
 const LONG: Duration = Duration::from_secs(60);
 const SHORT: Duration = Duration::from_millis(200);
 
@@ -199,12 +213,12 @@ async fn frozen_worker_is_fenced_when_it_wakes(backend: Backend) {
         Some(serde_json::json!("z by worker-b in attempt 2"))
     );
     let store = world.client.store().clone();
-    let before = store.load_history(run.id()).await.unwrap();
+    let before = history(&store, run.id()).await;
     // Worker A wakes with its stale attempt: its next write (the attempt's result, or the
     // claim refresh, whichever comes first) carries its old revision and is refused.
     world.signal(a, "CONT");
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let after = store.load_history(run.id()).await.unwrap();
+    let after = history(&store, run.id()).await;
     assert_eq!(
         before, after,
         "nothing worker A wrote after waking is in the history"
