@@ -68,9 +68,20 @@ impl<W: Workflow> RunHandle<W> {
 
     /// Waits until the run reaches `status` (returning the run), or ends in another terminal
     /// status ([`ClientError::EndedInOtherStatus`]).
+    ///
+    /// A store that is briefly unreachable (a restarting database) does not end the wait: the
+    /// run is looked at again at the next poll.
     pub async fn wait_for_status(&self, status: RunStatus) -> Result<RunRecord, ClientError> {
         loop {
-            let run = self.record().await?;
+            let run = match self.record().await {
+                Ok(run) => run,
+                Err(ClientError::Store(error)) if error.is_transient() => {
+                    tracing::debug!(run_id = %self.id, %error, "store unavailable; waiting on");
+                    tokio::time::sleep(self.client.poll_interval).await;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             if run.status == status {
                 return Ok(run);
             }
