@@ -526,7 +526,9 @@ impl Store for SqliteStore {
         let children: Vec<String> = wait.children.iter().map(RunId::to_string).collect();
         let children = serde_json::to_string(&children).expect("BUG: run ids serialize");
         let sources = serde_json::to_string(&sql::sources_of(to)).expect("BUG: statuses serialize");
-        let needs_transaction = transition.cancel_sleeps || to.is_terminal();
+        // A terminal transition wakes a waiting parent through the `aiki_runs_wake_parent`
+        // trigger, inside the same statement; only cancelling sleeps needs a transaction.
+        let needs_transaction = transition.cancel_sleeps;
         let mut tx = if needs_transaction {
             Some(self.begin().await?)
         } else {
@@ -593,19 +595,6 @@ impl Store for SqliteStore {
                      WHERE run_id = ?1 AND cancelled = 0 AND wake_at > ?2",
                 )
                 .bind(id.to_string())
-                .bind(transition.now)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_error)?;
-            }
-            if let (true, Some(parent)) = (run.status.is_terminal(), &run.parent) {
-                self.count(1);
-                sqlx::query(
-                    "UPDATE aiki_runs SET status = 'scheduled', revision = revision + 1, \
-                     due_at = ?2, updated_at = ?2, owner = NULL, heartbeat_at = NULL \
-                     WHERE id = ?1 AND status = 'awaiting_child_workflow'",
-                )
-                .bind(parent.run_id.to_string())
                 .bind(transition.now)
                 .execute(&mut *tx)
                 .await
