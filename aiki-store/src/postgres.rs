@@ -449,12 +449,7 @@ impl Store for PostgresStore {
                FROM w WHERE id = $1::uuid AND revision = $2 AND status = ANY($16::text[]) \
                RETURNING aiki_runs.*), \
              sleeps AS (UPDATE aiki_sleeps s SET cancelled = true FROM updated u \
-               WHERE $17 AND s.run_id = u.id AND NOT s.cancelled AND s.wake_at > $4), \
-             parent AS (UPDATE aiki_runs p SET status = 'scheduled', revision = p.revision + 1, \
-               due_at = $4, updated_at = $4, owner = NULL, heartbeat_at = NULL FROM updated u \
-               WHERE p.id = u.parent_run_id \
-               AND u.status IN ('completed', 'failed', 'cancelled') \
-               AND p.status = 'awaiting_child_workflow') \
+               WHERE $17 AND s.run_id = u.id AND NOT s.cancelled AND s.wake_at > $4) \
              SELECT ",
             run_json!(),
             "::text FROM updated r"
@@ -468,11 +463,11 @@ impl Store for PostgresStore {
             .unzip();
         let children: Vec<String> = wait.children.iter().map(RunId::to_string).collect();
         let sources: Vec<String> = sql::sources_of(to).into_iter().map(str::to_owned).collect();
-        // When the outcome depends on other rows (a waited-for event or child, a parent that
-        // may be waiting, sleeps), lock first so the update's snapshot is taken after every
-        // racing write to those rows committed.
+        // When the outcome depends on other rows (a waited-for event or child, sleeps), lock
+        // first so the update's snapshot is taken after every racing write to those rows
+        // committed. A terminal transition wakes a waiting parent through the
+        // `aiki_runs_wake_parent` trigger, whose own statement sees the parent's latest state.
         let depends_on_others = (to.is_suspended() && !(names.is_empty() && children.is_empty()))
-            || to.is_terminal()
             || transition.cancel_sleeps;
         let mut tx = None;
         if depends_on_others {
