@@ -122,7 +122,56 @@ async fn a_custom_subscriber_discovers_work_and_gets_its_own_heartbeats(backend:
     assert!(heartbeats.iter().all(|id| *id == run.id()));
 }
 
+#[aiki::task(name = "stuck", retry = fixed(max_attempts = 2, delay_ms = 1))]
+async fn stuck(ctx: aiki::TaskContext) -> Result<u32, TaskError> {
+    if ctx.attempt() == 1 {
+        // The first attempt never ends on its own.
+        std::future::pending::<()>().await;
+    }
+    Ok(ctx.attempt())
+}
+
+#[aiki::workflow(name = "stuck-flow", version = "1")]
+async fn stuck_flow(run: &Run) -> Result<u32, WorkflowError> {
+    Stuck.start(run).await
+}
+
+async fn shutdown_waits_then_leaves_unfinished_runs_for_recovery(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let idle = Duration::from_secs(90);
+    let worker = h
+        .worker_builder()
+        .register(StuckFlow)
+        .shutdown_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap()
+        .start();
+    let run = h.client.start::<StuckFlow>(aiki::NoInput).await.unwrap();
+    h.reach(&run, RunStatus::Running).await;
+    let stopping = tokio::time::Instant::now();
+    worker.shutdown().await;
+    let waited = stopping.elapsed();
+    assert!(
+        waited >= Duration::from_millis(200),
+        "it waited for the run ({waited:?})"
+    );
+    assert_eq!(
+        run.status().await.unwrap(),
+        RunStatus::Running,
+        "left for recovery"
+    );
+    h.deploy(|w| w.register(StuckFlow).claim_idle_timeout(idle))
+        .await;
+    h.advance(idle + Duration::from_secs(1));
+    assert_eq!(
+        run.result().await.unwrap(),
+        2,
+        "recovered, the interrupted attempt retried"
+    );
+}
+
 on_every_backend!(
+    shutdown_waits_then_leaves_unfinished_runs_for_recovery,
     runs_reach_only_workers_of_their_pool,
     daemons_run_on_their_own,
     a_custom_subscriber_discovers_work_and_gets_its_own_heartbeats,
