@@ -373,10 +373,8 @@ impl Worker {
             tokio::pin!(ended);
             let mut busy = false;
             let result: Result<(), StoreError> = async {
-                if self.daemons && (!was_busy || daemons_ran.elapsed() >= self.poll_interval) {
-                    daemons_ran = tokio::time::Instant::now();
-                    busy |= self.daemons_once().await? > 0;
-                }
+                // Claim first: a run already queued starts without waiting for the daemons;
+                // runs the daemons make due are claimed on the next pass (`busy`).
                 let free = self.max_concurrent_runs.saturating_sub(executions.len());
                 if free > 0 && !namespaces.is_empty() {
                     let claimed = self
@@ -394,6 +392,10 @@ impl Worker {
                     for run in claimed {
                         executions.spawn(execute(self.shared.clone(), run));
                     }
+                }
+                if self.daemons && (!was_busy || daemons_ran.elapsed() >= self.poll_interval) {
+                    daemons_ran = tokio::time::Instant::now();
+                    busy |= self.daemons_once().await? > 0;
                 }
                 Ok(())
             }
