@@ -256,7 +256,7 @@ impl<W: Workflow> RunHandle<W> {
                     };
                     match child_handle
                         .act("cancel", &cancellable, |_| {
-                            Transition::to(RunStatus::Cancelled, 0)
+                            Ok(Transition::to(RunStatus::Cancelled, 0))
                         })
                         .await
                     {
@@ -276,12 +276,20 @@ impl<W: Workflow> RunHandle<W> {
         from: &[RunStatus],
         transition: impl Fn(&RunRecord) -> Transition,
     ) -> Result<RunRecord, ClientError> {
-        self.record().await?;
         UntypedHandle {
             client: &self.client,
             id: self.id,
         }
-        .act(action, from, transition)
+        .act(action, from, |run| {
+            if run.namespace != W::namespace() {
+                return Err(ClientError::WrongWorkflow {
+                    run_id: self.id,
+                    expected: W::namespace().to_string(),
+                    actual: run.namespace.to_string(),
+                });
+            }
+            Ok(transition(run))
+        })
         .await
     }
 }
@@ -293,15 +301,16 @@ struct UntypedHandle<'c> {
 
 impl UntypedHandle<'_> {
     /// Applies an operator action with a compare-and-set loop on the revision; the run must be
-    /// in one of the `from` statuses.
+    /// in one of the `from` statuses, and `transition` may refuse it.
     async fn act(
         &self,
         action: &'static str,
         from: &[RunStatus],
-        transition: impl Fn(&RunRecord) -> Transition,
+        transition: impl Fn(&RunRecord) -> Result<Transition, ClientError>,
     ) -> Result<RunRecord, ClientError> {
         loop {
             let run = self.client.store.get_run(self.id).await?;
+            let mut change = transition(&run)?;
             if !from.contains(&run.status) {
                 return Err(ClientError::InvalidAction {
                     run_id: self.id,
@@ -310,7 +319,6 @@ impl UntypedHandle<'_> {
                     expected: from.to_vec(),
                 });
             }
-            let mut change = transition(&run);
             change.now = self.client.clock.now();
             if change.to == RunStatus::Scheduled {
                 change.due_at = Some(change.now);

@@ -88,6 +88,8 @@ struct Replay {
     next_block: u64,
     /// An error that fails the run whatever the workflow does with it.
     fatal: Option<WorkflowError>,
+    /// Task entries failed for good (see [`Run::failed_tasks`]).
+    failed_tasks: Vec<EntryRecord>,
 }
 
 /// A durable wait: what a suspended run waits for.
@@ -140,6 +142,9 @@ impl Run {
         let mut replay = Replay::default();
         for entry in history.entries {
             replay.unconsumed += 1;
+            if entry.status == EntryStatus::Failed && entry.kind == EntryKind::Task {
+                replay.failed_tasks.push(entry.clone());
+            }
             replay
                 .manifest
                 .entry(entry.address.clone())
@@ -318,29 +323,39 @@ impl Run {
         Fut: Future<Output = Result<T, StoreError>>,
     {
         let mut delay = Duration::from_millis(50);
-        for attempt in 1.. {
+        let mut attempt = 1;
+        loop {
             match op(self.inner.store.clone()).await {
                 Ok(value) => return Ok(value),
                 Err(error) if error.is_transient() && attempt < 8 => {
                     tracing::warn!(run_id = %self.inner.id, %error, "store write failed; retrying");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
+                    attempt += 1;
                 }
-                Err(error) => {
-                    return Err(self.fail_fatally(WorkflowError::Lost(error)));
-                }
+                Err(error) => return Err(self.fail_fatally(WorkflowError::Lost(error))),
             }
         }
-        unreachable!("BUG: the retry loop only ends by returning")
     }
 
     async fn put_entry(&self, entry: EntryRecord) -> Result<(), WorkflowError> {
         let revision = self.inner.revision;
+        let failed = (entry.status == EntryStatus::Failed).then(|| entry.clone());
         self.write(move |store| {
             let entry = entry.clone();
             async move { store.put_entry(revision, entry).await }
         })
-        .await
+        .await?;
+        if let Some(failed) = failed {
+            self.replay().failed_tasks.push(failed);
+        }
+        Ok(())
+    }
+
+    /// The task entries that failed for good, recorded earlier or in this execution: what a
+    /// workflow retry runs again.
+    pub(crate) fn failed_tasks(&self) -> Vec<EntryRecord> {
+        self.replay().failed_tasks.clone()
     }
 
     /// Blocks the workflow on a durable wait, forever: the executor drops the workflow future

@@ -568,26 +568,18 @@ async fn fail_or_retry(shared: &Shared, run: &Run, policy: RetryPolicy, error: W
         return;
     };
     let due: Millis = now + delay.as_millis() as Millis;
-    // Failed tasks of this attempt run again in the next one, with a fresh attempt count.
-    let history = match shared.store.load_history(run.id()).await {
-        Ok(history) => history,
-        Err(error) => {
+    // Failed tasks run again in the next attempt, with a fresh attempt count.
+    for entry in run.failed_tasks() {
+        let reset = aiki_store::EntryRecord {
+            status: EntryStatus::AwaitingRetry,
+            attempts: 0,
+            retry_at: Some(due),
+            updated_at: now,
+            ..entry
+        };
+        if let Err(error) = shared.store.put_entry(run.revision(), reset).await {
             tracing::warn!(run_id = %run.id(), %error, "could not schedule the retry; the claim will expire");
             return;
-        }
-    };
-    for entry in history.entries {
-        if entry.status == EntryStatus::Failed && entry.kind == aiki_store::EntryKind::Task {
-            let reset = aiki_store::EntryRecord {
-                status: EntryStatus::AwaitingRetry,
-                attempts: 0,
-                retry_at: Some(due),
-                updated_at: now,
-                ..entry
-            };
-            if shared.store.put_entry(run.revision(), reset).await.is_err() {
-                return;
-            }
         }
     }
     let transition = Transition {
