@@ -475,28 +475,28 @@ async fn crashy_once(run: &Run, input: String) -> Result<String, WorkflowError> 
 const REFRESH: Duration = Duration::from_secs(3600);
 const IDLE: Duration = Duration::from_secs(7200);
 
+/// A worker serving `workflow` with the gate, whose claims only go stale when the manual
+/// clock jumps past `IDLE`.
+fn gated_worker<W: aiki::Workflow>(
+    worker: aiki::WorkerBuilder,
+    workflow: W,
+    gate: &Arc<Gate>,
+) -> aiki::WorkerBuilder {
+    worker
+        .register(workflow)
+        .state(gate.clone())
+        .claim_refresh_interval(REFRESH)
+        .claim_idle_timeout(IDLE)
+}
+
 async fn crashed_run_resumes_without_rerunning_recorded_tasks(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let gate = Arc::new(Gate::default());
-    let g = gate.clone();
-    h.deploy(|w| {
-        w.register(Crashy)
-            .state(g)
-            .claim_refresh_interval(REFRESH)
-            .claim_idle_timeout(IDLE)
-    })
-    .await;
+    h.deploy(|w| gated_worker(w, Crashy, &gate)).await;
     let run = h.client.start::<Crashy>("x".into()).await.unwrap();
     gate.entered.notified().await;
     h.crash_worker();
-    let g = gate.clone();
-    h.deploy(|w| {
-        w.register(Crashy)
-            .state(g)
-            .claim_refresh_interval(REFRESH)
-            .claim_idle_timeout(IDLE)
-    })
-    .await;
+    h.deploy(|w| gated_worker(w, Crashy, &gate)).await;
     assert_eq!(
         run.status().await.unwrap(),
         RunStatus::Running,
@@ -516,25 +516,11 @@ async fn crashed_run_resumes_without_rerunning_recorded_tasks(backend: Backend) 
 async fn interrupted_task_without_retries_fails_as_interrupted(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let gate = Arc::new(Gate::default());
-    let g = gate.clone();
-    h.deploy(|w| {
-        w.register(CrashyOnce)
-            .state(g)
-            .claim_refresh_interval(REFRESH)
-            .claim_idle_timeout(IDLE)
-    })
-    .await;
+    h.deploy(|w| gated_worker(w, CrashyOnce, &gate)).await;
     let run = h.client.start::<CrashyOnce>("x".into()).await.unwrap();
     gate.entered.notified().await;
     h.crash_worker();
-    let g = gate.clone();
-    h.deploy(|w| {
-        w.register(CrashyOnce)
-            .state(g)
-            .claim_refresh_interval(REFRESH)
-            .claim_idle_timeout(IDLE)
-    })
-    .await;
+    h.deploy(|w| gated_worker(w, CrashyOnce, &gate)).await;
     h.advance(IDLE + MINUTE);
     let record = h.reach(&run, RunStatus::Failed).await;
     assert_eq!(record.error.unwrap().kind, "interrupted");
@@ -545,12 +531,7 @@ async fn zombie_executor_is_fenced_by_the_revision(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let gate = Arc::new(Gate::default());
     // The first worker keeps running (a zombie: alive but silent); a second takes over.
-    let zombie = h
-        .worker_builder()
-        .register(Crashy)
-        .state(gate.clone())
-        .claim_refresh_interval(REFRESH)
-        .claim_idle_timeout(IDLE)
+    let zombie = gated_worker(h.worker_builder(), Crashy, &gate)
         .daemons(false)
         .build()
         .unwrap()
@@ -558,14 +539,7 @@ async fn zombie_executor_is_fenced_by_the_revision(backend: Backend) {
     let run = h.client.start::<Crashy>("x".into()).await.unwrap();
     gate.entered.notified().await;
     let owned = run.record().await.unwrap();
-    let g = gate.clone();
-    h.deploy(|w| {
-        w.register(Crashy)
-            .state(g)
-            .claim_refresh_interval(REFRESH)
-            .claim_idle_timeout(IDLE)
-    })
-    .await;
+    h.deploy(|w| gated_worker(w, Crashy, &gate)).await;
     h.advance(IDLE + MINUTE);
     let done = h.reach(&run, RunStatus::Completed).await;
     assert!(
