@@ -9,52 +9,11 @@ use std::sync::Arc;
 
 use aiki_store::postgres::{PostgresOptions, PostgresStore};
 use aiki_store::{
-    ClaimRequest, EntryKind, EntryRecord, EntryStatus, Namespace, NewEvent, NewRun, ParentLink,
-    RunId, RunStatus, Store, StoreError, Transition, WaitSpec,
+    Namespace, NewEvent, ParentLink, RunId, RunStatus, Store, StoreError, Transition, WaitSpec,
 };
 use serde_json::json;
 use support::postgres as pg;
-
-fn new_run(namespace: &Namespace, now: i64) -> NewRun {
-    NewRun {
-        id: RunId::new(),
-        namespace: namespace.clone(),
-        input: json!({"n": 1}),
-        input_hash: "h".to_owned(),
-        reference_id: None,
-        pool: "default".to_owned(),
-        status: RunStatus::Queued,
-        due_at: None,
-        parent: None,
-        now,
-    }
-}
-
-fn claim(namespace: &Namespace, now: i64) -> ClaimRequest {
-    ClaimRequest {
-        owner: "w".to_owned(),
-        namespaces: vec![namespace.clone()],
-        pool: "default".to_owned(),
-        limit: 1,
-        now,
-    }
-}
-
-fn entry(run_id: RunId, address: &str) -> EntryRecord {
-    EntryRecord {
-        run_id,
-        address: address.to_owned(),
-        index: 0,
-        kind: EntryKind::Task,
-        status: EntryStatus::Completed,
-        output: Some(json!({"ok": true})),
-        fingerprint: None,
-        attempts: 1,
-        error: None,
-        retry_at: None,
-        updated_at: 5,
-    }
-}
+use support::records::{claim, entry, new_run};
 
 fn unique_namespace() -> Namespace {
     Namespace::new(format!("pg-{}", RunId::new()), "1.0.0")

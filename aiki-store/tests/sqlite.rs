@@ -2,14 +2,16 @@
 //! versions, options, and the statements each operation costs.
 #![cfg(feature = "sqlite")]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use aiki_store::sqlite::{SqliteOptions, SqliteStore, SqliteSynchronous};
 use aiki_store::{
-    ClaimRequest, EntryKind, EntryRecord, EntryStatus, Namespace, NewEvent, NewRun, RunId,
-    RunStatus, SleepRecord, Store, StoreError, Transition, WaitSpec,
+    Namespace, NewEvent, RunId, RunStatus, SleepRecord, Store, StoreError, Transition, WaitSpec,
 };
 use serde_json::json;
+use support::records::{claim, entry, new_run};
 
 /// A temporary database file, removed (with its WAL files) when dropped.
 struct TempFile(PathBuf);
@@ -31,47 +33,6 @@ impl Drop for TempFile {
             path.push(suffix);
             let _ = std::fs::remove_file(Path::new(&path));
         }
-    }
-}
-
-fn new_run(namespace: &Namespace, now: i64) -> NewRun {
-    NewRun {
-        id: RunId::new(),
-        namespace: namespace.clone(),
-        input: json!({"n": 1}),
-        input_hash: "h".to_owned(),
-        reference_id: None,
-        pool: "default".to_owned(),
-        status: RunStatus::Queued,
-        due_at: None,
-        parent: None,
-        now,
-    }
-}
-
-fn claim(namespace: &Namespace, now: i64) -> ClaimRequest {
-    ClaimRequest {
-        owner: "w".to_owned(),
-        namespaces: vec![namespace.clone()],
-        pool: "default".to_owned(),
-        limit: 1,
-        now,
-    }
-}
-
-fn entry(run_id: RunId, address: &str) -> EntryRecord {
-    EntryRecord {
-        run_id,
-        address: address.to_owned(),
-        index: 0,
-        kind: EntryKind::Task,
-        status: EntryStatus::Completed,
-        output: Some(json!({"ok": true})),
-        fingerprint: Some("fp".to_owned()),
-        attempts: 1,
-        error: None,
-        retry_at: None,
-        updated_at: 5,
     }
 }
 

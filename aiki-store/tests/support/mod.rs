@@ -3,3 +3,4 @@
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod records;
