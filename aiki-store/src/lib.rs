@@ -7,15 +7,13 @@
 //! * `sqlite::SqliteStore` (feature `sqlite`, on by default): the embedded default.
 //! * `postgres::PostgresStore` (feature `postgres`): many worker machines, one database.
 //!
-//! [`connect`] picks a backend from a URL. The [`conformance`] module is the one test suite
-//! every backend must pass.
+//! [`connect`] picks a backend from a URL. The `conformance` module (feature `conformance`) is
+//! the one test suite every backend must pass.
 //!
 //! The store knows nothing of workflow semantics beyond what must be atomic: every write an
 //! executor makes carries the revision it last saw, and the store checks it (and, for run
 //! transitions, increments it) in the same statement or transaction that applies the write.
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-mod batch;
 mod connect;
 mod error;
 pub mod memory;
@@ -29,6 +27,7 @@ pub mod sqlite;
 mod status;
 mod store;
 
+#[cfg(feature = "conformance")]
 pub mod conformance;
 
 pub use connect::connect;

@@ -409,7 +409,7 @@ impl Store for MemoryStore {
         let due: Vec<RunId> = state
             .runs
             .values()
-            .filter(|run| wakes_on_timer(run.status) && run.due_at.is_some_and(|due| due <= now))
+            .filter(|run| run.status.wakes_on_timer() && run.due_at.is_some_and(|due| due <= now))
             .map(|run| run.id)
             .collect();
         for id in &due {
@@ -455,26 +455,4 @@ impl Store for MemoryStore {
         }
         Ok(stalled.len() as u64)
     }
-
-    async fn next_due(&self) -> Result<Option<Millis>, StoreError> {
-        let state = self.lock();
-        Ok(state
-            .runs
-            .values()
-            .filter(|run| wakes_on_timer(run.status))
-            .filter_map(|run| run.due_at)
-            .min())
-    }
-}
-
-/// The statuses [`Store::wake_due`] moves to `queued` when their `due_at` passes.
-pub(crate) fn wakes_on_timer(status: RunStatus) -> bool {
-    matches!(
-        status,
-        RunStatus::Scheduled
-            | RunStatus::Sleeping
-            | RunStatus::AwaitingEvent
-            | RunStatus::AwaitingRetry
-            | RunStatus::AwaitingChildWorkflow
-    )
 }

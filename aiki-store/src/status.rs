@@ -92,6 +92,12 @@ impl RunStatus {
         )
     }
 
+    /// `scheduled` or suspended: a timer moves the run to `queued` once its `due_at` has
+    /// passed ([`Store::wake_due`](crate::Store::wake_due)).
+    pub const fn wakes_on_timer(self) -> bool {
+        matches!(self, RunStatus::Scheduled) || self.is_suspended()
+    }
+
     /// The transition table. `true` when a run in `self` may move to `to`.
     ///
     /// * `scheduled` becomes `queued` when due; `queued` becomes `running` when claimed, or

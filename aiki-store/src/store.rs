@@ -118,8 +118,4 @@ pub trait Store: Send + Sync + Debug + 'static {
 
     /// Moves every run `queued` since before `now - max_age_ms` to `stalled`. Returns how many.
     async fn stall_undelivered(&self, now: Millis, max_age_ms: i64) -> Result<u64, StoreError>;
-
-    /// The earliest `due_at` among runs a timer will move ([`Store::wake_due`]), if any: lets a
-    /// worker sleep exactly until the next timer.
-    async fn next_due(&self) -> Result<Option<Millis>, StoreError>;
 }

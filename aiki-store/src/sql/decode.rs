@@ -1,44 +1,16 @@
-//! What the SQL backends share: decoding the JSON documents their queries return into records,
-//! and mapping driver errors onto [`StoreError`] kinds.
+//! Decoding the JSON documents the statements return into records.
 //!
-//! Every query that returns records builds one JSON document per record in SQL
-//! (`json_object` / `json_build_object`), so both backends decode through the same serde
-//! structs below, and `load_history` is one statement returning five documents.
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! Every statement that returns records builds one JSON document per record in SQL
+//! (`json_build_object`, SQLite's `json_object`), so both databases decode through the same
+//! serde structs below, and `load_history` is one statement returning five documents.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::{
-    EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord, RunStatus,
+    EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord,
     SleepRecord, StoreError,
 };
-
-/// Counts the statements a store sends to its database.
-#[derive(Debug, Default)]
-pub(crate) struct StatementCounter(AtomicU64);
-
-impl StatementCounter {
-    /// Counts `n` statements (round trips).
-    pub(crate) fn add(&self, n: u64) {
-        self.0.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// The total so far.
-    pub(crate) fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// Every status a run may move to `to` from, by the transition table.
-pub(crate) fn sources_of(to: RunStatus) -> Vec<&'static str> {
-    RunStatus::ALL
-        .into_iter()
-        .filter(|from| from.can_move_to(to))
-        .map(RunStatus::as_str)
-        .collect()
-}
 
 /// A JSON value as stored (compact text, bytes kept exactly).
 pub(crate) fn json_text(value: &Value) -> String {
@@ -352,100 +324,4 @@ pub(crate) fn timeout_outcome(
 /// A revision as stored.
 pub(crate) fn revision(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-/// Maps a driver error onto a [`StoreError`] kind.
-pub(crate) fn map_error(error: sqlx::Error) -> StoreError {
-    use sqlx::Error;
-    match error {
-        Error::Io(_)
-        | Error::Tls(_)
-        | Error::PoolTimedOut
-        | Error::PoolClosed
-        | Error::WorkerCrashed
-        | Error::Protocol(_) => StoreError::Unavailable {
-            message: error.to_string(),
-            source: Some(Box::new(error)),
-        },
-        Error::ColumnDecode { .. }
-        | Error::Decode(_)
-        | Error::ColumnNotFound(_)
-        | Error::ColumnIndexOutOfBounds { .. }
-        | Error::TypeNotFound { .. } => StoreError::Corrupt {
-            message: error.to_string(),
-        },
-        Error::Database(ref database) => {
-            if database.is_unique_violation() {
-                return StoreError::AlreadyExists {
-                    what: database.message().to_owned(),
-                };
-            }
-            let code = database.code().map(|code| code.into_owned());
-            if code.as_deref().is_some_and(is_transient_code) {
-                StoreError::Unavailable {
-                    message: error.to_string(),
-                    source: Some(Box::new(error)),
-                }
-            } else {
-                StoreError::Backend {
-                    source: Box::new(error),
-                }
-            }
-        }
-        other => StoreError::Backend {
-            source: Box::new(other),
-        },
-    }
-}
-
-/// Database error codes that mean "try again later": SQLite `BUSY`/`LOCKED` (with extended
-/// codes), PostgreSQL connection exceptions (class 08), shutdowns (57P01–57P03), too many
-/// connections (53300), serialization failures and deadlocks (40001, 40P01) and a database
-/// that does not exist (yet).
-fn is_transient_code(code: &str) -> bool {
-    if let Ok(sqlite) = code.parse::<i32>() {
-        return matches!(sqlite & 0xff, 5 | 6);
-    }
-    code.starts_with("08")
-        || matches!(
-            code,
-            "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01" | "3D000"
-        )
-}
-
-/// Maps a migration error: a database migrated by newer code, an edited migration, or a
-/// failure to reach the database.
-pub(crate) fn map_migrate_error(error: sqlx::migrate::MigrateError) -> StoreError {
-    use sqlx::migrate::MigrateError;
-    match error {
-        MigrateError::VersionMissing(version) => StoreError::Migration {
-            message: format!(
-                "the database has migration {version} applied, which this version of aiki-store \
-                 does not know: it was migrated by newer code; upgrade aiki (aiki-store) to the \
-                 version the other processes run"
-            ),
-        },
-        MigrateError::VersionMismatch(version) => StoreError::Migration {
-            message: format!(
-                "migration {version} applied to the database differs from the one in this code \
-                 (checksum mismatch); applied migrations are immutable, so this build of \
-                 aiki-store is not a released one: use a released version"
-            ),
-        },
-        MigrateError::Dirty(version) => StoreError::Migration {
-            message: format!(
-                "migration {version} was left partially applied; restore the database from a \
-                 backup or finish the migration by hand"
-            ),
-        },
-        MigrateError::Execute(error) => match map_error(error) {
-            transient @ StoreError::Unavailable { .. } => transient,
-            other => StoreError::Migration {
-                message: other.to_string(),
-            },
-        },
-        other => StoreError::Migration {
-            message: other.to_string(),
-        },
-    }
 }

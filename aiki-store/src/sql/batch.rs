@@ -1,5 +1,5 @@
 //! Group commit for [`Store::put_entry`](crate::Store::put_entry), the hot path of the SQL
-//! backends (two calls per task step).
+//! stores (two calls per task step).
 //!
 //! Callers enqueue their write with a reply channel; one background task takes everything
 //! queued (up to [`MAX_BATCH`] writes), writes it in ONE statement and replies to each caller
@@ -286,14 +286,14 @@ pub(crate) fn rows_json(batch: &[Pending]) -> String {
                 idx: i64::from(entry.index),
                 kind: entry.kind.as_str(),
                 status: entry.status.as_str(),
-                output: entry.output.as_ref().map(crate::sql::json_text),
+                output: entry.output.as_ref().map(super::decode::json_text),
                 fingerprint: entry.fingerprint.as_deref(),
                 attempts: i64::from(entry.attempts),
                 error_kind: entry.error.as_ref().map(|error| error.kind.as_str()),
                 error_message: entry.error.as_ref().map(|error| error.message.as_str()),
                 retry_at: entry.retry_at,
                 updated_at: entry.updated_at,
-                expected: crate::sql::revision(pending.expected),
+                expected: super::decode::revision(pending.expected),
             }
         })
         .collect();
@@ -301,11 +301,11 @@ pub(crate) fn rows_json(batch: &[Pending]) -> String {
 }
 
 /// The writes of a batch that the statement did not write (its `RETURNING` rows are
-/// `written`): their indexes in the batch, and the JSON array of their run ids.
+/// `written`): their indexes in the batch, and their run ids.
 pub(crate) fn refused(
     batch: &[Pending],
     written: &[(String, String, i64)],
-) -> (Vec<usize>, Option<String>) {
+) -> (Vec<usize>, Vec<String>) {
     let written: HashSet<(&str, &str, i64)> = written
         .iter()
         .map(|(run_id, address, idx)| (run_id.as_str(), address.as_str(), *idx))
@@ -326,8 +326,6 @@ pub(crate) fn refused(
         })
         .map(|(index, _)| index)
         .collect();
-    let ids =
-        (!ids.is_empty()).then(|| serde_json::to_string(&ids).expect("BUG: run ids serialize"));
     (refused, ids)
 }
 
@@ -346,7 +344,7 @@ pub(crate) fn outcomes(
             .iter()
             .find(|(run_id, _)| *run_id == id)
             .map(|(_, revision)| *revision);
-        outcomes[index] = Err(crate::sql::check_failed(
+        outcomes[index] = Err(super::decode::check_failed(
             entry.run_id,
             batch[index].expected,
             actual,
@@ -367,4 +365,61 @@ pub(crate) fn refused_with(
         outcomes[index] = Err(duplicate(&error));
     }
     outcomes
+}
+
+/// The group-commit writer of a SQL store: a batch in one statement, and (only when some
+/// writes were refused) one more that reads their runs' revisions to explain why.
+#[derive(Clone, Debug)]
+pub(crate) struct Entries<D> {
+    pub(crate) dialect: D,
+    pub(crate) sql: Arc<super::statements::Statements>,
+    pub(crate) statements: Arc<super::StatementCounter>,
+}
+
+impl<D: super::Dialect> EntryWriter for Entries<D> {
+    async fn write(&self, batch: &[Pending]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        use super::dialect::{On, Param};
+        self.statements.add(1);
+        let rows = rows_json(batch);
+        let written = self
+            .dialect
+            .fetch(
+                On::Write,
+                &self.sql.own.upsert_entries,
+                &[Param::Text(Some(&rows))],
+            )
+            .await?
+            .iter()
+            .map(|row| {
+                Ok((
+                    row.text(0)?.unwrap_or_default(),
+                    row.text(1)?.unwrap_or_default(),
+                    row.int(2)?.unwrap_or_default(),
+                ))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let (refused, ids) = refused(batch, &written);
+        if ids.is_empty() {
+            return Ok(outcomes(batch, &refused, &[]));
+        }
+        self.statements.add(1);
+        let revisions = self
+            .dialect
+            .fetch(On::Write, &self.sql.own.revisions_of, &[Param::List(ids)])
+            .await
+            .and_then(|rows| {
+                rows.iter()
+                    .map(|row| {
+                        Ok((
+                            row.text(0)?.unwrap_or_default(),
+                            row.int(1)?.unwrap_or_default(),
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, StoreError>>()
+            });
+        Ok(match revisions {
+            Ok(revisions) => outcomes(batch, &refused, &revisions),
+            Err(error) => refused_with(batch, &refused, error),
+        })
+    }
 }

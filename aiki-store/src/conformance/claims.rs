@@ -1,0 +1,174 @@
+//! Claims: filters, order and limits, refreshes, and a zombie executor fenced by the revision.
+
+use super::*;
+
+/// Claims take `queued` runs of the asked namespaces and pool only, oldest first, at most
+/// `limit`, each becoming `running` with its owner, heartbeat and an incremented revision.
+pub async fn check_claim_filters_orders_and_limits(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let (a, b, unlisted) = (namespace(), namespace(), namespace());
+    let a_late = create(store, new_run(&a, RunStatus::Queued, now + 3)).await;
+    let b_early = create(store, new_run(&b, RunStatus::Queued, now + 1)).await;
+    let mut gpu = new_run(&a, RunStatus::Queued, now);
+    gpu.pool = "gpu".to_owned();
+    let gpu = create(store, gpu).await;
+    let elsewhere = create(store, new_run(&unlisted, RunStatus::Queued, now)).await;
+    let a_latest = create(store, new_run(&a, RunStatus::Queued, now + 4)).await;
+    let mut scheduled = new_run(&a, RunStatus::Scheduled, now);
+    scheduled.due_at = Some(now);
+    let scheduled = create(store, scheduled).await;
+
+    let request = |limit: u32| ClaimRequest {
+        owner: "worker-7".to_owned(),
+        namespaces: vec![a.clone(), b.clone()],
+        pool: "default".to_owned(),
+        limit,
+        now: now + 10,
+    };
+    let first = store.claim(request(2)).await.expect("claim");
+    let ids: Vec<RunId> = first.iter().map(|run| run.id).collect();
+    assert_eq!(
+        ids,
+        [b_early.id, a_late.id],
+        "oldest first, at most the limit"
+    );
+    for run in &first {
+        assert_eq!(run.status, RunStatus::Running);
+        assert_eq!(run.owner.as_deref(), Some("worker-7"));
+        assert_eq!(run.heartbeat_at, Some(now + 10));
+        assert_eq!(run.revision, 2);
+        assert_eq!(store.get_run(run.id).await.expect("get_run"), *run);
+    }
+    let second = store.claim(request(10)).await.expect("claim");
+    assert_eq!(
+        second.iter().map(|run| run.id).collect::<Vec<_>>(),
+        [a_latest.id]
+    );
+    assert!(store.claim(request(10)).await.expect("claim").is_empty());
+    for untouched in [gpu, elsewhere, scheduled] {
+        assert_eq!(
+            store.get_run(untouched.id).await.expect("get_run"),
+            untouched
+        );
+    }
+    assert!(store.claim(request(0)).await.expect("claim").is_empty());
+}
+
+/// A claim refresh checks owner and revision without incrementing, and moves the heartbeat.
+pub async fn check_refresh_claim(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let run = running(store, "worker-1", now).await;
+    assert_conflict(
+        store
+            .refresh_claim(run.id, "worker-2", run.revision, now + 1)
+            .await,
+        run.id,
+        run.revision,
+        run.revision,
+    );
+    assert_conflict(
+        store
+            .refresh_claim(run.id, "worker-1", run.revision + 1, now + 1)
+            .await,
+        run.id,
+        run.revision + 1,
+        run.revision,
+    );
+    assert_eq!(store.get_run(run.id).await.expect("get_run"), run);
+    store
+        .refresh_claim(run.id, "worker-1", run.revision, now + 30_000)
+        .await
+        .expect("refresh");
+    let refreshed = store.get_run(run.id).await.expect("get_run");
+    assert_eq!(refreshed.heartbeat_at, Some(now + 30_000));
+    assert_eq!(
+        refreshed.revision, run.revision,
+        "refresh does not increment"
+    );
+    assert_eq!(refreshed.status, RunStatus::Running);
+}
+
+/// A zombie executor (its claim released and taken by another) can write nothing.
+pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    let now = GLOBAL_TIME;
+    let namespace = namespace();
+    let mut new = new_run(&namespace, RunStatus::Scheduled, now);
+    new.due_at = Some(LOCAL_TIME * 2);
+    let run = create(store, new).await; // 1
+    let run = store
+        .transition(run.id, 1, Transition::to(RunStatus::Queued, now))
+        .await
+        .expect("queue"); // 2
+    let claimed = store
+        .claim(claim_request(&namespace, "zombie", 1, now))
+        .await
+        .expect("claim"); // 3
+    assert_eq!(claimed.len(), 1);
+    let requeued = store
+        .transition(run.id, 3, Transition::to(RunStatus::Queued, now))
+        .await
+        .expect("requeue"); // 4
+    assert_eq!(requeued.revision, 4);
+    let zombie = store
+        .claim(claim_request(&namespace, "zombie", 1, now))
+        .await
+        .expect("claim")
+        .remove(0); // 5
+    assert_eq!(zombie.revision, 5);
+
+    let released = store
+        .release_stale_claims(now + 100_000, 90_000)
+        .await
+        .expect("release"); // 6
+    assert!(released.contains(&run.id));
+    let healthy = store
+        .claim(claim_request(&namespace, "healthy", 1, now + 100_001))
+        .await
+        .expect("claim")
+        .remove(0); // 7
+    assert_eq!(healthy.revision, 7);
+    assert_eq!(healthy.owner.as_deref(), Some("healthy"));
+
+    let id = run.id;
+    let then = now + 100_002;
+    assert_conflict(
+        store.put_entry(5, entry(id, "t:1", 0, then)).await,
+        id,
+        5,
+        7,
+    );
+    assert_conflict(store.put_sleep(5, sleep(id, "s", 0, then)).await, id, 5, 7);
+    assert_conflict(store.refresh_claim(id, "zombie", 5, then).await, id, 5, 7);
+    assert_conflict(
+        store.record_event_timeout(id, 5, "e", 0, then).await,
+        id,
+        5,
+        7,
+    );
+    assert_conflict(
+        store
+            .transition(id, 5, Transition::to(RunStatus::Completed, then))
+            .await,
+        id,
+        5,
+        7,
+    );
+    let child = new_run(&self::namespace(), RunStatus::Queued, then);
+    let child_id = child.id;
+    assert_conflict(
+        store
+            .start_child(5, entry(id, "child:1:x", 0, then), child)
+            .await,
+        id,
+        5,
+        7,
+    );
+    assert_not_found(store.get_run(child_id).await);
+    let history = store.load_history(id).await.expect("history");
+    assert_eq!(history.run, healthy, "nothing written");
+    assert!(history.entries.is_empty());
+    assert!(history.sleeps.is_empty());
+    assert!(history.events.is_empty());
+    assert!(history.children.is_empty());
+}

@@ -1,0 +1,142 @@
+//! Manifest entries: upserts checked against the revision, and child starts.
+
+use super::*;
+
+/// Entries are checked against the revision without incrementing it, and upserted by
+/// `(run, address, index)`.
+pub async fn check_put_entry(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let run = running(store, "worker", now).await;
+    assert_conflict(
+        store
+            .put_entry(run.revision + 1, entry(run.id, "charge:aa", 0, now))
+            .await,
+        run.id,
+        run.revision + 1,
+        run.revision,
+    );
+    assert_conflict(
+        store
+            .put_entry(run.revision - 1, entry(run.id, "charge:aa", 0, now))
+            .await,
+        run.id,
+        run.revision - 1,
+        run.revision,
+    );
+    assert!(
+        store
+            .load_history(run.id)
+            .await
+            .expect("history")
+            .entries
+            .is_empty(),
+        "a refused write writes nothing"
+    );
+
+    store
+        .put_entry(run.revision, entry(run.id, "charge:aa", 0, now))
+        .await
+        .expect("put_entry");
+    // Concurrent tasks of one run do not fence each other.
+    store
+        .put_entry(run.revision, entry(run.id, "email:bb", 0, now))
+        .await
+        .expect("put_entry");
+    let mut done = entry(run.id, "charge:aa", 0, now + 5);
+    done.status = EntryStatus::Completed;
+    done.output = Some(json!({"transaction_id": "t-1"}));
+    done.fingerprint = Some("fp".to_owned());
+    done.attempts = 2;
+    store
+        .put_entry(run.revision, done.clone())
+        .await
+        .expect("upsert");
+    let mut failed = entry(run.id, "charge:aa", 1, now + 6);
+    failed.status = EntryStatus::AwaitingRetry;
+    failed.error = Some(Failure::new("task_failed", "card declined"));
+    failed.retry_at = Some(now + 1_000);
+    store
+        .put_entry(run.revision, failed.clone())
+        .await
+        .expect("put_entry");
+
+    let history = store.load_history(run.id).await.expect("history");
+    assert_eq!(history.run.revision, run.revision, "no increment");
+    assert_eq!(
+        history.entries,
+        [done, failed, entry(run.id, "email:bb", 0, now)]
+    );
+}
+
+/// A child start writes the parent's entry (output: the child's id) and the child in one
+/// operation; a revision conflict writes neither; a known child reference reuses that run.
+pub async fn check_start_child(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let parent = running(store, "worker", now).await;
+    let child_namespace = namespace();
+    let address = "child:1.0.0:ship-1";
+    let make_child = |reference: &str| {
+        let mut child = new_run(&child_namespace, RunStatus::Queued, now);
+        child.reference_id = Some(reference.to_owned());
+        child.parent = Some(ParentLink {
+            run_id: parent.id,
+            address: address.to_owned(),
+        });
+        child
+    };
+    let mut start = entry(parent.id, address, 0, now);
+    start.kind = EntryKind::Child;
+    start.status = EntryStatus::Completed;
+
+    let refused = make_child("ship-1");
+    let refused_id = refused.id;
+    assert_conflict(
+        store
+            .start_child(parent.revision + 1, start.clone(), refused)
+            .await,
+        parent.id,
+        parent.revision + 1,
+        parent.revision,
+    );
+    assert_not_found(store.get_run(refused_id).await);
+    let history = store.load_history(parent.id).await.expect("history");
+    assert!(history.entries.is_empty() && history.children.is_empty());
+
+    let new_child = make_child("ship-1");
+    let child = store
+        .start_child(parent.revision, start.clone(), new_child.clone())
+        .await
+        .expect("start_child");
+    assert_eq!(child.id, new_child.id);
+    assert_eq!(child.status, RunStatus::Queued);
+    assert_eq!(child.revision, 1);
+    assert_eq!(child.parent, new_child.parent);
+    assert_eq!(store.get_run(child.id).await.expect("get_run"), child);
+    let history = store.load_history(parent.id).await.expect("history");
+    assert_eq!(history.run.revision, parent.revision, "no increment");
+    assert_eq!(history.children, std::slice::from_ref(&child));
+    assert_eq!(history.entries.len(), 1);
+    assert_eq!(history.entries[0].kind, EntryKind::Child);
+    assert_eq!(
+        history.entries[0].output,
+        Some(Value::String(child.id.to_string()))
+    );
+
+    // The same reference again: the existing child, no new run.
+    let again = make_child("ship-1");
+    let again_id = again.id;
+    let mut second = start.clone();
+    second.index = 1;
+    let existing = store
+        .start_child(parent.revision, second, again)
+        .await
+        .expect("start_child");
+    assert_eq!(existing, child);
+    assert_not_found(store.get_run(again_id).await);
+    let history = store.load_history(parent.id).await.expect("history");
+    assert_eq!(history.children.len(), 1);
+    assert_eq!(
+        history.entries[1].output,
+        Some(Value::String(child.id.to_string()))
+    );
+}

@@ -1,0 +1,271 @@
+//! The conformance suite every backend must pass.
+//!
+//! Each check is a plain `async fn` over a [`Store`]; [`conformance_tests!`](crate::conformance_tests)
+//! stamps out one `#[tokio::test]` per check for a store factory:
+//!
+//! ```no_run
+//! aiki_store::conformance_tests!(async { aiki_store::connect("memory:").await.unwrap() });
+//! # fn main() {}
+//! ```
+//!
+//! Checks create their own runs with fresh random ids, namespaces and reference ids, so many
+//! can share one database at once. The checks of the operations that sweep every run
+//! ([`Store::wake_due`], [`Store::release_stale_claims`], [`Store::stall_undelivered`]) take a
+//! process-wide lock and use times around [`GLOBAL_TIME`], far
+//! below [`LOCAL_TIME`], the time every other check uses, so a sweep never touches another
+//! check's runs. Checks assert error kinds, never messages.
+//!
+//! The checks live in one file per topic (runs, claims, entries, sleeps, events, sweeps,
+//! concurrency); this module holds the list of checks, the macro and the shared record builders.
+//! The module is compiled with the `conformance` feature; the crate using the macro needs
+//! `tokio` with the `macros` and `rt-multi-thread` features.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use serde_json::{Value, json};
+
+use crate::{
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EntryStatus, Failure,
+    Millis, Namespace, NewEvent, NewRun, ParentLink, RunId, RunRecord, RunStatus, SleepRecord,
+    Store, StoreError, Transition, WaitSpec,
+};
+
+mod claims;
+mod concurrency;
+mod entries;
+mod events;
+mod runs;
+mod sleeps;
+mod sweeps;
+
+pub use claims::*;
+pub use concurrency::*;
+pub use entries::*;
+pub use events::*;
+pub use runs::*;
+pub use sleeps::*;
+pub use sweeps::*;
+
+/// The time (ms) around which every check that does not sweep works (year 2096).
+pub const LOCAL_TIME: Millis = 4_000_000_000_000;
+
+/// The time (ms) around which the sweeping checks work (year 2001): a sweep at these times
+/// never reaches runs written at [`LOCAL_TIME`].
+pub const GLOBAL_TIME: Millis = 1_000_000_000_000;
+
+/// Serializes the sweeping checks of one test binary.
+static SWEEPS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// What a conformance test runs against: a store, plus whatever must live as long as the test
+/// (a temporary file or database to remove when dropped).
+pub trait Fixture: Send {
+    /// The store under test; `None` skips the test (the factory has said why, loudly).
+    fn store(&self) -> Option<&dyn Store>;
+}
+
+impl Fixture for crate::BoxStore {
+    fn store(&self) -> Option<&dyn Store> {
+        Some(&**self)
+    }
+}
+
+impl<F: Fixture> Fixture for Option<F> {
+    fn store(&self) -> Option<&dyn Store> {
+        self.as_ref().and_then(Fixture::store)
+    }
+}
+
+/// Stamps out one `#[tokio::test]` per conformance check, each calling `$factory` (an
+/// expression evaluating to a future of a [`Fixture`](crate::conformance::Fixture), e.g. a
+/// [`BoxStore`](crate::BoxStore)) for its store.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($factory:expr) => {
+        $crate::conformance_tests!(@checks $factory;
+            check_backend_has_a_name,
+            check_create_run,
+            check_create_run_dedupes_by_reference,
+            check_create_run_refuses_a_taken_id,
+            check_unknown_run_is_not_found,
+            check_transition_checks_and_increments_revision,
+            check_transition_refuses_moves_outside_the_table,
+            check_transition_writes_output_error_and_attempts,
+            check_leaving_running_clears_the_owner,
+            check_suspension_after_its_event_lands_in_scheduled,
+            check_suspension_after_its_child_ended_lands_in_scheduled,
+            check_terminal_child_wakes_waiting_parent,
+            check_cancel_sleeps,
+            check_claim_filters_orders_and_limits,
+            check_refresh_claim,
+            check_put_entry,
+            check_put_sleep,
+            check_start_child,
+            check_append_event,
+            check_record_event_timeout,
+            check_wake_due,
+            check_release_stale_claims,
+            check_stall_undelivered,
+            check_zombie_executor_is_fenced,
+            check_concurrent_claimers_never_share_a_run,
+            check_concurrent_put_entry_outcomes_are_each_their_own,
+            check_concurrent_put_entry_racing_a_transition,
+            check_values_round_trip,
+            check_load_history,
+        );
+    };
+    (@checks $factory:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let fixture = $factory.await;
+                if let Some(store) = $crate::conformance::Fixture::store(&fixture) {
+                    $crate::conformance::$check(store).await;
+                }
+            }
+        )*
+    };
+}
+
+fn namespace() -> Namespace {
+    Namespace::new(format!("conformance-{}", RunId::new()), "1.0.0")
+}
+
+fn new_run(namespace: &Namespace, status: RunStatus, now: Millis) -> NewRun {
+    NewRun {
+        id: RunId::new(),
+        namespace: namespace.clone(),
+        input: json!({"order": 1}),
+        input_hash: "0".repeat(64),
+        reference_id: None,
+        pool: "default".to_owned(),
+        status,
+        due_at: None,
+        parent: None,
+        now,
+    }
+}
+
+async fn create(store: &dyn Store, run: NewRun) -> RunRecord {
+    match store.create_run(run).await.expect("create_run") {
+        CreateOutcome::Created(run) => run,
+        CreateOutcome::Existing(run) => panic!("expected a new run, got existing {run:?}"),
+    }
+}
+
+fn claim_request(namespace: &Namespace, owner: &str, limit: u32, now: Millis) -> ClaimRequest {
+    ClaimRequest {
+        owner: owner.to_owned(),
+        namespaces: vec![namespace.clone()],
+        pool: "default".to_owned(),
+        limit,
+        now,
+    }
+}
+
+/// A fresh run claimed by `owner` at `now` (revision 2, `running`).
+async fn running(store: &dyn Store, owner: &str, now: Millis) -> RunRecord {
+    let namespace = namespace();
+    let run = create(store, new_run(&namespace, RunStatus::Queued, now)).await;
+    let claimed = store
+        .claim(claim_request(&namespace, owner, 1, now))
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 1, "the queued run is claimed");
+    assert_eq!(claimed[0].id, run.id);
+    claimed.into_iter().next().expect("one run")
+}
+
+fn entry(run_id: RunId, address: &str, index: u32, now: Millis) -> EntryRecord {
+    EntryRecord {
+        run_id,
+        address: address.to_owned(),
+        index,
+        kind: EntryKind::Task,
+        status: EntryStatus::Running,
+        output: None,
+        fingerprint: None,
+        attempts: 1,
+        error: None,
+        retry_at: None,
+        updated_at: now,
+    }
+}
+
+fn sleep(run_id: RunId, name: &str, index: u32, wake_at: Millis) -> SleepRecord {
+    SleepRecord {
+        run_id,
+        name: name.to_owned(),
+        index,
+        duration_ms: 1_000,
+        wake_at,
+        cancelled: false,
+    }
+}
+
+fn event(run_id: RunId, name: &str, data: Value, now: Millis) -> NewEvent {
+    NewEvent {
+        run_id,
+        name: name.to_owned(),
+        data,
+        reference_id: None,
+        now,
+    }
+}
+
+fn assert_conflict<T: std::fmt::Debug>(
+    result: Result<T, StoreError>,
+    run_id: RunId,
+    expected: u64,
+    actual: u64,
+) {
+    match result {
+        Err(StoreError::RevisionConflict {
+            run_id: id,
+            expected: e,
+            actual: a,
+        }) => {
+            assert_eq!((id, e, a), (run_id, expected, actual), "conflict details");
+        }
+        other => panic!("expected a revision conflict, got {other:?}"),
+    }
+}
+
+fn assert_not_found<T: std::fmt::Debug>(result: Result<T, StoreError>) {
+    assert!(
+        matches!(result, Err(StoreError::NotFound { .. })),
+        "expected NotFound, got {result:?}"
+    );
+}
+
+fn assert_invalid_transition<T: std::fmt::Debug>(result: Result<T, StoreError>) {
+    assert!(
+        matches!(result, Err(StoreError::InvalidTransition { .. })),
+        "expected InvalidTransition, got {result:?}"
+    );
+}
+
+/// Starts a child of `parent` (at the parent's current revision) addressed by `label`.
+async fn start_child_run(
+    store: &dyn Store,
+    parent: &RunRecord,
+    label: &str,
+    now: Millis,
+) -> (RunRecord, String) {
+    let address = format!("child:1.0.0:{label}");
+    let mut child = new_run(&namespace(), RunStatus::Queued, now);
+    child.parent = Some(ParentLink {
+        run_id: parent.id,
+        address: address.clone(),
+    });
+    let mut start = entry(parent.id, &address, 0, now);
+    start.kind = EntryKind::Child;
+    start.status = EntryStatus::Completed;
+    let child = store
+        .start_child(parent.revision, start, child)
+        .await
+        .expect("start_child");
+    (child, address)
+}

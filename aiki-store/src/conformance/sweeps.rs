@@ -1,0 +1,128 @@
+//! The sweeps over every run: due timers, stale claims, undelivered runs. They hold [`SWEEPS`](super::SWEEPS) and work at [`GLOBAL_TIME`](super::GLOBAL_TIME).
+
+use super::*;
+
+/// `wake_due` queues every timer-driven run that is due, and nothing else.
+pub async fn check_wake_due(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    let now = GLOBAL_TIME;
+    let namespace = namespace();
+    let mut scheduled = new_run(&namespace, RunStatus::Scheduled, now);
+    scheduled.due_at = Some(now + 100);
+    let scheduled = create(store, scheduled).await;
+    let mut later = new_run(&namespace, RunStatus::Scheduled, now);
+    later.due_at = Some(LOCAL_TIME * 2);
+    let later = create(store, later).await;
+    let sleeper = running(store, "worker", now).await;
+    let sleeper = store
+        .transition(
+            sleeper.id,
+            sleeper.revision,
+            Transition::to(RunStatus::Sleeping, now).due_at(now + 200),
+        )
+        .await
+        .expect("sleep");
+    let waiter = running(store, "worker", now).await;
+    let waiter = store
+        .transition(
+            waiter.id,
+            waiter.revision,
+            Transition::to(RunStatus::AwaitingEvent, now).due_at(now + 50),
+        )
+        .await
+        .expect("await");
+    let mut paused = new_run(&namespace, RunStatus::Scheduled, now);
+    paused.due_at = Some(now + 10);
+    let paused = create(store, paused).await;
+    let paused = store
+        .transition(
+            paused.id,
+            paused.revision,
+            Transition::to(RunStatus::Paused, now).due_at(now + 10),
+        )
+        .await
+        .expect("pause");
+
+    let moved = store.wake_due(now + 200).await.expect("wake_due");
+    assert!(moved >= 3, "at least this check's three due runs moved");
+    for due in [scheduled.clone(), sleeper, waiter] {
+        let run = store.get_run(due.id).await.expect("get_run");
+        assert_eq!(run.status, RunStatus::Queued);
+        assert_eq!(run.revision, due.revision + 1);
+        assert_eq!(run.due_at, None);
+        assert_eq!(run.queued_at, Some(now + 200));
+    }
+    assert_eq!(store.get_run(later.id).await.expect("get_run"), later);
+    assert_eq!(store.get_run(paused.id).await.expect("get_run"), paused);
+    let again = store.get_run(scheduled.id).await.expect("get_run");
+    store.wake_due(now + 300).await.expect("wake_due");
+    assert_eq!(
+        store.get_run(scheduled.id).await.expect("get_run"),
+        again,
+        "a queued run is not moved again"
+    );
+}
+
+/// Claim recovery releases `running` runs whose heartbeat is too old, and only those.
+pub async fn check_release_stale_claims(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    let now = GLOBAL_TIME;
+    let stale = running(store, "dead-worker", now).await;
+    let fresh = running(store, "live-worker", now).await;
+    store
+        .refresh_claim(fresh.id, "live-worker", fresh.revision, now + 80_000)
+        .await
+        .expect("refresh");
+    let released = store
+        .release_stale_claims(now + 100_000, 90_000)
+        .await
+        .expect("release");
+    assert!(released.contains(&stale.id));
+    assert!(!released.contains(&fresh.id));
+    let run = store.get_run(stale.id).await.expect("get_run");
+    assert_eq!(run.status, RunStatus::Queued);
+    assert_eq!(run.revision, stale.revision + 1);
+    assert_eq!(run.owner, None);
+    assert_eq!(run.heartbeat_at, None);
+    assert_eq!(run.queued_at, Some(now + 100_000));
+    let kept = store.get_run(fresh.id).await.expect("get_run");
+    assert_eq!(kept.status, RunStatus::Running);
+    assert_eq!(kept.revision, fresh.revision);
+    assert_eq!(kept.owner.as_deref(), Some("live-worker"));
+}
+
+/// Runs left `queued` longer than `max_age` move to `stalled`, and can be requeued.
+pub async fn check_stall_undelivered(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    let now = GLOBAL_TIME;
+    let namespace = namespace();
+    let old = create(store, new_run(&namespace, RunStatus::Queued, now)).await;
+    let young = create(store, new_run(&namespace, RunStatus::Queued, now + 50_000)).await;
+    let stalled = store
+        .stall_undelivered(now + 100_000, 60_000)
+        .await
+        .expect("stall");
+    assert!(stalled >= 1);
+    let run = store.get_run(old.id).await.expect("get_run");
+    assert_eq!(run.status, RunStatus::Stalled);
+    assert_eq!(run.revision, old.revision + 1);
+    assert_eq!(store.get_run(young.id).await.expect("get_run"), young);
+    assert!(
+        store
+            .claim(claim_request(&namespace, "worker", 10, now + 100_001))
+            .await
+            .expect("claim")
+            .iter()
+            .all(|claimed| claimed.id != old.id),
+        "a stalled run is not delivered"
+    );
+    let requeued = store
+        .transition(
+            old.id,
+            run.revision,
+            Transition::to(RunStatus::Queued, now + 200_000),
+        )
+        .await
+        .expect("requeue");
+    assert_eq!(requeued.queued_at, Some(now + 200_000), "a fresh clock");
+}

@@ -1,0 +1,105 @@
+//! The parameter lists of the statements that write whole records, written once.
+
+use crate::{EntryRecord, NewEvent, NewRun, RunId, RunStatus, Transition};
+
+use super::statements::sources_of;
+
+use super::decode::{json_text, revision};
+use super::dialect::{Param, params};
+
+/// The parameters of `Statements::insert_run`.
+pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 14] {
+    params![
+        run.id,
+        run.namespace.to_string(),
+        &run.namespace.workflow,
+        &run.namespace.version,
+        json_text(&run.input),
+        &run.input_hash,
+        &run.reference_id,
+        &run.pool,
+        run.status.as_str(),
+        run.due_at,
+        (run.status == RunStatus::Queued).then_some(run.now),
+        run.parent.as_ref().map(|parent| parent.run_id.to_string()),
+        run.parent.as_ref().map(|parent| parent.address.as_str()),
+        run.now,
+    ]
+}
+
+/// The parameters of `Statements::select_by_reference` for a run that found its reference id
+/// taken.
+pub(crate) fn by_reference(run: &NewRun) -> [Param<'_>; 2] {
+    params![run.namespace.to_string(), &run.reference_id]
+}
+
+/// The parameters of `Statements::upsert_entry`.
+pub(crate) fn upsert_entry(expected: u64, entry: &EntryRecord) -> [Param<'_>; 13] {
+    params![
+        entry.run_id,
+        entry.address.as_str(),
+        i64::from(entry.index),
+        entry.kind.as_str(),
+        entry.status.as_str(),
+        entry.output.as_ref().map(json_text),
+        &entry.fingerprint,
+        i64::from(entry.attempts),
+        entry.error.as_ref().map(|error| error.kind.as_str()),
+        entry.error.as_ref().map(|error| error.message.as_str()),
+        entry.retry_at,
+        entry.updated_at,
+        revision(expected),
+    ]
+}
+
+/// The parameters of a dialect's transition statement: `$1` id, `$2` expected revision, `$3`
+/// the new status, `$4` now, `$5` due time, `$6` whether an output is written, `$7` output,
+/// `$8` its fingerprint, `$9`/`$10` error kind and message, `$11` attempts, `$12` whether it
+/// is a suspension, `$13`/`$14` the awaited events' names and indexes, `$15` the awaited
+/// children, `$16` the statuses it may move from, `$17` whether pending sleeps are cancelled.
+pub(crate) fn transition(id: RunId, expected: u64, transition: &Transition) -> Vec<Param<'_>> {
+    let to = transition.to;
+    let wait = transition.wait.clone().unwrap_or_default();
+    let (names, indexes): (Vec<String>, Vec<i64>) = wait
+        .events
+        .into_iter()
+        .map(|(name, index)| (name, i64::from(index)))
+        .unzip();
+    let children = wait.children.iter().map(RunId::to_string).collect();
+    let mut params = Vec::from(params![
+        id,
+        revision(expected),
+        to.as_str(),
+        transition.now,
+        transition.due_at,
+        transition.output.is_some(),
+        transition.output.as_ref().map(json_text),
+        &transition.output_fingerprint,
+        transition.error.as_ref().map(|error| error.kind.as_str()),
+        transition
+            .error
+            .as_ref()
+            .map(|error| error.message.as_str()),
+        transition.attempts.map(i64::from),
+        to.is_suspended(),
+    ]);
+    params.extend([
+        Param::List(names),
+        Param::IntList(indexes),
+        Param::List(children),
+        Param::List(sources_of(to)),
+        Param::Bool(transition.cancel_sleeps),
+    ]);
+    params
+}
+
+/// The parameters of `INSERT_EVENT` and `WAKE_FOR_EVENT`; `data` is the payload's text.
+pub(crate) fn event<'a>(event: &'a NewEvent, data: &'a str) -> [Param<'a>; 5] {
+    params![
+        event.run_id,
+        event.name.as_str(),
+        data,
+        &event.reference_id,
+        event.now
+    ]
+}

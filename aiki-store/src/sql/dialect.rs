@@ -1,0 +1,316 @@
+//! What differs between the SQL databases, and the neutral values that cross the line.
+//!
+//! The shared code in [`super`] speaks only these types: statements as text, parameters as
+//! [`Param`]s, result rows as [`Row`]s of [`Cell`]s. A [`Dialect`] binds and runs them on its
+//! driver, renders the shared statement text into its syntax, classifies its error codes, and
+//! owns the few operations whose control flow truly differs between the databases.
+
+use std::fmt;
+use std::future::Future;
+
+use crate::{NewEvent, RunId, RunStatus, StoreError, Transition};
+
+use super::SqlStore;
+
+/// A statement parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Param<'a> {
+    /// Text, or `NULL`.
+    Text(Option<&'a str>),
+    /// Owned text, or `NULL`.
+    Owned(Option<String>),
+    /// A 64-bit integer, or `NULL`.
+    Int(Option<i64>),
+    /// A boolean.
+    Bool(bool),
+    /// A list of text: a PostgreSQL `text[]`, a JSON array for SQLite (read with `json_each`).
+    List(Vec<String>),
+    /// A list of integers: a PostgreSQL `bigint[]`, a JSON array for SQLite.
+    IntList(Vec<i64>),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(text: &'a str) -> Self {
+        Param::Text(Some(text))
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(text: &'a String) -> Self {
+        Param::Text(Some(text))
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Param<'a> {
+    fn from(text: Option<&'a str>) -> Self {
+        Param::Text(text)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Param<'a> {
+    fn from(text: &'a Option<String>) -> Self {
+        Param::Text(text.as_deref())
+    }
+}
+
+impl From<String> for Param<'_> {
+    fn from(text: String) -> Self {
+        Param::Owned(Some(text))
+    }
+}
+
+impl From<Option<String>> for Param<'_> {
+    fn from(text: Option<String>) -> Self {
+        Param::Owned(text)
+    }
+}
+
+impl From<i64> for Param<'_> {
+    fn from(value: i64) -> Self {
+        Param::Int(Some(value))
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(value: Option<i64>) -> Self {
+        Param::Int(value)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(value: bool) -> Self {
+        Param::Bool(value)
+    }
+}
+
+impl From<RunId> for Param<'_> {
+    fn from(id: RunId) -> Self {
+        Param::Owned(Some(id.to_string()))
+    }
+}
+
+impl Param<'_> {
+    /// A list parameter as a JSON array (SQLite's form).
+    pub(crate) fn list_json(&self) -> Option<String> {
+        let json = match self {
+            Param::List(items) => serde_json::to_string(items),
+            Param::IntList(items) => serde_json::to_string(items),
+            _ => return None,
+        };
+        Some(json.expect("BUG: lists serialize"))
+    }
+}
+
+/// The parameters of a statement, in `$1, $2, …` order.
+macro_rules! params {
+    ($($value:expr),* $(,)?) => {
+        [$($crate::sql::dialect::Param::from($value)),*]
+    };
+}
+pub(crate) use params;
+
+/// One value of a result row.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Cell {
+    /// `NULL`.
+    Null,
+    /// An integer.
+    Int(i64),
+    /// Text.
+    Text(String),
+}
+
+/// A result row.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Row(pub(crate) Vec<Cell>);
+
+impl Row {
+    fn cell(&self, index: usize) -> Result<&Cell, StoreError> {
+        self.0.get(index).ok_or_else(|| StoreError::Corrupt {
+            message: format!("BUG: a statement returned no column {index}"),
+        })
+    }
+
+    /// Column `index` as text (`None` for `NULL`).
+    pub(crate) fn text(&self, index: usize) -> Result<Option<String>, StoreError> {
+        match self.cell(index)? {
+            Cell::Null => Ok(None),
+            Cell::Text(text) => Ok(Some(text.clone())),
+            Cell::Int(value) => Err(StoreError::Corrupt {
+                message: format!("column {index} holds the integer {value} where text belongs"),
+            }),
+        }
+    }
+
+    /// Column `index` as an integer (`None` for `NULL`).
+    pub(crate) fn int(&self, index: usize) -> Result<Option<i64>, StoreError> {
+        match self.cell(index)? {
+            Cell::Null => Ok(None),
+            Cell::Int(value) => Ok(Some(*value)),
+            Cell::Text(text) => Err(StoreError::Corrupt {
+                message: format!("column {index} holds the text `{text}` where a number belongs"),
+            }),
+        }
+    }
+
+    /// Moves column `index` out as text.
+    pub(crate) fn take_text(&mut self, index: usize) -> Result<Option<String>, StoreError> {
+        match self
+            .0
+            .get_mut(index)
+            .map(|cell| std::mem::replace(cell, Cell::Null))
+        {
+            Some(Cell::Text(text)) => Ok(Some(text)),
+            Some(Cell::Null) => Ok(None),
+            Some(Cell::Int(value)) => Err(StoreError::Corrupt {
+                message: format!("column {index} holds the integer {value} where text belongs"),
+            }),
+            None => Err(StoreError::Corrupt {
+                message: format!("BUG: a statement returned no column {index}"),
+            }),
+        }
+    }
+}
+
+/// Where a statement runs.
+#[derive(Debug)]
+pub(crate) enum On<'a, Tx> {
+    /// A read that needs no transaction (SQLite: its read pool, so reads never wait behind
+    /// writes).
+    Read,
+    /// A write outside a transaction (SQLite: its one writer connection).
+    Write,
+    /// Inside an open transaction.
+    Tx(&'a mut Tx),
+}
+
+/// One SQL database: its driver, its syntax, its error codes and the operations whose control
+/// flow differs from the other's.
+pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
+    /// The sqlx database.
+    type Db: sqlx::Database;
+
+    /// An open transaction.
+    type Tx: Send;
+
+    /// How the shared driver glue renders, classifies errors, binds and reads here.
+    const DRIVER: super::driver::Driver<Self::Db>;
+
+    /// The backend's name (`sqlite`, `postgres`).
+    const BACKEND: &'static str;
+
+    /// Statements that differ in more than placeholders and casts, in this database's syntax.
+    fn statements() -> DialectStatements;
+
+    /// Opens a transaction that holds the write lock from its first statement on.
+    fn begin(&self) -> impl Future<Output = Result<Self::Tx, StoreError>> + Send;
+
+    /// Commits a transaction.
+    fn commit(tx: Self::Tx) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Applies pending migrations, safely when several processes do so at once.
+    fn migrate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Closes the connections, waiting for statements in flight.
+    fn close(&self) -> impl Future<Output = ()> + Send;
+
+    /// Runs a statement; the number of rows it changed.
+    fn execute<'a>(
+        &'a self,
+        on: On<'a, Self::Tx>,
+        sql: &'a str,
+        params: &'a [Param<'a>],
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'a;
+
+    /// Runs a statement; the rows it returned.
+    fn fetch<'a>(
+        &'a self,
+        on: On<'a, Self::Tx>,
+        sql: &'a str,
+        params: &'a [Param<'a>],
+    ) -> impl Future<Output = Result<Vec<Row>, StoreError>> + Send + 'a;
+
+    /// Applies a transition's guarded update (see [`crate::Store::transition`]); the run
+    /// document as written, or `None` when the guard (revision, source status) matched no row.
+    fn transition<'a>(
+        store: &'a SqlStore<Self>,
+        id: RunId,
+        expected: u64,
+        transition: &'a Transition,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send + 'a;
+
+    /// Inserts an event at the next index of its name's queue, inside `tx`, which has locked
+    /// the run (found in `status`), and wakes a run that awaits an event, all in this
+    /// transaction. The index, or `None` for a duplicate reference id.
+    fn insert_event<'a>(
+        store: &'a SqlStore<Self>,
+        tx: &'a mut Self::Tx,
+        event: &'a NewEvent,
+        status: RunStatus,
+    ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send + 'a;
+}
+
+/// The statements a dialect writes in its own syntax (list parameters, locking).
+#[derive(Clone, Debug)]
+pub(crate) struct DialectStatements {
+    /// Claims queued runs: `$1` owner, `$2` now, `$3` pool, `$4` namespaces (a list), `$5`
+    /// limit; returns run documents (see [`super::statements::run_doc`]).
+    pub(crate) claim: String,
+    /// The guarded update of a transition, returning the run document (the dialect's
+    /// [`Dialect::transition`] binds it).
+    pub(crate) transition: String,
+    /// Upserts a batch of entries (`$1`: a JSON array of `batch::Row`), each only if its run's
+    /// revision is the one it expects; returns `(run_id, address, idx)` of the written ones.
+    pub(crate) upsert_entries: String,
+    /// `(id, revision)` of the runs in `$1` (a list of ids).
+    pub(crate) revisions_of: String,
+    /// Inserts an event (see `statements::INSERT_EVENT`), and, where the database can do both
+    /// in one statement, wakes the run too; returns the event's index.
+    pub(crate) insert_event: String,
+}
+
+/// Drops every `::type` cast (`::uuid`, `::text[]`) from a statement: SQLite's rendering.
+pub(crate) fn strip_casts(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(at) = rest.find("::") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let mut skipped = &after[name_len..];
+        if let Some(array) = skipped.strip_prefix("[]") {
+            skipped = array;
+        }
+        rest = skipped;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn casts_are_stripped_whole() {
+        assert_eq!(
+            strip_casts("SELECT r.id::text FROM t WHERE id = $1::uuid AND x = ANY($2::text[])"),
+            "SELECT r.id FROM t WHERE id = $1 AND x = ANY($2)"
+        );
+        assert_eq!(strip_casts("no casts here"), "no casts here");
+        assert_eq!(strip_casts("json_agg(x)::text"), "json_agg(x)");
+    }
+
+    #[test]
+    fn rows_type_their_cells() {
+        let mut row = Row(vec![Cell::Text("a".into()), Cell::Int(7), Cell::Null]);
+        assert_eq!(row.text(0).unwrap().as_deref(), Some("a"));
+        assert_eq!(row.int(1).unwrap(), Some(7));
+        assert_eq!(row.int(2).unwrap(), None);
+        assert!(matches!(row.text(1), Err(StoreError::Corrupt { .. })));
+        assert!(matches!(row.int(3), Err(StoreError::Corrupt { .. })));
+        assert_eq!(row.take_text(0).unwrap().as_deref(), Some("a"));
+    }
+}

@@ -1,0 +1,230 @@
+//! The driver glue both dialects share: binding [`Param`]s, running a statement where
+//! [`On`] says, and reading result rows as [`Cell`]s. Generic over sqlx's database; each
+//! dialect instantiates it with its own, and supplies how a list parameter is bound and which
+//! type names are integers.
+
+use sqlx::query::Query;
+use sqlx::{Database, Decode, Encode, Executor, IntoArguments, Pool, Transaction, Type};
+use sqlx::{Row as _, TypeInfo as _, ValueRef as _};
+
+use crate::StoreError;
+
+use super::dialect::{Cell, On, Param, Row};
+
+/// What the glue needs to know of one database.
+pub(crate) struct Driver<DB: Database> {
+    /// Renders a shared statement (see [`super::statements`]) into this database's syntax.
+    pub(crate) render: fn(&str) -> String,
+    /// Whether a database error code means "try again later" on this database.
+    pub(crate) is_transient: fn(&str) -> bool,
+    /// Binds a list parameter ([`Param::List`], [`Param::IntList`]).
+    pub(crate) bind_list: for<'q> fn(
+        Query<'q, DB, <DB as Database>::Arguments<'q>>,
+        &'q Param<'q>,
+    ) -> Query<'q, DB, <DB as Database>::Arguments<'q>>,
+    /// Whether a value's type name is an integer type.
+    pub(crate) is_integer: fn(&str) -> bool,
+}
+
+impl<DB: Database> Driver<DB> {
+    /// Maps a driver error onto a [`StoreError`] kind.
+    pub(crate) fn map_error(&self, error: sqlx::Error) -> StoreError {
+        super::error::map_error(error, self.is_transient)
+    }
+
+    /// Maps a migration error.
+    pub(crate) fn map_migrate_error(&self, error: sqlx::migrate::MigrateError) -> StoreError {
+        super::error::map_migrate_error(error, self.is_transient)
+    }
+}
+
+/// SQLite: lists bound as JSON arrays (read with `json_each`), values typed by their own
+/// storage class.
+#[cfg(feature = "sqlite")]
+pub(crate) const SQLITE: Driver<sqlx::Sqlite> = Driver {
+    render: super::statements::render_for_sqlite,
+    is_transient: super::error::sqlite_code_is_transient,
+    bind_list: |query, list| query.bind(list.list_json()),
+    is_integer: |name| name == "INTEGER",
+};
+
+/// PostgreSQL: lists bound as arrays, values typed by their column (every statement casts
+/// what it returns to `text` or `bigint`).
+#[cfg(feature = "postgres")]
+pub(crate) const POSTGRES: Driver<sqlx::Postgres> = Driver {
+    render: str::to_owned,
+    is_transient: super::error::postgres_code_is_transient,
+    bind_list: |query, list| match list {
+        Param::IntList(items) => query.bind(items.as_slice()),
+        Param::List(items) => query.bind(items.as_slice()),
+        _ => unreachable!("BUG: only lists are bound as arrays"),
+    },
+    is_integer: |name| matches!(name, "INT8" | "INT4" | "INT2"),
+};
+
+/// A statement with its parameters bound.
+fn bind<'q, DB: Database>(
+    driver: &Driver<DB>,
+    sql: &'q str,
+    params: &'q [Param<'q>],
+) -> Query<'q, DB, <DB as Database>::Arguments<'q>>
+where
+    Option<&'q str>: Encode<'q, DB> + Type<DB>,
+    Option<i64>: Encode<'q, DB> + Type<DB>,
+    bool: Encode<'q, DB> + Type<DB>,
+{
+    let mut query = sqlx::query::<DB>(sql);
+    for param in params {
+        query = match param {
+            Param::Text(text) => query.bind(*text),
+            Param::Owned(text) => query.bind(text.as_deref()),
+            Param::Int(value) => query.bind(*value),
+            Param::Bool(value) => query.bind(*value),
+            Param::List(_) | Param::IntList(_) => (driver.bind_list)(query, param),
+        };
+    }
+    query
+}
+
+/// Runs a statement on the pool `on` names (`read` or `write`) or in its transaction; the rows
+/// it changed.
+pub(crate) async fn execute<'a, DB: Database>(
+    driver: &Driver<DB>,
+    (read, write): (&'a Pool<DB>, &'a Pool<DB>),
+    on: On<'a, Transaction<'static, DB>>,
+    sql: &'a str,
+    params: &'a [Param<'a>],
+) -> Result<u64, StoreError>
+where
+    for<'c> &'c mut <DB as Database>::Connection: Executor<'c, Database = DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    bool: Encode<'a, DB> + Type<DB>,
+    DB::QueryResult: RowsAffected,
+{
+    let query = bind(driver, sql, params);
+    let done = match on {
+        On::Read => query.execute(read).await,
+        On::Write => query.execute(write).await,
+        On::Tx(tx) => query.execute(&mut **tx).await,
+    };
+    done.map(|done| done.rows_affected())
+        .map_err(|error| driver.map_error(error))
+}
+
+/// The number of rows a statement changed (each driver's result type has it, but no common
+/// trait does).
+pub(crate) trait RowsAffected {
+    /// As the driver reports it.
+    fn rows_affected(&self) -> u64;
+}
+
+macro_rules! rows_affected {
+    ($($feature:literal => $result:ty),*) => {$(
+        #[cfg(feature = $feature)]
+        impl RowsAffected for $result {
+            fn rows_affected(&self) -> u64 {
+                <$result>::rows_affected(self)
+            }
+        }
+    )*};
+}
+
+rows_affected!(
+    "sqlite" => sqlx::sqlite::SqliteQueryResult,
+    "postgres" => sqlx::postgres::PgQueryResult
+);
+
+/// Runs a statement like [`execute`]; the rows it returned, as cells.
+pub(crate) async fn fetch<'a, DB: Database>(
+    driver: &Driver<DB>,
+    (read, write): (&'a Pool<DB>, &'a Pool<DB>),
+    on: On<'a, Transaction<'static, DB>>,
+    sql: &'a str,
+    params: &'a [Param<'a>],
+) -> Result<Vec<Row>, StoreError>
+where
+    for<'c> &'c mut <DB as Database>::Connection: Executor<'c, Database = DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    bool: Encode<'a, DB> + Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+    for<'r> i64: Decode<'r, DB> + Type<DB>,
+    for<'r> String: Decode<'r, DB> + Type<DB>,
+{
+    let query = bind(driver, sql, params);
+    let rows = match on {
+        On::Read => query.fetch_all(read).await,
+        On::Write => query.fetch_all(write).await,
+        On::Tx(tx) => query.fetch_all(&mut **tx).await,
+    };
+    rows.map_err(|error| driver.map_error(error))?
+        .iter()
+        .map(|row| cells(driver, row))
+        .collect()
+}
+
+/// A result row as cells, by each value's type.
+fn cells<DB: Database>(driver: &Driver<DB>, row: &DB::Row) -> Result<Row, StoreError>
+where
+    usize: sqlx::ColumnIndex<DB::Row>,
+    for<'r> i64: Decode<'r, DB> + Type<DB>,
+    for<'r> String: Decode<'r, DB> + Type<DB>,
+{
+    (0..row.len())
+        .map(|index| {
+            let raw = row
+                .try_get_raw(index)
+                .map_err(|error| driver.map_error(error))?;
+            if raw.is_null() {
+                return Ok(Cell::Null);
+            }
+            let integer = (driver.is_integer)(raw.type_info().name());
+            Ok(if integer {
+                Cell::Int(
+                    row.try_get(index)
+                        .map_err(|error| driver.map_error(error))?,
+                )
+            } else {
+                Cell::Text(
+                    row.try_get(index)
+                        .map_err(|error| driver.map_error(error))?,
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Row)
+}
+
+/// The `execute`, `fetch` and `commit` methods of a [`Dialect`](super::Dialect) impl, over its
+/// `(read, write)` pools as `$pools` (an expression of `self`).
+macro_rules! dialect_methods {
+    ($self:ident => $pools:expr) => {
+        async fn commit(tx: Self::Tx) -> Result<(), $crate::StoreError> {
+            tx.commit()
+                .await
+                .map_err(|error| Self::DRIVER.map_error(error))
+        }
+
+        async fn execute<'a>(
+            &'a $self,
+            on: $crate::sql::On<'a, Self::Tx>,
+            sql: &'a str,
+            params: &'a [$crate::sql::Param<'a>],
+        ) -> Result<u64, $crate::StoreError> {
+            $crate::sql::driver::execute(&Self::DRIVER, $pools, on, sql, params).await
+        }
+
+        async fn fetch<'a>(
+            &'a $self,
+            on: $crate::sql::On<'a, Self::Tx>,
+            sql: &'a str,
+            params: &'a [$crate::sql::Param<'a>],
+        ) -> Result<Vec<$crate::sql::Row>, $crate::StoreError> {
+            $crate::sql::driver::fetch(&Self::DRIVER, $pools, on, sql, params).await
+        }
+    };
+}
+pub(crate) use dialect_methods;

@@ -1,0 +1,325 @@
+//! The operations of the [`Store`](crate::Store) contract, written once for both databases.
+//! Each is one statement or one transaction; their costs in statements are pinned by the
+//! backends' tests.
+
+use serde_json::Value;
+
+use crate::{
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
+    NewEvent, NewRun, RunId, RunRecord, SleepRecord, StoreError, Transition,
+};
+
+use super::decode::{self, revision};
+use super::dialect::{Dialect, On, Param, params};
+use super::{SqlStore, binds};
+
+impl<D: Dialect> SqlStore<D> {
+    /// Inserts a run unless its namespace and reference id name one already.
+    async fn insert_run(
+        &self,
+        on: On<'_, D::Tx>,
+        run: &NewRun,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let doc = self
+            .fetch_text(on, &self.sql.insert_run, &binds::insert_run(run))
+            .await?;
+        doc.map(|doc| decode::run_from_json(&doc)).transpose()
+    }
+
+    /// The run holding a new run's namespace and reference id.
+    async fn select_by_reference(
+        &self,
+        on: On<'_, D::Tx>,
+        run: &NewRun,
+    ) -> Result<RunRecord, StoreError> {
+        let doc = self
+            .fetch_text(on, &self.sql.select_by_reference, &binds::by_reference(run))
+            .await?
+            .ok_or_else(|| StoreError::Corrupt {
+                message: format!(
+                    "the run holding reference id {:?} in {} vanished while starting another",
+                    run.reference_id, run.namespace
+                ),
+            })?;
+        decode::run_from_json(&doc)
+    }
+
+    /// Upserts an entry if its run has revision `expected`; whether it was written.
+    async fn upsert_entry(
+        &self,
+        on: On<'_, D::Tx>,
+        expected: u64,
+        entry: &EntryRecord,
+    ) -> Result<bool, StoreError> {
+        let written = self
+            .execute(
+                on,
+                &self.sql.upsert_entry,
+                &binds::upsert_entry(expected, entry),
+            )
+            .await?;
+        Ok(written == 1)
+    }
+
+    pub(crate) async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        if let Some(created) = self.insert_run(On::Write, &run).await? {
+            return Ok(CreateOutcome::Created(created));
+        }
+        Ok(CreateOutcome::Existing(
+            self.select_by_reference(On::Write, &run).await?,
+        ))
+    }
+
+    pub(crate) async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        let doc = self
+            .fetch_text(On::Read, &self.sql.get_run, &[id.into()])
+            .await?;
+        decode::run_from_json(&doc.ok_or_else(|| StoreError::run_not_found(id))?)
+    }
+
+    pub(crate) async fn load_history(&self, id: RunId) -> Result<History, StoreError> {
+        // One statement: one snapshot, one round trip.
+        let mut row = self
+            .fetch_optional(On::Read, &self.sql.load_history, &[id.into()])
+            .await?
+            .unwrap_or_default();
+        decode::history_from_json(
+            id,
+            row.take_text(0)?,
+            row.take_text(1)?,
+            row.take_text(2)?,
+            row.take_text(3)?,
+            row.take_text(4)?,
+        )
+    }
+
+    pub(crate) async fn transition(
+        &self,
+        id: RunId,
+        expected: u64,
+        transition: Transition,
+    ) -> Result<RunRecord, StoreError> {
+        match D::transition(self, id, expected, &transition).await? {
+            Some(doc) => decode::run_from_json(&doc),
+            None => Err(self.explain_refusal(id, expected, transition.to).await),
+        }
+    }
+
+    pub(crate) async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
+        if request.limit == 0 || request.namespaces.is_empty() {
+            return Ok(Vec::new());
+        }
+        let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
+        let rows = self
+            .fetch(
+                On::Write,
+                &self.sql.own.claim,
+                &[
+                    Param::from(&request.owner),
+                    Param::from(request.now),
+                    Param::from(&request.pool),
+                    Param::List(namespaces),
+                    Param::from(i64::from(request.limit)),
+                ],
+            )
+            .await?;
+        let mut runs = rows
+            .into_iter()
+            .map(|mut row| decode::run_from_json(&row.take_text(0)?.unwrap_or_default()))
+            .collect::<Result<Vec<_>, _>>()?;
+        decode::sort_claimed(&mut runs);
+        Ok(runs)
+    }
+
+    pub(crate) async fn refresh_claim(
+        &self,
+        id: RunId,
+        owner: &str,
+        expected: u64,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let refreshed = self
+            .execute(
+                On::Write,
+                &self.sql.refresh_claim,
+                &params![id, revision(expected), owner, now],
+            )
+            .await?;
+        if refreshed == 0 {
+            return Err(self.check_failed(On::Write, id, expected).await);
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn put_entry(
+        &self,
+        expected: u64,
+        entry: EntryRecord,
+    ) -> Result<(), StoreError> {
+        // Group commit: concurrent calls share one statement (see `batch`).
+        self.entries.put(expected, entry).await
+    }
+
+    pub(crate) async fn start_child(
+        &self,
+        expected: u64,
+        mut entry: EntryRecord,
+        child: NewRun,
+    ) -> Result<RunRecord, StoreError> {
+        let mut tx = self.begin().await?;
+        entry.output = Some(Value::String(child.id.to_string()));
+        if !self.upsert_entry(On::Tx(&mut tx), expected, &entry).await? {
+            return Err(self
+                .check_failed(On::Tx(&mut tx), entry.run_id, expected)
+                .await);
+        }
+        let run = match self.insert_run(On::Tx(&mut tx), &child).await? {
+            Some(created) => created,
+            None => {
+                let existing = self.select_by_reference(On::Tx(&mut tx), &child).await?;
+                entry.output = Some(Value::String(existing.id.to_string()));
+                self.upsert_entry(On::Tx(&mut tx), expected, &entry).await?;
+                existing
+            }
+        };
+        self.commit(tx).await?;
+        Ok(run)
+    }
+
+    pub(crate) async fn put_sleep(
+        &self,
+        expected: u64,
+        sleep: SleepRecord,
+    ) -> Result<(), StoreError> {
+        let written = self
+            .execute(
+                On::Write,
+                &self.sql.put_sleep,
+                &params![
+                    sleep.run_id,
+                    sleep.name.as_str(),
+                    i64::from(sleep.index),
+                    sleep.duration_ms,
+                    sleep.wake_at,
+                    sleep.cancelled,
+                    revision(expected),
+                ],
+            )
+            .await?;
+        if written == 0 {
+            return Err(self.check_failed(On::Write, sleep.run_id, expected).await);
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+        let mut tx = self.begin().await?;
+        // Locking the run (PostgreSQL; SQLite's transaction holds the write lock) serializes
+        // index assignment per run, and makes the wake-up see the run's latest status.
+        let status = self
+            .fetch_text(
+                On::Tx(&mut tx),
+                &self.sql.lock_status,
+                &[event.run_id.into()],
+            )
+            .await?
+            .ok_or_else(|| StoreError::run_not_found(event.run_id))?;
+        let status: crate::RunStatus = status.parse().map_err(|error| StoreError::Corrupt {
+            message: format!("{error}"),
+        })?;
+        if status.is_terminal() {
+            return Err(StoreError::InvalidTransition {
+                run_id: event.run_id,
+                from: status,
+                to: crate::RunStatus::Scheduled,
+            });
+        }
+        let index = D::insert_event(self, &mut tx, &event, status).await?;
+        self.commit(tx).await?;
+        let Some(index) = index else {
+            return Ok(AppendOutcome::Duplicate);
+        };
+        Ok(AppendOutcome::Appended {
+            index: u32::try_from(index).map_err(|_| StoreError::Corrupt {
+                message: format!("event index {index} is out of range"),
+            })?,
+            woke: status == crate::RunStatus::AwaitingEvent,
+        })
+    }
+
+    pub(crate) async fn record_event_timeout(
+        &self,
+        id: RunId,
+        expected: u64,
+        name: &str,
+        index: u32,
+        now: Millis,
+    ) -> Result<EventRecord, StoreError> {
+        let inserted = self
+            .execute(
+                On::Write,
+                &self.sql.insert_timeout,
+                &params![id, name, i64::from(index), now, revision(expected)],
+            )
+            .await?;
+        if inserted == 1 {
+            return Ok(EventRecord {
+                run_id: id,
+                name: name.to_owned(),
+                index,
+                data: None,
+                timed_out: true,
+                reference_id: None,
+                received_at: now,
+            });
+        }
+        let mut row = self
+            .fetch_optional(
+                On::Write,
+                &self.sql.timeout_slot,
+                &params![id, name, i64::from(index)],
+            )
+            .await?
+            .unwrap_or_default();
+        let actual = row.int(0)?;
+        let slot = row.take_text(1)?;
+        decode::timeout_outcome(id, expected, actual, slot)
+    }
+
+    pub(crate) async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {
+        self.execute(On::Write, &self.sql.wake_due, &params![now])
+            .await
+    }
+
+    pub(crate) async fn release_stale_claims(
+        &self,
+        now: Millis,
+        idle_timeout_ms: i64,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let rows = self
+            .fetch(
+                On::Write,
+                &self.sql.release_stale,
+                &params![now, now.saturating_sub(idle_timeout_ms)],
+            )
+            .await?;
+        let ids = rows
+            .iter()
+            .map(|row| Ok(row.text(0)?.unwrap_or_default()))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        decode::parse_ids(&ids)
+    }
+
+    pub(crate) async fn stall_undelivered(
+        &self,
+        now: Millis,
+        max_age_ms: i64,
+    ) -> Result<u64, StoreError> {
+        self.execute(
+            On::Write,
+            &self.sql.stall,
+            &params![now, now.saturating_sub(max_age_ms)],
+        )
+        .await
+    }
+}
