@@ -16,16 +16,16 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{Connection, Postgres, Transaction};
+use sqlx::{Connection, Postgres};
 
-use crate::sql::dialect::{DialectStatements, Param};
+use crate::sql::dialect::DialectStatements;
 use crate::sql::driver::{self, Driver};
 use crate::sql::statements::{
     ENTRY_COLUMNS, ENTRY_CONFLICT, INSERT_EVENT, TRANSITION_SET, WAKE_FOR_EVENT, run_doc,
     status_list,
 };
-use crate::sql::{Dialect, On, SqlStore, binds, decode, store_impl};
-use crate::{NewEvent, RunId, RunStatus, StoreError, Transition};
+use crate::sql::{Dialect, SqlStore, Tx, setters, store_impl};
+use crate::{RunStatus, StoreError};
 
 /// The embedded migrations of the PostgreSQL schema.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -62,16 +62,11 @@ impl PostgresOptions {
         self
     }
 
-    /// Sets how long a call waits for a free connection.
-    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
-        self.acquire_timeout = timeout;
-        self
-    }
-
-    /// Whether to apply pending migrations when connecting.
-    pub fn migrate(mut self, migrate: bool) -> Self {
-        self.migrate = migrate;
-        self
+    setters! {
+        /// Sets how long a call waits for a free connection.
+        acquire_timeout: Duration,
+        /// Whether to apply pending migrations when connecting.
+        migrate: bool,
     }
 }
 
@@ -91,11 +86,8 @@ pub(crate) struct PgDialect {
 
 impl Dialect for PgDialect {
     type Db = Postgres;
-    type Tx = Transaction<'static, Postgres>;
 
     const DRIVER: Driver<Postgres> = driver::POSTGRES;
-
-    const BACKEND: &'static str = "postgres";
 
     fn statements() -> DialectStatements {
         let run = run_doc("r.");
@@ -146,6 +138,13 @@ impl Dialect for PgDialect {
             revisions_of: "SELECT id::text, revision FROM aiki_runs \
                  WHERE id = ANY($1::uuid[])"
                 .to_owned(),
+            lock_first: Some((
+                "SELECT 1 FROM aiki_runs WHERE id = ANY($1::uuid[]) FOR SHARE".to_owned(),
+                "SELECT 1 FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
+            )),
+            // The transition's own statement cancels them (`$17`).
+            cancel_sleeps: None,
+            insert_event_wakes: true,
             insert_event: format!(
                 "WITH inserted AS ({INSERT_EVENT}), \
                  woken AS ({WAKE_FOR_EVENT} AND EXISTS (SELECT 1 FROM inserted)) \
@@ -154,7 +153,7 @@ impl Dialect for PgDialect {
         }
     }
 
-    async fn begin(&self) -> Result<Self::Tx, StoreError> {
+    async fn begin(&self) -> Result<Tx<Self>, StoreError> {
         self.pool
             .begin()
             .await
@@ -180,71 +179,6 @@ impl Dialect for PgDialect {
 
     async fn close(&self) {
         self.pool.close().await;
-    }
-
-    async fn transition<'a>(
-        store: &'a SqlStore<Self>,
-        id: RunId,
-        expected: u64,
-        transition: &'a Transition,
-    ) -> Result<Option<String>, StoreError> {
-        let to = transition.to;
-        let wait = transition.wait.as_ref();
-        let children: Vec<String> = wait
-            .map(|wait| wait.children.iter().map(RunId::to_string).collect())
-            .unwrap_or_default();
-        let awaits_events = wait.is_some_and(|wait| !wait.events.is_empty());
-        // When the outcome depends on other rows (a waited-for event or child, sleeps), lock
-        // first so the update's snapshot is taken after every racing write to those rows
-        // committed. A terminal transition wakes a waiting parent through the
-        // `aiki_runs_wake_parent` trigger, whose own statement sees the parent's latest state.
-        let depends_on_others = (to.is_suspended() && (awaits_events || !children.is_empty()))
-            || transition.cancel_sleeps;
-        let mut tx = None;
-        if depends_on_others {
-            let mut open = store.begin().await?;
-            if to.is_suspended() && !children.is_empty() {
-                store
-                    .execute(
-                        On::Tx(&mut open),
-                        "SELECT 1 FROM aiki_runs WHERE id = ANY($1::uuid[]) FOR SHARE",
-                        &[Param::List(children)],
-                    )
-                    .await?;
-            }
-            store
-                .execute(
-                    On::Tx(&mut open),
-                    "SELECT 1 FROM aiki_runs WHERE id = $1::uuid FOR UPDATE",
-                    &[id.into()],
-                )
-                .await?;
-            tx = Some(open);
-        }
-        let params = binds::transition(id, expected, transition);
-        let sql = &store.sql.own.transition;
-        let Some(mut open) = tx else {
-            return store.fetch_text(On::Write, sql, &params).await;
-        };
-        let doc = store.fetch_text(On::Tx(&mut open), sql, &params).await?;
-        if doc.is_some() {
-            store.commit(open).await?;
-        }
-        Ok(doc)
-    }
-
-    async fn insert_event<'a>(
-        store: &'a SqlStore<Self>,
-        tx: &'a mut Self::Tx,
-        event: &'a NewEvent,
-        _status: RunStatus,
-    ) -> Result<Option<i64>, StoreError> {
-        let data = decode::json_text(&event.data);
-        let insert_and_wake = &store.sql.own.insert_event;
-        let row = store
-            .fetch_optional(On::Tx(tx), insert_and_wake, &binds::event(event, &data))
-            .await?;
-        Ok(row.map(|row| row.int(0)).transpose()?.flatten())
     }
 }
 

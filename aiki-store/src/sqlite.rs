@@ -9,20 +9,20 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::Sqlite;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous as DriverSynchronous,
 };
-use sqlx::{Sqlite, Transaction};
 
-use crate::sql::dialect::{DialectStatements, params};
+use crate::sql::dialect::DialectStatements;
 use crate::sql::driver::{self, Driver};
 use crate::sql::statements::{
     ENTRY_COLUMNS, ENTRY_CONFLICT, INSERT_EVENT, TRANSITION_SET, render_for_sqlite, run_doc,
     status_list,
 };
-use crate::sql::{Dialect, On, SqlStore, binds, decode, store_impl};
-use crate::{NewEvent, RunId, RunStatus, StoreError, Transition};
+use crate::sql::{Dialect, SqlStore, Tx, setters, store_impl};
+use crate::{RunStatus, StoreError};
 
 /// The embedded migrations of the SQLite schema.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -71,27 +71,18 @@ impl SqliteOptions {
         }
     }
 
-    /// Sets the `synchronous` pragma.
-    pub fn synchronous(mut self, synchronous: SqliteSynchronous) -> Self {
-        self.synchronous = synchronous;
-        self
-    }
-
-    /// Sets the busy timeout.
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
+    setters! {
+        /// Sets the `synchronous` pragma.
+        synchronous: SqliteSynchronous,
+        /// Sets the busy timeout.
+        busy_timeout: Duration,
+        /// Whether to apply pending migrations when connecting.
+        migrate: bool,
     }
 
     /// Sets the size of the read pool.
     pub fn read_connections(mut self, connections: u32) -> Self {
         self.read_connections = connections.max(1);
-        self
-    }
-
-    /// Whether to apply pending migrations when connecting.
-    pub fn migrate(mut self, migrate: bool) -> Self {
-        self.migrate = migrate;
         self
     }
 }
@@ -114,11 +105,8 @@ pub(crate) struct SqliteDialect {
 
 impl Dialect for SqliteDialect {
     type Db = Sqlite;
-    type Tx = Transaction<'static, Sqlite>;
 
     const DRIVER: Driver<Sqlite> = driver::SQLITE;
-
-    const BACKEND: &'static str = "sqlite";
 
     fn statements() -> DialectStatements {
         let run = render_for_sqlite(&run_doc(""));
@@ -173,11 +161,18 @@ impl Dialect for SqliteDialect {
             revisions_of: "SELECT id, revision FROM aiki_runs \
                  WHERE id IN (SELECT value FROM json_each($1))"
                 .to_owned(),
+            lock_first: None,
+            cancel_sleeps: Some(
+                "UPDATE aiki_sleeps SET cancelled = 1 \
+                 WHERE run_id = $1 AND cancelled = 0 AND wake_at > $2"
+                    .to_owned(),
+            ),
             insert_event: render_for_sqlite(INSERT_EVENT),
+            insert_event_wakes: false,
         }
     }
 
-    async fn begin(&self) -> Result<Self::Tx, StoreError> {
+    async fn begin(&self) -> Result<Tx<Self>, StoreError> {
         self.writer
             .begin_with("BEGIN IMMEDIATE")
             .await
@@ -202,58 +197,6 @@ impl Dialect for SqliteDialect {
     async fn close(&self) {
         self.reader.close().await;
         self.writer.close().await;
-    }
-
-    async fn transition<'a>(
-        store: &'a SqlStore<Self>,
-        id: RunId,
-        expected: u64,
-        transition: &'a Transition,
-    ) -> Result<Option<String>, StoreError> {
-        // `$17` (cancel sleeps) is a second statement here, in a transaction.
-        let mut params = binds::transition(id, expected, transition);
-        params.truncate(16);
-        let sql = &store.sql.own.transition;
-        // A terminal transition wakes a waiting parent through the trigger, inside the same
-        // statement; only cancelling sleeps needs a transaction.
-        if !transition.cancel_sleeps {
-            return store.fetch_text(On::Write, sql, &params).await;
-        }
-        let mut tx = store.begin().await?;
-        let Some(doc) = store.fetch_text(On::Tx(&mut tx), sql, &params).await? else {
-            return Ok(None);
-        };
-        store
-            .execute(
-                On::Tx(&mut tx),
-                "UPDATE aiki_sleeps SET cancelled = 1 \
-                 WHERE run_id = $1 AND cancelled = 0 AND wake_at > $2",
-                &params![id, transition.now],
-            )
-            .await?;
-        store.commit(tx).await?;
-        Ok(Some(doc))
-    }
-
-    async fn insert_event<'a>(
-        store: &'a SqlStore<Self>,
-        tx: &'a mut Self::Tx,
-        event: &'a NewEvent,
-        status: RunStatus,
-    ) -> Result<Option<i64>, StoreError> {
-        let data = decode::json_text(&event.data);
-        let params = binds::event(event, &data);
-        let inserted = store
-            .fetch_optional(On::Tx(&mut *tx), &store.sql.own.insert_event, &params)
-            .await?;
-        let Some(index) = inserted.map(|row| row.int(0)).transpose()?.flatten() else {
-            return Ok(None);
-        };
-        if status == RunStatus::AwaitingEvent {
-            let wake = &store.sql.wake_for_event;
-            store.execute(On::Tx(tx), wake, &params).await?;
-        }
-        Ok(Some(index))
     }
 }
 

@@ -285,10 +285,6 @@ impl aiki::Store for Counting {
         self.count("stall_undelivered");
         self.inner.stall_undelivered(now, max_age_ms).await
     }
-    async fn next_due(&self) -> Result<Option<Millis>, StoreError> {
-        self.count("next_due");
-        self.inner.next_due().await
-    }
 }
 
 /// The store calls a ten-step run costs: exactly two entry writes per step (the `running`

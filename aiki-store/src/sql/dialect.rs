@@ -3,14 +3,12 @@
 //! The shared code in [`super`] speaks only these types: statements as text, parameters as
 //! [`Param`]s, result rows as [`Row`]s of [`Cell`]s. A [`Dialect`] binds and runs them on its
 //! driver, renders the shared statement text into its syntax, classifies its error codes, and
-//! owns the few operations whose control flow truly differs between the databases.
+//! writes the statements that truly differ, including the locking a transition needs.
 
 use std::fmt;
 use std::future::Future;
 
-use crate::{NewEvent, RunId, RunStatus, StoreError, Transition};
-
-use super::SqlStore;
+use crate::{RunId, StoreError};
 
 /// A statement parameter.
 #[derive(Clone, Debug, PartialEq)]
@@ -184,29 +182,26 @@ pub(crate) enum On<'a, Tx> {
     Tx(&'a mut Tx),
 }
 
+/// An open transaction of a dialect's database.
+pub(crate) type Tx<D> = sqlx::Transaction<'static, <D as Dialect>::Db>;
+
 /// One SQL database: its driver, its syntax, its error codes and the operations whose control
 /// flow differs from the other's.
 pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// The sqlx database.
     type Db: sqlx::Database;
 
-    /// An open transaction.
-    type Tx: Send;
-
     /// How the shared driver glue renders, classifies errors, binds and reads here.
     const DRIVER: super::driver::Driver<Self::Db>;
-
-    /// The backend's name (`sqlite`, `postgres`).
-    const BACKEND: &'static str;
 
     /// Statements that differ in more than placeholders and casts, in this database's syntax.
     fn statements() -> DialectStatements;
 
     /// Opens a transaction that holds the write lock from its first statement on.
-    fn begin(&self) -> impl Future<Output = Result<Self::Tx, StoreError>> + Send;
+    fn begin(&self) -> impl Future<Output = Result<Tx<Self>, StoreError>> + Send;
 
     /// Commits a transaction.
-    fn commit(tx: Self::Tx) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn commit(tx: Tx<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Applies pending migrations, safely when several processes do so at once.
     fn migrate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
@@ -217,7 +212,7 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// Runs a statement; the number of rows it changed.
     fn execute<'a>(
         &'a self,
-        on: On<'a, Self::Tx>,
+        on: On<'a, Tx<Self>>,
         sql: &'a str,
         params: &'a [Param<'a>],
     ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'a;
@@ -225,29 +220,10 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// Runs a statement; the rows it returned.
     fn fetch<'a>(
         &'a self,
-        on: On<'a, Self::Tx>,
+        on: On<'a, Tx<Self>>,
         sql: &'a str,
         params: &'a [Param<'a>],
     ) -> impl Future<Output = Result<Vec<Row>, StoreError>> + Send + 'a;
-
-    /// Applies a transition's guarded update (see [`crate::Store::transition`]); the run
-    /// document as written, or `None` when the guard (revision, source status) matched no row.
-    fn transition<'a>(
-        store: &'a SqlStore<Self>,
-        id: RunId,
-        expected: u64,
-        transition: &'a Transition,
-    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send + 'a;
-
-    /// Inserts an event at the next index of its name's queue, inside `tx`, which has locked
-    /// the run (found in `status`), and wakes a run that awaits an event, all in this
-    /// transaction. The index, or `None` for a duplicate reference id.
-    fn insert_event<'a>(
-        store: &'a SqlStore<Self>,
-        tx: &'a mut Self::Tx,
-        event: &'a NewEvent,
-        status: RunStatus,
-    ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send + 'a;
 }
 
 /// The statements a dialect writes in its own syntax (list parameters, locking).
@@ -256,9 +232,16 @@ pub(crate) struct DialectStatements {
     /// Claims queued runs: `$1` owner, `$2` now, `$3` pool, `$4` namespaces (a list), `$5`
     /// limit; returns run documents (see [`super::statements::run_doc`]).
     pub(crate) claim: String,
-    /// The guarded update of a transition, returning the run document (the dialect's
-    /// [`Dialect::transition`] binds it).
+    /// The guarded update of a transition (parameters: `binds::transition`), returning the
+    /// run document.
     pub(crate) transition: String,
+    /// For a database that must lock before a transition whose outcome depends on other rows
+    /// (an awaited event or child, pending sleeps): locks the awaited children `$1` (a list)
+    /// and then the run `$1`, so the update's snapshot follows every racing write to them.
+    pub(crate) lock_first: Option<(String, String)>,
+    /// For a database whose transition statement cannot cancel the pending sleeps itself: the
+    /// statement that does, for run `$1` at `$2`, in the transition's transaction.
+    pub(crate) cancel_sleeps: Option<String>,
     /// Upserts a batch of entries (`$1`: a JSON array of `batch::Row`), each only if its run's
     /// revision is the one it expects; returns `(run_id, address, idx)` of the written ones.
     pub(crate) upsert_entries: String,
@@ -267,6 +250,8 @@ pub(crate) struct DialectStatements {
     /// Inserts an event (see `statements::INSERT_EVENT`), and, where the database can do both
     /// in one statement, wakes the run too; returns the event's index.
     pub(crate) insert_event: String,
+    /// Whether `insert_event` wakes the run itself; otherwise `WAKE_FOR_EVENT` follows it.
+    pub(crate) insert_event_wakes: bool,
 }
 
 /// Drops every `::type` cast (`::uuid`, `::text[]`) from a statement: SQLite's rendering.

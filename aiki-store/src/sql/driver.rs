@@ -13,6 +13,8 @@ use super::dialect::{Cell, On, Param, Row};
 
 /// What the glue needs to know of one database.
 pub(crate) struct Driver<DB: Database> {
+    /// The backend's name (`sqlite`, `postgres`).
+    pub(crate) backend: &'static str,
     /// Renders a shared statement (see [`super::statements`]) into this database's syntax.
     pub(crate) render: fn(&str) -> String,
     /// Whether a database error code means "try again later" on this database.
@@ -42,6 +44,7 @@ impl<DB: Database> Driver<DB> {
 /// storage class.
 #[cfg(feature = "sqlite")]
 pub(crate) const SQLITE: Driver<sqlx::Sqlite> = Driver {
+    backend: "sqlite",
     render: super::statements::render_for_sqlite,
     is_transient: super::error::sqlite_code_is_transient,
     bind_list: |query, list| query.bind(list.list_json()),
@@ -52,6 +55,7 @@ pub(crate) const SQLITE: Driver<sqlx::Sqlite> = Driver {
 /// what it returns to `text` or `bigint`).
 #[cfg(feature = "postgres")]
 pub(crate) const POSTGRES: Driver<sqlx::Postgres> = Driver {
+    backend: "postgres",
     render: str::to_owned,
     is_transient: super::error::postgres_code_is_transient,
     bind_list: |query, list| match list {
@@ -202,7 +206,7 @@ where
 /// `(read, write)` pools as `$pools` (an expression of `self`).
 macro_rules! dialect_methods {
     ($self:ident => $pools:expr) => {
-        async fn commit(tx: Self::Tx) -> Result<(), $crate::StoreError> {
+        async fn commit(tx: $crate::sql::dialect::Tx<Self>) -> Result<(), $crate::StoreError> {
             tx.commit()
                 .await
                 .map_err(|error| Self::DRIVER.map_error(error))
@@ -210,7 +214,7 @@ macro_rules! dialect_methods {
 
         async fn execute<'a>(
             &'a $self,
-            on: $crate::sql::On<'a, Self::Tx>,
+            on: $crate::sql::On<'a, $crate::sql::dialect::Tx<Self>>,
             sql: &'a str,
             params: &'a [$crate::sql::Param<'a>],
         ) -> Result<u64, $crate::StoreError> {
@@ -219,7 +223,7 @@ macro_rules! dialect_methods {
 
         async fn fetch<'a>(
             &'a $self,
-            on: $crate::sql::On<'a, Self::Tx>,
+            on: $crate::sql::On<'a, $crate::sql::dialect::Tx<Self>>,
             sql: &'a str,
             params: &'a [$crate::sql::Param<'a>],
         ) -> Result<Vec<$crate::sql::Row>, $crate::StoreError> {

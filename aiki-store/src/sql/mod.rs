@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::{RunId, RunStatus, StoreError};
 
 use batch::{Entries, EntryBatcher};
-pub(crate) use dialect::{Dialect, On, Param, Row};
+pub(crate) use dialect::{Dialect, On, Param, Row, Tx};
 use statements::Statements;
 
 /// Counts the statements a store sends to its database.
@@ -71,7 +71,7 @@ impl<D: Dialect> SqlStore<D> {
 
     /// The backend's name.
     pub(crate) fn backend(&self) -> &'static str {
-        D::BACKEND
+        D::DRIVER.backend
     }
 
     /// How many statements (round trips) this store has sent, `BEGIN` and `COMMIT` included.
@@ -87,7 +87,7 @@ impl<D: Dialect> SqlStore<D> {
     /// Runs a statement, counting it; the rows it changed.
     pub(crate) async fn execute(
         &self,
-        on: On<'_, D::Tx>,
+        on: On<'_, Tx<D>>,
         sql: &str,
         params: &[Param<'_>],
     ) -> Result<u64, StoreError> {
@@ -98,7 +98,7 @@ impl<D: Dialect> SqlStore<D> {
     /// Runs a statement, counting it; the rows it returned.
     pub(crate) async fn fetch(
         &self,
-        on: On<'_, D::Tx>,
+        on: On<'_, Tx<D>>,
         sql: &str,
         params: &[Param<'_>],
     ) -> Result<Vec<Row>, StoreError> {
@@ -109,7 +109,7 @@ impl<D: Dialect> SqlStore<D> {
     /// Runs a statement that returns at most one row.
     pub(crate) async fn fetch_optional(
         &self,
-        on: On<'_, D::Tx>,
+        on: On<'_, Tx<D>>,
         sql: &str,
         params: &[Param<'_>],
     ) -> Result<Option<Row>, StoreError> {
@@ -119,7 +119,7 @@ impl<D: Dialect> SqlStore<D> {
     /// The first column of a statement's first row, as text (`None` without a row).
     pub(crate) async fn fetch_text(
         &self,
-        on: On<'_, D::Tx>,
+        on: On<'_, Tx<D>>,
         sql: &str,
         params: &[Param<'_>],
     ) -> Result<Option<String>, StoreError> {
@@ -130,13 +130,13 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// Opens a write transaction, counting its `BEGIN`.
-    pub(crate) async fn begin(&self) -> Result<D::Tx, StoreError> {
+    pub(crate) async fn begin(&self) -> Result<Tx<D>, StoreError> {
         self.statements.add(1);
         self.dialect.begin().await
     }
 
     /// Commits, counting its `COMMIT`.
-    pub(crate) async fn commit(&self, tx: D::Tx) -> Result<(), StoreError> {
+    pub(crate) async fn commit(&self, tx: Tx<D>) -> Result<(), StoreError> {
         self.statements.add(1);
         D::commit(tx).await
     }
@@ -144,7 +144,7 @@ impl<D: Dialect> SqlStore<D> {
     /// The error for a failed revision check: reads the actual revision (failure path only).
     pub(crate) async fn check_failed(
         &self,
-        on: On<'_, D::Tx>,
+        on: On<'_, Tx<D>>,
         id: RunId,
         expected: u64,
     ) -> StoreError {
@@ -195,6 +195,19 @@ impl<D: Dialect> SqlStore<D> {
         explained().unwrap_or_else(|error| error)
     }
 }
+
+/// Builder setters of an options struct: each `name: Type` becomes `name(value)`, which sets
+/// the field of that name.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty),* $(,)?) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $name: $ty) -> Self {
+            self.$name = $name;
+            self
+        }
+    )*};
+}
+pub(crate) use setters;
 
 /// Implements [`Store`](crate::Store) for a public store type whose field `inner` is a
 /// [`SqlStore`], by calling the operations of the one implementation.

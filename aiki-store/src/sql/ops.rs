@@ -10,14 +10,14 @@ use crate::{
 };
 
 use super::decode::{self, revision};
-use super::dialect::{Dialect, On, Param, params};
+use super::dialect::{Dialect, On, Param, Tx, params};
 use super::{SqlStore, binds};
 
 impl<D: Dialect> SqlStore<D> {
     /// Inserts a run unless its namespace and reference id name one already.
     async fn insert_run(
         &self,
-        on: On<'_, D::Tx>,
+        on: On<'_, Tx<D>>,
         run: &NewRun,
     ) -> Result<Option<RunRecord>, StoreError> {
         let doc = self
@@ -29,7 +29,7 @@ impl<D: Dialect> SqlStore<D> {
     /// The run holding a new run's namespace and reference id.
     async fn select_by_reference(
         &self,
-        on: On<'_, D::Tx>,
+        on: On<'_, Tx<D>>,
         run: &NewRun,
     ) -> Result<RunRecord, StoreError> {
         let doc = self
@@ -47,7 +47,7 @@ impl<D: Dialect> SqlStore<D> {
     /// Upserts an entry if its run has revision `expected`; whether it was written.
     async fn upsert_entry(
         &self,
-        on: On<'_, D::Tx>,
+        on: On<'_, Tx<D>>,
         expected: u64,
         entry: &EntryRecord,
     ) -> Result<bool, StoreError> {
@@ -99,10 +99,69 @@ impl<D: Dialect> SqlStore<D> {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
-        match D::transition(self, id, expected, &transition).await? {
+        match self.guarded_transition(id, expected, &transition).await? {
             Some(doc) => decode::run_from_json(&doc),
             None => Err(self.explain_refusal(id, expected, transition.to).await),
         }
+    }
+
+    /// The transition's guarded update, in a transaction when the dialect must lock first or
+    /// cancel sleeps apart; the run document, or `None` when the guard matched no row.
+    async fn guarded_transition(
+        &self,
+        id: RunId,
+        expected: u64,
+        transition: &Transition,
+    ) -> Result<Option<String>, StoreError> {
+        let own = &self.sql.own;
+        let params = binds::transition(id, expected, transition);
+        let to = transition.to;
+        let children = transition
+            .wait
+            .as_ref()
+            .map(|wait| {
+                wait.children
+                    .iter()
+                    .map(RunId::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let awaits = transition
+            .wait
+            .as_ref()
+            .is_some_and(|wait| !wait.events.is_empty() || !wait.children.is_empty());
+        // A terminal transition wakes a waiting parent through the `aiki_runs_wake_parent`
+        // trigger, inside its own statement: it needs no transaction.
+        let depends_on_others = (to.is_suspended() && awaits) || transition.cancel_sleeps;
+        let lock_first = own.lock_first.as_ref().filter(|_| depends_on_others);
+        let cancel_apart = own
+            .cancel_sleeps
+            .as_ref()
+            .filter(|_| transition.cancel_sleeps);
+        if lock_first.is_none() && cancel_apart.is_none() {
+            return self.fetch_text(On::Write, &own.transition, &params).await;
+        }
+        let mut tx = self.begin().await?;
+        if let Some((lock_children, lock_run)) = lock_first {
+            if to.is_suspended() && !children.is_empty() {
+                self.execute(On::Tx(&mut tx), lock_children, &[Param::List(children)])
+                    .await?;
+            }
+            self.execute(On::Tx(&mut tx), lock_run, &[id.into()])
+                .await?;
+        }
+        let Some(doc) = self
+            .fetch_text(On::Tx(&mut tx), &own.transition, &params)
+            .await?
+        else {
+            return Ok(None);
+        };
+        if let Some(cancel) = cancel_apart {
+            self.execute(On::Tx(&mut tx), cancel, &params![id, transition.now])
+                .await?;
+        }
+        self.commit(tx).await?;
+        Ok(Some(doc))
     }
 
     pub(crate) async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
@@ -234,7 +293,17 @@ impl<D: Dialect> SqlStore<D> {
                 to: crate::RunStatus::Scheduled,
             });
         }
-        let index = D::insert_event(self, &mut tx, &event, status).await?;
+        let data = decode::json_text(&event.data);
+        let params = binds::event(&event, &data);
+        let inserted = self
+            .fetch_optional(On::Tx(&mut tx), &self.sql.own.insert_event, &params)
+            .await?;
+        let index = inserted.map(|row| row.int(0)).transpose()?.flatten();
+        let wake_apart = !self.sql.own.insert_event_wakes;
+        if index.is_some() && wake_apart && status == crate::RunStatus::AwaitingEvent {
+            self.execute(On::Tx(&mut tx), &self.sql.wake_for_event, &params)
+                .await?;
+        }
         self.commit(tx).await?;
         let Some(index) = index else {
             return Ok(AppendOutcome::Duplicate);
