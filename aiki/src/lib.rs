@@ -148,6 +148,7 @@ mod run;
 mod schema;
 mod subscriber;
 mod task;
+mod wake;
 mod worker;
 mod workflow;
 

@@ -883,7 +883,7 @@ impl Run {
                         async move { store.start_child(revision, entry, new).await }
                     })
                     .await?;
-                crate::worker::work_available();
+                crate::wake::work_available();
                 self.replay().children.insert(child.id, child.clone());
                 child
             }

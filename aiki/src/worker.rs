@@ -26,7 +26,7 @@ use crate::subscriber::{PollingSubscriber, Subscriber};
 use crate::task::{StateMap, Task};
 use crate::workflow::Workflow;
 
-pub(crate) use crate::subscriber::work_available;
+use crate::wake::work_available;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
