@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use aiki_store::{
-    BoxStore, EntryKind, EntryRecord, EntryStatus, EventRecord, History, Millis, Namespace, RunId,
-    RunRecord, SleepRecord, StoreError,
+    BoxStore, EntryRecord, EventRecord, History, Millis, Namespace, RunId, RunRecord, SleepRecord,
+    StoreError,
 };
 
 use crate::clock::Clock;
@@ -31,6 +31,7 @@ pub use event::EventWait;
 pub use sleep::SleepOutcome;
 pub(crate) use suspend::Suspension;
 
+use manifest::Manifest;
 use suspend::Block;
 
 /// The context a workflow runs in: the door to its tasks, sleeps, events and children.
@@ -78,13 +79,31 @@ impl<T> Default for Queue<T> {
     }
 }
 
+/// Groups records into per-name queues, each in index order.
+fn queues<T>(
+    records: Vec<T>,
+    name: impl Fn(&T) -> &str,
+    index: impl Fn(&T) -> u32,
+) -> HashMap<String, Queue<T>> {
+    let mut queues: HashMap<String, Queue<T>> = HashMap::new();
+    for record in records {
+        queues
+            .entry(name(&record).to_owned())
+            .or_default()
+            .records
+            .push(record);
+    }
+    for queue in queues.values_mut() {
+        queue.records.sort_by_key(&index);
+    }
+    queues
+}
+
 /// What this execution knows of the run's history, and what it waits on.
 #[derive(Default)]
 struct Replay {
-    /// Address → its recorded entries, in index order, and how many this execution consumed.
-    manifest: HashMap<String, Queue<EntryRecord>>,
-    /// Recorded entries not yet consumed by this execution.
-    unconsumed: usize,
+    /// The recorded entries by address: the source of truth for what replays.
+    manifest: Manifest,
     sleeps: HashMap<String, Queue<SleepRecord>>,
     events: HashMap<String, Queue<EventRecord>>,
     children: HashMap<RunId, RunRecord>,
@@ -95,8 +114,6 @@ struct Replay {
     next_block: u64,
     /// An error that fails the run whatever the workflow does with it.
     fatal: Option<WorkflowError>,
-    /// Task entries failed for good (see [`Run::failed_tasks`]).
-    failed_tasks: Vec<EntryRecord>,
 }
 
 impl Run {
@@ -106,49 +123,17 @@ impl Run {
         clock: Arc<dyn Clock>,
         state: Arc<StateMap>,
     ) -> Run {
-        let mut replay = Replay::default();
-        for entry in history.entries {
-            replay.unconsumed += 1;
-            if entry.status == EntryStatus::Failed && entry.kind == EntryKind::Task {
-                replay.failed_tasks.push(entry.clone());
-            }
-            replay
-                .manifest
-                .entry(entry.address.clone())
-                .or_default()
-                .records
-                .push(entry);
-        }
-        for queue in replay.manifest.values_mut() {
-            queue.records.sort_by_key(|entry| entry.index);
-        }
-        for sleep in history.sleeps {
-            replay
-                .sleeps
-                .entry(sleep.name.clone())
-                .or_default()
-                .records
-                .push(sleep);
-        }
-        for queue in replay.sleeps.values_mut() {
-            queue.records.sort_by_key(|sleep| sleep.index);
-        }
-        for event in history.events {
-            replay
-                .events
-                .entry(event.name.clone())
-                .or_default()
-                .records
-                .push(event);
-        }
-        for queue in replay.events.values_mut() {
-            queue.records.sort_by_key(|event| event.index);
-        }
-        replay.children = history
-            .children
-            .into_iter()
-            .map(|child| (child.id, child))
-            .collect();
+        let replay = Replay {
+            manifest: Manifest::new(history.entries),
+            sleeps: queues(history.sleeps, |sleep| &sleep.name, |sleep| sleep.index),
+            events: queues(history.events, |event| &event.name, |event| event.index),
+            children: history
+                .children
+                .into_iter()
+                .map(|child| (child.id, child))
+                .collect(),
+            ..Replay::default()
+        };
         Run {
             inner: Arc::new(Inner {
                 id: history.run.id,
@@ -267,24 +252,23 @@ impl Run {
         }
     }
 
+    /// Writes a task entry, and keeps the manifest's copy of it current once it is durable.
     async fn put_entry(&self, entry: EntryRecord) -> Result<(), WorkflowError> {
         let revision = self.inner.revision;
-        let failed = (entry.status == EntryStatus::Failed).then(|| entry.clone());
+        let written = &entry;
         self.write(move |store| {
-            let entry = entry.clone();
+            let entry = written.clone();
             async move { store.put_entry(revision, entry).await }
         })
         .await?;
-        if let Some(failed) = failed {
-            self.replay().failed_tasks.push(failed);
-        }
+        self.replay().manifest.update(entry);
         Ok(())
     }
 
     /// The task entries that failed for good, recorded earlier or in this execution: what a
     /// workflow retry runs again.
     pub(crate) fn failed_tasks(&self) -> Vec<EntryRecord> {
-        self.replay().failed_tasks.clone()
+        self.replay().manifest.failed_tasks()
     }
 
     fn in_flight(&self) -> InFlight {

@@ -10,7 +10,9 @@ use aiki_store::{Millis, RunId, RunStatus, WaitSpec};
 use super::Run;
 
 /// A durable wait: what a suspended run waits for.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Ordered by kind, then by field, so that a suspension lists its waits in one order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Block {
     Sleep {
         wake_at: Millis,
@@ -68,7 +70,7 @@ impl Run {
             _ => 0,
         };
         let mut blocks: Vec<&Block> = replay.blocks.values().collect();
-        blocks.sort_by_key(|block| format!("{block:?}"));
+        blocks.sort_unstable();
         for block in blocks {
             let block_status = match block {
                 Block::Sleep { wake_at } => {
