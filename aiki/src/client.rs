@@ -154,7 +154,7 @@ impl<'c, W: Workflow> Start<'c, W> {
             .await?;
         let run = match outcome {
             CreateOutcome::Created(run) => {
-                crate::worker::work_available();
+                crate::wake::work_available();
                 run
             }
             CreateOutcome::Existing(run) => {

@@ -189,7 +189,7 @@ impl<W: Workflow> RunHandle<W> {
         match outcome {
             AppendOutcome::Appended { woke, .. } => {
                 if woke {
-                    crate::worker::work_available();
+                    crate::wake::work_available();
                 }
                 Ok(true)
             }
@@ -330,7 +330,7 @@ impl UntypedHandle<'_> {
                 .await
             {
                 Ok(run) => {
-                    crate::worker::work_available();
+                    crate::wake::work_available();
                     return Ok(run);
                 }
                 Err(StoreError::RevisionConflict { .. }) => continue,

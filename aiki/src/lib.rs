@@ -148,6 +148,7 @@ mod run;
 mod schema;
 mod subscriber;
 mod task;
+mod wake;
 mod worker;
 mod workflow;
 
@@ -160,7 +161,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ClientError, TaskError, WorkflowError};
 pub use handle::RunHandle;
 pub use retry::{RetryPolicy, RetryPolicyError};
-pub use run::{ChildRun, ChildStart, Run, SleepOutcome};
+pub use run::{ChildRun, ChildStart, EventWait, Run, SleepOutcome};
 pub use schema::Schema;
 pub use subscriber::{PollingSubscriber, Subscriber};
 
@@ -169,7 +170,7 @@ pub use subscriber::{PollingSubscriber, Subscriber};
 pub use async_trait::async_trait;
 pub use task::{State, Task, TaskContext};
 pub use worker::{Worker, WorkerBuilder, WorkerHandle};
-pub use workflow::{Event, EventSpec, EventWait, Workflow};
+pub use workflow::{Event, EventSpec, Workflow};
 
 #[doc = include_str!("../docs/task.md")]
 pub use aiki_macros::task;

@@ -1,7 +1,6 @@
 //! Work discovery: how a worker learns that there may be runs to claim.
 
 use std::fmt;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use aiki_store::RunId;
@@ -27,17 +26,6 @@ pub trait Subscriber: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// The process-wide "something happened" signal: a run was started, woken or ended here.
-fn signal() -> &'static watch::Sender<u64> {
-    static SIGNAL: OnceLock<watch::Sender<u64>> = OnceLock::new();
-    SIGNAL.get_or_init(|| watch::channel(0).0)
-}
-
-/// Tells the subscribers of this process that there may be work.
-pub(crate) fn work_available() {
-    signal().send_modify(|generation| *generation = generation.wrapping_add(1));
-}
-
 /// The default subscriber: polls the store every interval, and at once when a run is started,
 /// woken or ended in this process. A signal sent while the worker was busy is not lost.
 pub struct PollingSubscriber {
@@ -50,7 +38,7 @@ impl PollingSubscriber {
     pub fn new(interval: Duration) -> Self {
         PollingSubscriber {
             interval,
-            local: Mutex::new(signal().subscribe()),
+            local: Mutex::new(crate::wake::subscribe()),
         }
     }
 }

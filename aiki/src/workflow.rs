@@ -1,9 +1,7 @@
 //! Workflows, their versions and their typed events.
 
 use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
 
 use aiki_store::Namespace;
 use schemars::JsonSchema;
@@ -83,41 +81,4 @@ pub struct EventSpec {
     pub name: &'static str,
     /// Its payload's schema.
     pub schema: fn() -> Arc<Schema>,
-}
-
-/// A wait for the next event of type `E` in a run: [`wait`](EventWait::wait) or
-/// [`wait_timeout`](EventWait::wait_timeout).
-#[derive(Debug)]
-pub struct EventWait<'r, E> {
-    pub(crate) run: &'r Run,
-    pub(crate) _event: PhantomData<fn() -> E>,
-}
-
-impl<E: Event> EventWait<'_, E> {
-    /// Waits for the next event of this name. The k-th wait of a name reads the k-th event;
-    /// if it has not arrived, the run suspends until it does.
-    pub async fn wait(self) -> Result<E::Payload, WorkflowError> {
-        let data = self.run.wait_event(E::NAME, None).await?;
-        let data = data.expect("BUG: an event wait without timeout returned a timeout");
-        decode_event::<E>(data)
-    }
-
-    /// As [`wait`](EventWait::wait), giving up after `timeout`: `Ok(None)`. The timeout is
-    /// recorded, so replay returns it again.
-    pub async fn wait_timeout(
-        self,
-        timeout: Duration,
-    ) -> Result<Option<E::Payload>, WorkflowError> {
-        match self.run.wait_event(E::NAME, Some(timeout)).await? {
-            Some(data) => decode_event::<E>(data).map(Some),
-            None => Ok(None),
-        }
-    }
-}
-
-fn decode_event<E: Event>(data: serde_json::Value) -> Result<E::Payload, WorkflowError> {
-    serde_json::from_value(data).map_err(|error| WorkflowError::EventPayloadMismatch {
-        event: E::NAME.to_owned(),
-        message: error.to_string(),
-    })
 }

@@ -1,0 +1,282 @@
+//! Child workflows: starts recorded as manifest entries, and waits on their outcomes.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::time::Duration;
+
+use aiki_store::{
+    EntryKind, EntryRecord, EntryStatus, NewRun, ParentLink, RunId, RunRecord, RunStatus,
+};
+use serde_json::Value;
+
+use super::Run;
+use super::manifest::{Slot, placeholder};
+use super::sleep::SleepState;
+use super::suspend::Block;
+use crate::ConflictPolicy;
+use crate::address::{child_address, input_hash};
+use crate::error::WorkflowError;
+use crate::workflow::Workflow;
+
+impl Run {
+    /// Starts a child workflow run (a manifest entry, addressed
+    /// `name:version:reference-id-or-input-hash`).
+    pub fn child<W: Workflow>(&self, input: W::Input) -> ChildStart<'_, W> {
+        ChildStart {
+            run: self,
+            input,
+            reference_id: None,
+            conflict_policy: ConflictPolicy::Error,
+            _workflow: PhantomData,
+        }
+    }
+
+    async fn start_child<W: Workflow>(
+        &self,
+        input: W::Input,
+        reference_id: Option<String>,
+        policy: ConflictPolicy,
+    ) -> Result<ChildRun<W>, WorkflowError> {
+        self.check_fatal()?;
+        let hash = input_hash(&input)?;
+        let key = reference_id.clone().unwrap_or_else(|| hash.clone());
+        let address = child_address(W::NAME, W::VERSION, &key);
+        let child = match self.take_slot(&address)? {
+            Slot::Recorded(entry) => {
+                let id = entry
+                    .output
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .and_then(|id| id.parse::<RunId>().ok())
+                    .ok_or_else(|| {
+                        self.fail_fatally(WorkflowError::OutputSchemaMismatch {
+                            what: format!("child workflow `{}`", W::namespace()),
+                            address: address.clone(),
+                            mismatch: "the recorded child start holds no run id".to_owned(),
+                        })
+                    })?;
+                self.child_record(id).await?
+            }
+            Slot::Fresh(index) => {
+                let now = self.now();
+                let new = NewRun {
+                    id: RunId::new(),
+                    namespace: W::namespace(),
+                    input: serde_json::to_value(&input).map_err(|error| {
+                        WorkflowError::InputNotSerializable {
+                            what: format!("input of child workflow `{}`", W::namespace()),
+                            message: error.to_string(),
+                        }
+                    })?,
+                    input_hash: hash.clone(),
+                    reference_id: reference_id.clone(),
+                    pool: "default".to_owned(),
+                    status: RunStatus::Queued,
+                    due_at: None,
+                    parent: Some(ParentLink {
+                        run_id: self.inner.id,
+                        address: address.clone(),
+                    }),
+                    now,
+                };
+                let entry = EntryRecord {
+                    status: EntryStatus::Completed,
+                    attempts: 1,
+                    kind: EntryKind::Child,
+                    updated_at: now,
+                    ..placeholder(self.inner.id, &address, index)
+                };
+                let revision = self.inner.revision;
+                let _in_flight = self.in_flight();
+                let child = self
+                    .write(move |store| {
+                        let (entry, new) = (entry.clone(), new.clone());
+                        async move { store.start_child(revision, entry, new).await }
+                    })
+                    .await?;
+                crate::wake::work_available();
+                self.replay().children.insert(child.id, child.clone());
+                child
+            }
+        };
+        if let (Some(reference_id), ConflictPolicy::Error) = (reference_id, policy)
+            && child.input_hash != hash
+        {
+            return Err(WorkflowError::ChildConflict {
+                namespace: W::namespace().to_string(),
+                reference_id,
+            });
+        }
+        Ok(ChildRun {
+            run: self.clone(),
+            id: child.id,
+            address,
+            _workflow: PhantomData,
+        })
+    }
+
+    /// A child's record: from the history, or (for a child started elsewhere and shared by
+    /// reference id) from the store.
+    async fn child_record(&self, id: RunId) -> Result<RunRecord, WorkflowError> {
+        if let Some(child) = self.replay().children.get(&id).cloned() {
+            return Ok(child);
+        }
+        let _in_flight = self.in_flight();
+        let child = self
+            .write(move |store| async move { store.get_run(id).await })
+            .await?;
+        self.replay().children.insert(id, child.clone());
+        Ok(child)
+    }
+
+    async fn wait_child<W: Workflow>(
+        &self,
+        id: RunId,
+        address: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Option<W::Output>, WorkflowError> {
+        self.check_fatal()?;
+        let timer = format!("\u{1}child:{address}");
+        let timeout_slot = timeout.map(|_| self.next_event_slot(&timer));
+        if let Some((_, Some(record))) = &timeout_slot
+            && record.timed_out
+        {
+            return Ok(None);
+        }
+        let child = self.child_record(id).await?;
+        match child.status {
+            RunStatus::Completed => {
+                return self
+                    .decode_recorded::<W::Output>(
+                        format!("child workflow `{}`", W::namespace()),
+                        address,
+                        child.output.unwrap_or(Value::Null),
+                        child.output_fingerprint.as_deref(),
+                    )
+                    .map(Some);
+            }
+            status if status.is_terminal() => {
+                return Err(WorkflowError::ChildFailed {
+                    namespace: W::namespace().to_string(),
+                    run_id: id,
+                    status,
+                    message: child
+                        .error
+                        .map(|failure| failure.message)
+                        .unwrap_or_else(|| "cancelled".to_owned()),
+                });
+            }
+            _ => {}
+        }
+        let deadline = match (timeout, timeout_slot) {
+            (Some(timeout), Some((index, _))) => match self.sleep_until(&timer, timeout).await? {
+                SleepState::Until(deadline) => Some(deadline),
+                SleepState::Done { .. } => {
+                    self.record_timeout(&timer, index).await?;
+                    return Ok(None);
+                }
+            },
+            _ => None,
+        };
+        match self.block(Block::Child { id, deadline }).await {}
+    }
+}
+
+/// A child-workflow start being configured; `.await` it (or call [`start`](ChildStart::start)).
+///
+/// ```
+/// # use aiki::{Run, WorkflowError};
+/// #[aiki::workflow(name = "square", version = "1")]
+/// async fn square(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+///     Ok(n * n)
+/// }
+///
+/// #[aiki::workflow(name = "sum-of-squares", version = "1")]
+/// async fn sum_of_squares(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+///     let mut children = Vec::new();
+///     for i in 1..=n {
+///         children.push(run.child::<Square>(i).reference_id(format!("square-{i}")).await?);
+///     }
+///     let mut sum = 0;
+///     for child in &children {
+///         sum += child.wait().await?;
+///     }
+///     Ok(sum)
+/// }
+/// ```
+#[derive(Debug)]
+pub struct ChildStart<'r, W: Workflow> {
+    run: &'r Run,
+    input: W::Input,
+    reference_id: Option<String>,
+    conflict_policy: ConflictPolicy,
+    _workflow: PhantomData<fn() -> W>,
+}
+
+impl<'r, W: Workflow> ChildStart<'r, W> {
+    /// Addresses the child by this id instead of its input hash.
+    pub fn reference_id(mut self, reference_id: impl Into<String>) -> Self {
+        self.reference_id = Some(reference_id.into());
+        self
+    }
+
+    /// What to do when the reference id already names a run with another input.
+    pub fn conflict_policy(mut self, policy: ConflictPolicy) -> Self {
+        self.conflict_policy = policy;
+        self
+    }
+
+    /// Starts the child (or finds the one recorded).
+    pub async fn start(self) -> Result<ChildRun<W>, WorkflowError> {
+        self.run
+            .start_child::<W>(self.input, self.reference_id, self.conflict_policy)
+            .await
+    }
+}
+
+impl<'r, W: Workflow> std::future::IntoFuture for ChildStart<'r, W> {
+    type Output = Result<ChildRun<W>, WorkflowError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 'r>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.start())
+    }
+}
+
+/// A child run started from a workflow.
+#[derive(Debug)]
+pub struct ChildRun<W: Workflow> {
+    run: Run,
+    id: RunId,
+    address: String,
+    _workflow: PhantomData<fn() -> W>,
+}
+
+impl<W: Workflow> ChildRun<W> {
+    /// The child's run id.
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// Waits for the child to end: its output (validated like a task's), or
+    /// [`WorkflowError::ChildFailed`] when it failed or was cancelled.
+    pub async fn wait(&self) -> Result<W::Output, WorkflowError> {
+        let output = self
+            .run
+            .wait_child::<W>(self.id, &self.address, None)
+            .await?;
+        Ok(output.expect("BUG: a child wait without timeout returned a timeout"))
+    }
+
+    /// As [`wait`](ChildRun::wait), giving up after `timeout` with `Ok(None)` (recorded, so
+    /// replay returns it again).
+    pub async fn wait_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<W::Output>, WorkflowError> {
+        self.run
+            .wait_child::<W>(self.id, &self.address, Some(timeout))
+            .await
+    }
+}

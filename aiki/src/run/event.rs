@@ -1,0 +1,130 @@
+//! Events: per-name queues of received events, read in order, and recorded timeouts.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use aiki_store::EventRecord;
+use serde_json::Value;
+
+use super::Run;
+use super::sleep::SleepState;
+use super::suspend::Block;
+use crate::error::WorkflowError;
+use crate::workflow::Event;
+
+/// A wait for the next event of type `E` in a run: [`wait`](EventWait::wait) or
+/// [`wait_timeout`](EventWait::wait_timeout).
+#[derive(Debug)]
+pub struct EventWait<'r, E> {
+    run: &'r Run,
+    _event: PhantomData<fn() -> E>,
+}
+
+impl<E: Event> EventWait<'_, E> {
+    /// Waits for the next event of this name. The k-th wait of a name reads the k-th event;
+    /// if it has not arrived, the run suspends until it does.
+    pub async fn wait(self) -> Result<E::Payload, WorkflowError> {
+        let data = self.run.wait_event(E::NAME, None).await?;
+        let data = data.expect("BUG: an event wait without timeout returned a timeout");
+        decode_event::<E>(data)
+    }
+
+    /// As [`wait`](EventWait::wait), giving up after `timeout`: `Ok(None)`. The timeout is
+    /// recorded, so replay returns it again.
+    pub async fn wait_timeout(
+        self,
+        timeout: Duration,
+    ) -> Result<Option<E::Payload>, WorkflowError> {
+        match self.run.wait_event(E::NAME, Some(timeout)).await? {
+            Some(data) => decode_event::<E>(data).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+fn decode_event<E: Event>(data: Value) -> Result<E::Payload, WorkflowError> {
+    serde_json::from_value(data).map_err(|error| WorkflowError::EventPayloadMismatch {
+        event: E::NAME.to_owned(),
+        message: error.to_string(),
+    })
+}
+
+impl Run {
+    /// Waits for the next event of type `E`.
+    pub fn event<E: Event>(&self) -> EventWait<'_, E> {
+        EventWait {
+            run: self,
+            _event: PhantomData,
+        }
+    }
+
+    /// Reads the next event of `name` (or its recorded timeout: `None`), or blocks.
+    pub(crate) async fn wait_event(
+        &self,
+        name: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Value>, WorkflowError> {
+        self.check_fatal()?;
+        let (index, recorded) = self.next_event_slot(name);
+        if let Some(record) = recorded {
+            return Ok(record.data.filter(|_| !record.timed_out));
+        }
+        let deadline = match timeout {
+            None => None,
+            Some(timeout) => {
+                match self
+                    .sleep_until(&format!("\u{1}event:{name}"), timeout)
+                    .await?
+                {
+                    SleepState::Until(deadline) => Some(deadline),
+                    SleepState::Done { .. } => {
+                        let record = self.record_timeout(name, index).await?;
+                        return Ok(record.data.filter(|_| !record.timed_out));
+                    }
+                }
+            }
+        };
+        match self
+            .block(Block::Event {
+                name: name.to_owned(),
+                index,
+                deadline,
+            })
+            .await {}
+    }
+
+    pub(super) fn next_event_slot(&self, name: &str) -> (u32, Option<EventRecord>) {
+        let mut replay = self.replay();
+        let queue = replay.events.entry(name.to_owned()).or_default();
+        let index = queue.next as u32;
+        queue.next += 1;
+        (
+            index,
+            queue
+                .records
+                .iter()
+                .find(|event| event.index == index)
+                .cloned(),
+        )
+    }
+
+    pub(super) async fn record_timeout(
+        &self,
+        name: &str,
+        index: u32,
+    ) -> Result<EventRecord, WorkflowError> {
+        let revision = self.inner.revision;
+        let id = self.inner.id;
+        let now = self.now();
+        let _in_flight = self.in_flight();
+        self.write(move |store| {
+            let name = name.to_owned();
+            async move {
+                store
+                    .record_event_timeout(id, revision, &name, index, now)
+                    .await
+            }
+        })
+        .await
+    }
+}

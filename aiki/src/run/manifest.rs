@@ -1,0 +1,181 @@
+//! The replay manifest: each address's queue of recorded entries, and the one rule.
+//!
+//! A call takes the next recorded entry at its address. A call that finds none while entries
+//! of the previous execution remain unconsumed is a non-determinism error, raised before
+//! anything runs. The queues are the only record of what was consumed: the unconsumed
+//! addresses and the failed entries are read off them, never counted beside them.
+
+use std::collections::HashMap;
+
+use aiki_store::{EntryKind, EntryRecord, EntryStatus, RunId};
+
+use super::{Queue, Run, queues};
+use crate::error::WorkflowError;
+
+/// Address → its recorded entries, in index order, and how many this execution consumed.
+#[derive(Default)]
+pub(super) struct Manifest {
+    queues: HashMap<String, Queue<EntryRecord>>,
+}
+
+/// What a call at an address gets.
+pub(super) enum Slot {
+    /// The next recorded entry there.
+    Recorded(EntryRecord),
+    /// Nothing recorded: the index a fresh entry takes.
+    Fresh(u32),
+}
+
+impl Manifest {
+    pub(super) fn new(entries: Vec<EntryRecord>) -> Self {
+        Manifest {
+            queues: queues(entries, |entry| &entry.address, |entry| entry.index),
+        }
+    }
+
+    /// Consumes the next recorded entry at `address`, if one is left.
+    fn take(&mut self, address: &str) -> Option<EntryRecord> {
+        let queue = self.queues.get_mut(address)?;
+        let entry = queue.records.get(queue.next).cloned()?;
+        queue.next += 1;
+        Some(entry)
+    }
+
+    /// Reserves the next index at `address` for a fresh entry, so that a concurrent call with
+    /// the same address gets the one after.
+    fn reserve(&mut self, run_id: RunId, address: &str) -> u32 {
+        let queue = self.queues.entry(address.to_owned()).or_default();
+        let index = queue.records.len() as u32;
+        queue.records.push(placeholder(run_id, address, index));
+        queue.next += 1;
+        index
+    }
+
+    /// One address per recorded entry not yet consumed by this execution, sorted.
+    fn unconsumed(&self) -> Vec<String> {
+        let mut unconsumed: Vec<String> = self
+            .queues
+            .iter()
+            .flat_map(|(address, queue)| {
+                queue.records[queue.next.min(queue.records.len())..]
+                    .iter()
+                    .map(move |_| address.clone())
+            })
+            .collect();
+        unconsumed.sort();
+        unconsumed
+    }
+
+    /// The task entries that failed for good, ordered by address and index.
+    pub(super) fn failed_tasks(&self) -> Vec<EntryRecord> {
+        let mut failed: Vec<EntryRecord> = self
+            .queues
+            .values()
+            .flat_map(|queue| &queue.records)
+            .filter(|entry| entry.kind == EntryKind::Task && entry.status == EntryStatus::Failed)
+            .cloned()
+            .collect();
+        failed.sort_by(|a, b| (&a.address, a.index).cmp(&(&b.address, b.index)));
+        failed
+    }
+
+    /// Replaces the manifest's copy of an entry just written (one this execution took, so it
+    /// is consumed already).
+    pub(super) fn update(&mut self, entry: EntryRecord) {
+        let taken = self.queues.get_mut(&entry.address).and_then(|queue| {
+            queue.records[..queue.next]
+                .iter_mut()
+                .rev()
+                .find(|taken| taken.index == entry.index)
+        });
+        match taken {
+            Some(taken) => *taken = entry,
+            None => debug_assert!(false, "BUG: wrote an entry the manifest never handed out"),
+        }
+    }
+}
+
+impl Run {
+    /// Takes the next recorded entry at `address`, or the index a fresh call gets there after
+    /// the non-determinism check: a fresh call while recorded entries remain unconsumed fails
+    /// before anything runs.
+    pub(super) fn take_slot(&self, address: &str) -> Result<Slot, WorkflowError> {
+        let mut replay = self.replay();
+        let manifest = &mut replay.manifest;
+        if let Some(entry) = manifest.take(address) {
+            return Ok(Slot::Recorded(entry));
+        }
+        let unconsumed = manifest.unconsumed();
+        if !unconsumed.is_empty() {
+            let error = WorkflowError::NonDeterminism {
+                new_address: address.to_owned(),
+                unconsumed,
+            };
+            return Err(self.record_fatal(&mut replay, error));
+        }
+        Ok(Slot::Fresh(manifest.reserve(self.inner.id, address)))
+    }
+}
+
+/// A fresh entry at `address`, `index`: a running task with no attempt yet.
+pub(super) fn placeholder(run_id: RunId, address: &str, index: u32) -> EntryRecord {
+    EntryRecord {
+        run_id,
+        address: address.to_owned(),
+        index,
+        kind: EntryKind::Task,
+        status: EntryStatus::Running,
+        output: None,
+        fingerprint: None,
+        attempts: 0,
+        error: None,
+        retry_at: None,
+        updated_at: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(address: &str, index: u32, status: EntryStatus) -> EntryRecord {
+        EntryRecord {
+            status,
+            ..placeholder(RunId::new(), address, index)
+        }
+    }
+
+    #[test]
+    fn unconsumed_and_failed_entries_are_read_off_the_queues() {
+        let mut manifest = Manifest::new(vec![
+            entry("b:1", 1, EntryStatus::Completed),
+            entry("a:1", 0, EntryStatus::Failed),
+            entry("b:1", 0, EntryStatus::Completed),
+        ]);
+        assert_eq!(manifest.unconsumed(), ["a:1", "b:1", "b:1"]);
+        assert_eq!(manifest.take("b:1").map(|entry| entry.index), Some(0));
+        assert_eq!(manifest.unconsumed(), ["a:1", "b:1"]);
+        assert!(manifest.take("c:1").is_none());
+        assert!(manifest.take("b:1").is_some());
+        assert!(manifest.take("b:1").is_none());
+        assert!(manifest.take("a:1").is_some());
+        assert!(manifest.unconsumed().is_empty());
+
+        // A fresh entry is reserved consumed, and counts once it is written as failed.
+        assert_eq!(manifest.reserve(RunId::new(), "b:1"), 2);
+        assert!(manifest.unconsumed().is_empty());
+        let failed = |manifest: &Manifest| {
+            manifest
+                .failed_tasks()
+                .into_iter()
+                .map(|entry| (entry.address, entry.index))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(failed(&manifest), [("a:1".to_owned(), 0)]);
+        manifest.update(entry("b:1", 2, EntryStatus::Failed));
+        assert_eq!(
+            failed(&manifest),
+            [("a:1".to_owned(), 0), ("b:1".to_owned(), 2)]
+        );
+    }
+}

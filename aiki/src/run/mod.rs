@@ -1,0 +1,289 @@
+//! The `Run` context: replay by content address, sleeps, events, children, suspension.
+//!
+//! This module holds `Run` itself and its write path; each kind of durable step lives in a
+//! module of its own: the replay `manifest` (and its one rule), `task_call`, `sleep`, `event`,
+//! `child`, and `suspend` (what a run waiting only on durable things waits for).
+
+mod child;
+mod event;
+mod manifest;
+mod sleep;
+mod suspend;
+mod task_call;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use aiki_store::{
+    BoxStore, EntryRecord, EventRecord, History, Millis, Namespace, RunId, RunRecord, SleepRecord,
+    StoreError,
+};
+
+use crate::clock::Clock;
+use crate::error::WorkflowError;
+use crate::task::StateMap;
+
+pub use child::{ChildRun, ChildStart};
+pub use event::EventWait;
+pub use sleep::SleepOutcome;
+pub(crate) use suspend::Suspension;
+
+use manifest::Manifest;
+use suspend::Block;
+
+/// The context a workflow runs in: the door to its tasks, sleeps, events and children.
+///
+/// A workflow is re-executed from the top whenever it resumes; `Run` makes every call that
+/// already happened return what it returned the first time, found by content address.
+#[derive(Clone)]
+pub struct Run {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    id: RunId,
+    namespace: Namespace,
+    attempt: u32,
+    revision: u64,
+    store: BoxStore,
+    clock: Arc<dyn Clock>,
+    state: Arc<StateMap>,
+    replay: Mutex<Replay>,
+}
+
+impl fmt::Debug for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Run")
+            .field("id", &self.inner.id)
+            .field("namespace", &self.inner.namespace)
+            .field("revision", &self.inner.revision)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A per-name queue of records, read in order.
+struct Queue<T> {
+    records: Vec<T>,
+    next: usize,
+}
+
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Queue {
+            records: Vec::new(),
+            next: 0,
+        }
+    }
+}
+
+/// Groups records into per-name queues, each in index order.
+fn queues<T>(
+    records: Vec<T>,
+    name: impl Fn(&T) -> &str,
+    index: impl Fn(&T) -> u32,
+) -> HashMap<String, Queue<T>> {
+    let mut queues: HashMap<String, Queue<T>> = HashMap::new();
+    for record in records {
+        queues
+            .entry(name(&record).to_owned())
+            .or_default()
+            .records
+            .push(record);
+    }
+    for queue in queues.values_mut() {
+        queue.records.sort_by_key(&index);
+    }
+    queues
+}
+
+/// What this execution knows of the run's history, and what it waits on.
+#[derive(Default)]
+struct Replay {
+    /// The recorded entries by address: the source of truth for what replays.
+    manifest: Manifest,
+    sleeps: HashMap<String, Queue<SleepRecord>>,
+    events: HashMap<String, Queue<EventRecord>>,
+    children: HashMap<RunId, RunRecord>,
+    /// Tasks and store writes in progress: while any runs, the run cannot suspend.
+    in_flight: usize,
+    /// Durable waits the workflow is blocked on, by id.
+    blocks: HashMap<u64, Block>,
+    next_block: u64,
+    /// An error that fails the run whatever the workflow does with it.
+    fatal: Option<WorkflowError>,
+}
+
+impl Run {
+    pub(crate) fn from_history(
+        history: History,
+        store: BoxStore,
+        clock: Arc<dyn Clock>,
+        state: Arc<StateMap>,
+    ) -> Run {
+        let replay = Replay {
+            manifest: Manifest::new(history.entries),
+            sleeps: queues(history.sleeps, |sleep| &sleep.name, |sleep| sleep.index),
+            events: queues(history.events, |event| &event.name, |event| event.index),
+            children: history
+                .children
+                .into_iter()
+                .map(|child| (child.id, child))
+                .collect(),
+            ..Replay::default()
+        };
+        Run {
+            inner: Arc::new(Inner {
+                id: history.run.id,
+                namespace: history.run.namespace.clone(),
+                attempt: history.run.attempts,
+                revision: history.run.revision,
+                store,
+                clock,
+                state,
+                replay: Mutex::new(replay),
+            }),
+        }
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> RunId {
+        self.inner.id
+    }
+
+    /// The workflow version the run is pinned to.
+    pub fn namespace(&self) -> &Namespace {
+        &self.inner.namespace
+    }
+
+    /// The workflow attempt being executed, from 1.
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
+    }
+
+    /// The time now, from the runtime's clock (a manual clock in tests). It is not recorded:
+    /// a value that must be the same on replay belongs in a task's output.
+    pub fn now(&self) -> Millis {
+        self.inner.clock.now()
+    }
+
+    pub(crate) fn revision(&self) -> u64 {
+        self.inner.revision
+    }
+
+    fn replay(&self) -> MutexGuard<'_, Replay> {
+        self.inner
+            .replay
+            .lock()
+            .expect("BUG: replay state poisoned")
+    }
+
+    /// The error that fails the run whatever the workflow returned, if any.
+    pub(crate) fn take_fatal(&self) -> Option<WorkflowError> {
+        self.replay().fatal.take()
+    }
+
+    fn check_fatal(&self) -> Result<(), WorkflowError> {
+        match &self.replay().fatal {
+            None => Ok(()),
+            Some(fatal) => Err(WorkflowError::failed(format!(
+                "the run is already failing: {fatal}"
+            ))),
+        }
+    }
+
+    /// Records an error that fails the run, and returns it for the caller to propagate.
+    fn fail_fatally(&self, error: WorkflowError) -> WorkflowError {
+        let mut replay = self.replay();
+        self.record_fatal(&mut replay, error)
+    }
+
+    /// Keeps the first fatal error for the executor (with its kind) and gives the workflow an
+    /// equal copy, so that a workflow swallowing it changes nothing.
+    fn record_fatal(&self, replay: &mut Replay, error: WorkflowError) -> WorkflowError {
+        let copy = match &error {
+            WorkflowError::NonDeterminism {
+                new_address,
+                unconsumed,
+            } => WorkflowError::NonDeterminism {
+                new_address: new_address.clone(),
+                unconsumed: unconsumed.clone(),
+            },
+            WorkflowError::OutputSchemaMismatch {
+                what,
+                address,
+                mismatch,
+            } => WorkflowError::OutputSchemaMismatch {
+                what: what.clone(),
+                address: address.clone(),
+                mismatch: mismatch.clone(),
+            },
+            other => WorkflowError::failed(other.to_string()),
+        };
+        if replay.fatal.is_none() {
+            replay.fatal = Some(error);
+        }
+        copy
+    }
+
+    /// A store write made by this executor. Transient errors are retried with back-off; a
+    /// revision conflict (or an outage that outlasts the retries) loses the run: the error is
+    /// fatal and nothing more is written.
+    pub(crate) async fn write<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
+    where
+        F: Fn(BoxStore) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let mut delay = Duration::from_millis(50);
+        let mut attempt = 1;
+        loop {
+            match op(self.inner.store.clone()).await {
+                Ok(value) => return Ok(value),
+                Err(error) if error.is_transient() && attempt < 8 => {
+                    tracing::warn!(run_id = %self.inner.id, %error, "store write failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                    attempt += 1;
+                }
+                Err(error) => return Err(self.fail_fatally(WorkflowError::Lost(error))),
+            }
+        }
+    }
+
+    /// Writes a task entry, and keeps the manifest's copy of it current once it is durable.
+    async fn put_entry(&self, entry: EntryRecord) -> Result<(), WorkflowError> {
+        let revision = self.inner.revision;
+        let written = &entry;
+        self.write(move |store| {
+            let entry = written.clone();
+            async move { store.put_entry(revision, entry).await }
+        })
+        .await?;
+        self.replay().manifest.update(entry);
+        Ok(())
+    }
+
+    /// The task entries that failed for good, recorded earlier or in this execution: what a
+    /// workflow retry runs again.
+    pub(crate) fn failed_tasks(&self) -> Vec<EntryRecord> {
+        self.replay().manifest.failed_tasks()
+    }
+
+    fn in_flight(&self) -> InFlight {
+        self.replay().in_flight += 1;
+        InFlight { run: self.clone() }
+    }
+}
+
+/// Counts a task or store write in progress; the run cannot suspend while one exists.
+struct InFlight {
+    run: Run,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.run.replay().in_flight -= 1;
+    }
+}

@@ -1,0 +1,107 @@
+//! Durable sleeps: per-name queues of recorded sleeps, read in order.
+
+use std::time::Duration;
+
+use aiki_store::{Millis, SleepRecord};
+
+use super::Run;
+use super::suspend::Block;
+use crate::error::WorkflowError;
+
+/// What a durable sleep ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SleepOutcome {
+    /// `true` when `wakeup()` ended the sleep early.
+    pub cancelled: bool,
+}
+
+/// Where a sleep stands: over, or ending at a time.
+pub(super) enum SleepState {
+    Done { cancelled: bool },
+    Until(Millis),
+}
+
+impl Run {
+    /// A durable sleep named `name`. The k-th sleep of a name reads the k-th recorded sleep of
+    /// that name: a sleep recorded for a shorter duration sleeps the difference more (once); one
+    /// recorded for a longer duration ends at once. `wakeup()` ends it early:
+    /// `cancelled = true`.
+    ///
+    /// Sleeps with the same name share a queue: give different sleeps different names.
+    pub async fn sleep(
+        &self,
+        name: &str,
+        duration: Duration,
+    ) -> Result<SleepOutcome, WorkflowError> {
+        self.check_fatal()?;
+        let wake_at = self.sleep_until(name, duration).await?;
+        match wake_at {
+            SleepState::Done { cancelled } => Ok(SleepOutcome { cancelled }),
+            SleepState::Until(wake_at) => match self.block(Block::Sleep { wake_at }).await {},
+        }
+    }
+
+    /// Reads or records the next sleep of `name`, and says when it ends.
+    pub(super) async fn sleep_until(
+        &self,
+        name: &str,
+        duration: Duration,
+    ) -> Result<SleepState, WorkflowError> {
+        let wanted = duration.as_millis() as i64;
+        let now = self.now();
+        let (index, recorded) = {
+            let mut replay = self.replay();
+            let queue = replay.sleeps.entry(name.to_owned()).or_default();
+            let index = queue.next as u32;
+            queue.next += 1;
+            (index, queue.records.get(index as usize).cloned())
+        };
+        let record = match recorded {
+            Some(record) if record.cancelled => return Ok(SleepState::Done { cancelled: true }),
+            Some(record) if wanted <= record.duration_ms => {
+                let ends = record.wake_at - (record.duration_ms - wanted);
+                return Ok(if ends <= now {
+                    SleepState::Done { cancelled: false }
+                } else {
+                    SleepState::Until(ends)
+                });
+            }
+            // Longer than recorded: sleep the difference more, folded into the record.
+            Some(record) => SleepRecord {
+                duration_ms: wanted,
+                wake_at: record.wake_at.max(now) + (wanted - record.duration_ms),
+                ..record
+            },
+            None => SleepRecord {
+                run_id: self.inner.id,
+                name: name.to_owned(),
+                index,
+                duration_ms: wanted,
+                wake_at: now + wanted,
+                cancelled: false,
+            },
+        };
+        let wake_at = record.wake_at;
+        {
+            let mut replay = self.replay();
+            let queue = replay.sleeps.entry(name.to_owned()).or_default();
+            if (index as usize) < queue.records.len() {
+                queue.records[index as usize] = record.clone();
+            } else {
+                queue.records.push(record.clone());
+            }
+        }
+        let revision = self.inner.revision;
+        let _in_flight = self.in_flight();
+        self.write(move |store| {
+            let record = record.clone();
+            async move { store.put_sleep(revision, record).await }
+        })
+        .await?;
+        Ok(if wake_at <= now {
+            SleepState::Done { cancelled: false }
+        } else {
+            SleepState::Until(wake_at)
+        })
+    }
+}

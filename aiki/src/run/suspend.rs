@@ -1,0 +1,131 @@
+//! Suspension: the durable waits a workflow blocks on, and how a run waiting only on them
+//! suspends.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use aiki_store::{Millis, RunId, RunStatus, WaitSpec};
+
+use super::Run;
+
+/// A durable wait: what a suspended run waits for.
+///
+/// Ordered by kind, then by field, so that a suspension lists its waits in one order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Block {
+    Sleep {
+        wake_at: Millis,
+    },
+    Retry {
+        at: Millis,
+    },
+    Event {
+        name: String,
+        index: u32,
+        deadline: Option<Millis>,
+    },
+    Child {
+        id: RunId,
+        deadline: Option<Millis>,
+    },
+}
+
+/// How a run suspends: computed from its blocks.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Suspension {
+    pub(crate) status: RunStatus,
+    pub(crate) due_at: Option<Millis>,
+    pub(crate) wait: WaitSpec,
+}
+
+impl Run {
+    /// Blocks the workflow on a durable wait, forever: the executor drops the workflow future
+    /// when only such waits remain, and re-executes the workflow when one is satisfied.
+    pub(super) fn block(&self, block: Block) -> Blocked {
+        let mut replay = self.replay();
+        let id = replay.next_block;
+        replay.next_block += 1;
+        replay.blocks.insert(id, block);
+        Blocked {
+            run: self.clone(),
+            id,
+        }
+    }
+
+    /// `Some` when the workflow waits only on durable things: suspend it.
+    pub(crate) fn suspension(&self) -> Option<Suspension> {
+        let replay = self.replay();
+        if replay.in_flight > 0 || replay.blocks.is_empty() {
+            return None;
+        }
+        let mut status = RunStatus::Sleeping;
+        let mut due_at: Option<Millis> = None;
+        let mut wait = WaitSpec::default();
+        let mut earliest = |at: Millis| due_at = Some(due_at.map_or(at, |due| due.min(at)));
+        let rank = |status: RunStatus| match status {
+            RunStatus::AwaitingChildWorkflow => 3,
+            RunStatus::AwaitingEvent => 2,
+            RunStatus::AwaitingRetry => 1,
+            _ => 0,
+        };
+        let mut blocks: Vec<&Block> = replay.blocks.values().collect();
+        blocks.sort_unstable();
+        for block in blocks {
+            let block_status = match block {
+                Block::Sleep { wake_at } => {
+                    earliest(*wake_at);
+                    RunStatus::Sleeping
+                }
+                Block::Retry { at } => {
+                    earliest(*at);
+                    RunStatus::AwaitingRetry
+                }
+                Block::Event {
+                    name,
+                    index,
+                    deadline,
+                } => {
+                    deadline.map(&mut earliest);
+                    wait.events.push((name.clone(), *index));
+                    RunStatus::AwaitingEvent
+                }
+                Block::Child { id, deadline } => {
+                    deadline.map(&mut earliest);
+                    wait.children.push(*id);
+                    RunStatus::AwaitingChildWorkflow
+                }
+            };
+            if rank(block_status) > rank(status) {
+                status = block_status;
+            }
+        }
+        Some(Suspension {
+            status,
+            due_at,
+            wait,
+        })
+    }
+}
+
+/// A durable wait that never completes in this execution; dropping it unregisters it.
+pub(super) struct Blocked {
+    run: Run,
+    id: u64,
+}
+
+impl Future for Blocked {
+    type Output = std::convert::Infallible;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Pending
+    }
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        if let Ok(mut replay) = self.run.inner.replay.lock() {
+            replay.blocks.remove(&self.id);
+        }
+    }
+}

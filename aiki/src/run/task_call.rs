@@ -1,0 +1,243 @@
+//! Task calls: replay of recorded results, fresh executions and their in-process retries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aiki_store::{EntryKind, EntryRecord, EntryStatus, Millis};
+use serde_json::Value;
+
+use super::Run;
+use super::manifest::Slot;
+use super::suspend::Block;
+use crate::error::WorkflowError;
+use crate::schema::Schema;
+use crate::task::{Task, TaskContext};
+
+/// Failed attempts whose retry delay is at most this long are retried in process; longer
+/// delays suspend the run as `awaiting_retry`.
+pub(crate) const INLINE_RETRY_MAX: Duration = Duration::from_millis(5);
+
+impl Run {
+    fn context(&self, task: &'static str, address: &str, attempt: u32) -> TaskContext {
+        TaskContext {
+            run_id: self.inner.id,
+            task,
+            address: Arc::from(address),
+            attempt,
+            state: self.inner.state.clone(),
+        }
+    }
+
+    pub(crate) async fn call_task<T: Task>(
+        &self,
+        task: &T,
+        input: T::Input,
+    ) -> Result<T::Output, WorkflowError> {
+        self.check_fatal()?;
+        let address = task.address(&input)?.into_string();
+        let what = || format!("task `{}`", T::NAME);
+        let (index, failed_attempts) = match self.take_slot(&address)? {
+            Slot::Fresh(index) => (index, 0),
+            Slot::Recorded(entry) => match entry.status {
+                EntryStatus::Completed => {
+                    return self.decode_recorded::<T::Output>(
+                        what(),
+                        &address,
+                        entry.output.unwrap_or(Value::Null),
+                        entry.fingerprint.as_deref(),
+                    );
+                }
+                EntryStatus::Failed => {
+                    let error = entry.error.unwrap_or_else(|| {
+                        aiki_store::Failure::new("task_failed", "no error recorded")
+                    });
+                    return Err(WorkflowError::TaskFailed {
+                        task: T::NAME.to_owned(),
+                        address,
+                        attempts: entry.attempts,
+                        interrupted: error.kind == "interrupted",
+                        message: error.message,
+                    });
+                }
+                EntryStatus::AwaitingRetry => {
+                    let at = entry.retry_at.unwrap_or(Millis::MIN);
+                    if at > self.now() {
+                        let blocked = self.block(Block::Retry { at });
+                        match blocked.await {}
+                    }
+                    (entry.index, entry.attempts)
+                }
+                EntryStatus::Running => {
+                    // The executor died mid-attempt: that attempt failed.
+                    if task.retry().delay_after(entry.attempts).is_none() {
+                        let error = aiki_store::Failure::new(
+                            "interrupted",
+                            format!(
+                                "attempt {} was interrupted (its executor stopped) and the \
+                                 retry policy allows no other",
+                                entry.attempts
+                            ),
+                        );
+                        self.put_entry(EntryRecord {
+                            status: EntryStatus::Failed,
+                            error: Some(error.clone()),
+                            updated_at: self.now(),
+                            ..entry.clone()
+                        })
+                        .await?;
+                        return Err(WorkflowError::TaskFailed {
+                            task: T::NAME.to_owned(),
+                            address,
+                            attempts: entry.attempts,
+                            interrupted: true,
+                            message: error.message,
+                        });
+                    }
+                    (entry.index, entry.attempts)
+                }
+            },
+        };
+        self.execute_task(task, input, address, index, failed_attempts)
+            .await
+    }
+
+    async fn execute_task<T: Task>(
+        &self,
+        task: &T,
+        input: T::Input,
+        address: String,
+        index: u32,
+        mut failed_attempts: u32,
+    ) -> Result<T::Output, WorkflowError> {
+        let policy = task.retry();
+        let schema = task.output_schema();
+        let in_flight = self.in_flight();
+        let retry_input = if policy.max_attempts() > 1 {
+            Some(serde_json::to_value(&input).map_err(|error| {
+                WorkflowError::InputNotSerializable {
+                    what: format!("input of task `{}`", T::NAME),
+                    message: error.to_string(),
+                }
+            })?)
+        } else {
+            None
+        };
+        let mut input = Some(input);
+        let entry = |status, attempts, now| EntryRecord {
+            run_id: self.inner.id,
+            address: address.clone(),
+            index,
+            kind: EntryKind::Task,
+            status,
+            output: None,
+            fingerprint: None,
+            attempts,
+            error: None,
+            retry_at: None,
+            updated_at: now,
+        };
+        loop {
+            let attempt = failed_attempts + 1;
+            self.put_entry(entry(EntryStatus::Running, attempt, self.now()))
+                .await?;
+            let this_input = match input.take() {
+                Some(input) => input,
+                None => serde_json::from_value(retry_input.clone().unwrap_or(Value::Null))
+                    .map_err(|error| WorkflowError::InputNotSerializable {
+                        what: format!("input of task `{}`", T::NAME),
+                        message: error.to_string(),
+                    })?,
+            };
+            let result = task
+                .execute(this_input, self.context(T::NAME, &address, attempt))
+                .await;
+            self.check_fatal()?;
+            match result {
+                Ok(output) => {
+                    let json = serde_json::to_value(&output).map_err(|error| {
+                        WorkflowError::InputNotSerializable {
+                            what: format!("output of task `{}`", T::NAME),
+                            message: error.to_string(),
+                        }
+                    })?;
+                    self.put_entry(EntryRecord {
+                        output: Some(json),
+                        fingerprint: Some(schema.fingerprint().to_owned()),
+                        ..entry(EntryStatus::Completed, attempt, self.now())
+                    })
+                    .await?;
+                    return Ok(output);
+                }
+                Err(error) => {
+                    failed_attempts = attempt;
+                    let failure = aiki_store::Failure::new("task_failed", error.message());
+                    let delay = if error.is_retryable() {
+                        policy.delay_after(attempt)
+                    } else {
+                        None
+                    };
+                    match delay {
+                        None => {
+                            self.put_entry(EntryRecord {
+                                error: Some(failure),
+                                ..entry(EntryStatus::Failed, attempt, self.now())
+                            })
+                            .await?;
+                            return Err(WorkflowError::TaskFailed {
+                                task: T::NAME.to_owned(),
+                                address,
+                                attempts: attempt,
+                                message: error.message().to_owned(),
+                                interrupted: false,
+                            });
+                        }
+                        Some(delay) if delay <= INLINE_RETRY_MAX => {
+                            tracing::debug!(
+                                task = T::NAME,
+                                attempt,
+                                "task failed; retrying in process"
+                            );
+                            tokio::time::sleep(delay).await;
+                        }
+                        Some(delay) => {
+                            let at = self.now() + delay.as_millis() as Millis;
+                            self.put_entry(EntryRecord {
+                                error: Some(failure),
+                                retry_at: Some(at),
+                                ..entry(EntryStatus::AwaitingRetry, attempt, self.now())
+                            })
+                            .await?;
+                            drop(in_flight);
+                            let blocked = self.block(Block::Retry { at });
+                            match blocked.await {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decodes a recorded output: trusted when its fingerprint is the current schema's,
+    /// validated otherwise. A mismatch fails the run.
+    pub(super) fn decode_recorded<
+        O: serde::de::DeserializeOwned + schemars::JsonSchema + 'static,
+    >(
+        &self,
+        what: String,
+        address: &str,
+        output: Value,
+        fingerprint: Option<&str>,
+    ) -> Result<O, WorkflowError> {
+        let schema = Schema::of::<O>();
+        let checked = schema
+            .check_recorded(&output, fingerprint)
+            .and_then(|()| serde_json::from_value::<O>(output).map_err(|error| error.to_string()));
+        checked.map_err(|mismatch| {
+            self.fail_fatally(WorkflowError::OutputSchemaMismatch {
+                what,
+                address: address.to_owned(),
+                mismatch,
+            })
+        })
+    }
+}

@@ -1,0 +1,229 @@
+//! Configuring a [`Worker`]: what it serves, how it finds work, its timings; checked at
+//! [`build`](WorkerBuilder::build).
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aiki_store::{BoxStore, Namespace};
+use tokio::sync::Notify;
+
+use super::{Erased, Registered, Shared, Worker};
+use crate::clock::{Clock, SystemClock};
+use crate::error::ClientError;
+use crate::subscriber::{PollingSubscriber, Subscriber};
+use crate::task::{StateMap, Task};
+use crate::workflow::Workflow;
+
+/// Configures a [`Worker`].
+pub struct WorkerBuilder {
+    store: BoxStore,
+    clock: Arc<dyn Clock>,
+    workflows: Vec<(Namespace, Arc<dyn Registered>)>,
+    state: StateMap,
+    pool: String,
+    worker_id: String,
+    max_concurrent_runs: usize,
+    poll_interval: Duration,
+    claim_refresh_interval: Duration,
+    claim_idle_timeout: Duration,
+    max_age: Duration,
+    shutdown_timeout: Duration,
+    daemons: bool,
+    subscriber: Option<Arc<dyn Subscriber>>,
+    tasks: Vec<(&'static str, TypeId, &'static str)>,
+}
+
+impl fmt::Debug for WorkerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerBuilder")
+            .field("worker_id", &self.worker_id)
+            .field("pool", &self.pool)
+            .field(
+                "workflows",
+                &self
+                    .workflows
+                    .iter()
+                    .map(|(ns, _)| ns.to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerBuilder {
+    /// A builder on a store, with the defaults.
+    pub(super) fn new(store: BoxStore) -> Self {
+        WorkerBuilder {
+            store,
+            clock: Arc::new(SystemClock),
+            workflows: Vec::new(),
+            state: StateMap::default(),
+            pool: "default".to_owned(),
+            worker_id: format!(
+                "worker-{}-{}",
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
+            max_concurrent_runs: 100,
+            poll_interval: Duration::from_millis(50),
+            claim_refresh_interval: Duration::from_secs(30),
+            claim_idle_timeout: Duration::from_secs(90),
+            max_age: Duration::from_secs(24 * 3600),
+            shutdown_timeout: Duration::from_secs(5),
+            daemons: true,
+            subscriber: None,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Serves workflow version `W`. Several versions of one workflow can be served side by
+    /// side; registering one namespace twice is an error at [`build`](WorkerBuilder::build).
+    pub fn register<W: Workflow>(mut self, workflow: W) -> Self {
+        self.workflows
+            .push((W::namespace(), Arc::new(Erased(Arc::new(workflow)))));
+        self
+    }
+
+    /// Declares a task this worker's workflows call, so that two different task types with one
+    /// name are caught at [`build`](WorkerBuilder::build) instead of corrupting addresses.
+    pub fn task<T: Task>(mut self, _task: T) -> Self {
+        self.tasks
+            .push((T::NAME, TypeId::of::<T>(), std::any::type_name::<T>()));
+        self
+    }
+
+    /// How the worker discovers work (default: [`PollingSubscriber`] at the poll interval).
+    pub fn subscriber(mut self, subscriber: impl Subscriber) -> Self {
+        self.subscriber = Some(Arc::new(subscriber));
+        self
+    }
+
+    /// Shared state for tasks (read with [`TaskContext::state`](crate::TaskContext::state) or a
+    /// `State<T>` argument of a `#[task]`).
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
+    }
+
+    /// The clock (default: the system clock).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The worker pool served (default `default`).
+    pub fn pool(mut self, pool: impl Into<String>) -> Self {
+        self.pool = pool.into();
+        self
+    }
+
+    /// The identity recorded as the owner of claimed runs (default: a random one).
+    pub fn worker_id(mut self, id: impl Into<String>) -> Self {
+        self.worker_id = id.into();
+        self
+    }
+
+    /// Runs executed at once (default 100).
+    pub fn max_concurrent_runs(mut self, n: usize) -> Self {
+        self.max_concurrent_runs = n;
+        self
+    }
+
+    /// How often the store is polled for work and due timers (default 50 ms). Runs started,
+    /// woken or ended in this process are picked up at once.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// How often a running run's claim is refreshed (default 30 s).
+    pub fn claim_refresh_interval(mut self, interval: Duration) -> Self {
+        self.claim_refresh_interval = interval;
+        self
+    }
+
+    /// How long after its last refresh a claim counts as abandoned and the run is released
+    /// (default 90 s; must be above the refresh interval).
+    pub fn claim_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.claim_idle_timeout = timeout;
+        self
+    }
+
+    /// How long a run may wait undelivered before it is stalled (default 24 h).
+    pub fn max_age(mut self, max_age: Duration) -> Self {
+        self.max_age = max_age;
+        self
+    }
+
+    /// How long a shutdown waits for runs in progress (default 5 s).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Whether this worker also runs the timer daemons: wake-ups, claim recovery, stalling
+    /// (default `true`; they are safe with many copies running).
+    pub fn daemons(mut self, enabled: bool) -> Self {
+        self.daemons = enabled;
+        self
+    }
+
+    /// Checks the configuration.
+    pub fn build(self) -> Result<Worker, ClientError> {
+        if self.claim_idle_timeout <= self.claim_refresh_interval {
+            return Err(ClientError::Config(format!(
+                "claim_idle_timeout ({:?}) must be above claim_refresh_interval ({:?}), or live \
+                 runs would be taken from healthy workers",
+                self.claim_idle_timeout, self.claim_refresh_interval
+            )));
+        }
+        if self.max_concurrent_runs == 0 {
+            return Err(ClientError::Config(
+                "max_concurrent_runs must be at least 1".to_owned(),
+            ));
+        }
+        let mut tasks: HashMap<&'static str, (TypeId, &'static str)> = HashMap::new();
+        for (name, id, type_name) in self.tasks {
+            if let Some((other, other_name)) = tasks.insert(name, (id, type_name))
+                && other != id
+            {
+                return Err(ClientError::Config(format!(
+                    "two task types are named `{name}`: `{other_name}` and `{type_name}`; \
+                     task names are durable addresses and must be unique"
+                )));
+            }
+        }
+        let mut registry = HashMap::new();
+        for (namespace, workflow) in self.workflows {
+            if registry.insert(namespace.clone(), workflow).is_some() {
+                return Err(ClientError::Config(format!(
+                    "workflow {namespace} is registered twice; register each version once"
+                )));
+            }
+        }
+        Ok(Worker {
+            shared: Arc::new(Shared {
+                store: self.store,
+                clock: self.clock,
+                registry,
+                state: Arc::new(self.state),
+                pool: self.pool,
+                worker_id: self.worker_id,
+                claim_refresh_interval: self.claim_refresh_interval,
+                claim_idle_timeout: self.claim_idle_timeout,
+                max_age: self.max_age,
+                ended: Notify::new(),
+                subscriber: self
+                    .subscriber
+                    .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),
+            }),
+            max_concurrent_runs: self.max_concurrent_runs,
+            poll_interval: self.poll_interval,
+            shutdown_timeout: self.shutdown_timeout,
+            daemons: self.daemons,
+        })
+    }
+}

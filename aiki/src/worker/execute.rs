@@ -1,0 +1,209 @@
+//! Executing one claimed run: drive the workflow until it completes, fails, suspends or is
+//! lost, keep its claim fresh meanwhile, and write where it ended.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use aiki_store::{EntryStatus, Millis, RunRecord, RunStatus, Transition};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::Shared;
+use crate::error::WorkflowError;
+use crate::retry::RetryPolicy;
+use crate::run::{Run, Suspension};
+use crate::wake::work_available;
+
+enum Outcome {
+    Done(Result<(Value, String), WorkflowError>),
+    Suspend(Suspension),
+    Lost,
+}
+
+/// Executes one claimed run until it completes, fails, suspends or is lost.
+pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
+    let id = claimed.id;
+    let Some(workflow) = shared.registry.get(&claimed.namespace).cloned() else {
+        tracing::error!(run_id = %id, "BUG: claimed a run of an unregistered namespace");
+        return;
+    };
+    let history = match shared.store.load_history(id).await {
+        Ok(history) if history.run.revision == claimed.revision => history,
+        Ok(_) => return,
+        Err(error) => {
+            tracing::warn!(run_id = %id, %error, "could not load history; the claim will expire");
+            return;
+        }
+    };
+    let input = history.run.input.clone();
+    let run = Run::from_history(
+        history,
+        shared.store.clone(),
+        shared.clock.clone(),
+        shared.state.clone(),
+    );
+    let (lost_tx, lost_rx) = oneshot::channel::<()>();
+    let refresher = tokio::spawn(refresh_claim(shared.clone(), run.clone(), lost_tx));
+    let mut future = workflow.execute(run.clone(), input);
+    let driven = poll_fn(|cx| match future.as_mut().poll(cx) {
+        Poll::Ready(result) => Poll::Ready(Outcome::Done(result)),
+        Poll::Pending => match run.suspension() {
+            Some(suspension) => Poll::Ready(Outcome::Suspend(suspension)),
+            None => Poll::Pending,
+        },
+    });
+    let outcome = tokio::select! {
+        biased;
+        _ = lost_rx => Outcome::Lost,
+        outcome = driven => outcome,
+    };
+    drop(future);
+    refresher.abort();
+    let now = shared.clock.now();
+    let result = match outcome {
+        Outcome::Lost => return,
+        Outcome::Suspend(suspension) => match run.take_fatal() {
+            Some(error) => Err(error),
+            None => {
+                let transition = Transition {
+                    due_at: suspension.due_at,
+                    wait: Some(suspension.wait),
+                    ..Transition::to(suspension.status, now)
+                };
+                finish(&run, transition).await;
+                if let Some(due) = suspension.due_at {
+                    wake_when_due(&shared, due);
+                }
+                return;
+            }
+        },
+        Outcome::Done(result) => match run.take_fatal() {
+            Some(error) => Err(error),
+            None => result,
+        },
+    };
+    match result {
+        Ok((output, fingerprint)) => {
+            let transition = Transition {
+                output: Some(output),
+                output_fingerprint: Some(fingerprint),
+                ..Transition::to(RunStatus::Completed, now)
+            };
+            finish(&run, transition).await;
+        }
+        Err(WorkflowError::Lost(error)) => {
+            tracing::info!(run_id = %id, %error, "run lost by this executor; stopping");
+        }
+        Err(error) => fail_or_retry(&shared, &run, workflow.retry(), error).await,
+    }
+}
+
+/// Fails the run, or schedules a workflow retry: completed tasks will replay, failed ones run
+/// again.
+async fn fail_or_retry(shared: &Shared, run: &Run, policy: RetryPolicy, error: WorkflowError) {
+    let now = shared.clock.now();
+    let delay = if error.is_retryable() {
+        policy.delay_after(run.attempt())
+    } else {
+        None
+    };
+    tracing::info!(run_id = %run.id(), %error, retry = ?delay, "workflow attempt failed");
+    let Some(delay) = delay else {
+        finish(
+            run,
+            Transition::to(RunStatus::Failed, now).error(error.to_failure()),
+        )
+        .await;
+        return;
+    };
+    let due: Millis = now + delay.as_millis() as Millis;
+    // Failed tasks run again in the next attempt, with a fresh attempt count.
+    for entry in run.failed_tasks() {
+        let reset = aiki_store::EntryRecord {
+            status: EntryStatus::AwaitingRetry,
+            attempts: 0,
+            retry_at: Some(due),
+            updated_at: now,
+            ..entry
+        };
+        if let Err(error) = shared.store.put_entry(run.revision(), reset).await {
+            tracing::warn!(run_id = %run.id(), %error, "could not schedule the retry; the claim will expire");
+            return;
+        }
+    }
+    let transition = Transition {
+        attempts: Some(run.attempt() + 1),
+        ..Transition::to(RunStatus::AwaitingRetry, now)
+            .due_at(due)
+            .error(error.to_failure())
+    };
+    finish(run, transition).await;
+    wake_when_due(shared, due);
+}
+
+/// Timers due within this long get an in-process wake-up; later ones are found by polling.
+const LOCAL_TIMER_HORIZON: Millis = 60_000;
+
+/// Wakes this process's workers when a timer it just set is due, so a short sleep or retry
+/// delay is not rounded up to the poll interval. The polling scan stays the recovery path.
+fn wake_when_due(shared: &Shared, due: Millis) {
+    let delay = due - shared.clock.now();
+    if (0..=LOCAL_TIMER_HORIZON).contains(&delay) {
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(delay as u64)).await;
+            work_available();
+        });
+    }
+}
+
+/// The executor's last write for this execution.
+async fn finish(run: &Run, transition: Transition) {
+    let id = run.id();
+    let revision = run.revision();
+    let written = run
+        .write(move |store| {
+            let transition = transition.clone();
+            async move { store.transition(id, revision, transition).await }
+        })
+        .await;
+    match written {
+        Ok(record) => {
+            tracing::debug!(run_id = %id, status = %record.status, "run moved");
+            work_available();
+        }
+        Err(error) => tracing::info!(run_id = %id, %error, "final write refused; stopping"),
+    }
+}
+
+/// Refreshes the claim every interval (and, separately, the subscriber's own heartbeat for the
+/// run); tells the executor when the run is lost.
+async fn refresh_claim(shared: Arc<Shared>, run: Run, lost: oneshot::Sender<()>) {
+    let mut ticker = tokio::time::interval(shared.claim_refresh_interval);
+    ticker.tick().await;
+    loop {
+        ticker.tick().await;
+        let result = shared
+            .store
+            .refresh_claim(
+                run.id(),
+                &shared.worker_id,
+                run.revision(),
+                shared.clock.now(),
+            )
+            .await;
+        shared.subscriber.heartbeat(run.id()).await;
+        match result {
+            Ok(()) => {}
+            Err(error) if error.is_transient() => {
+                tracing::warn!(run_id = %run.id(), %error, "claim refresh failed; will retry");
+            }
+            Err(error) => {
+                tracing::info!(run_id = %run.id(), %error, "claim lost");
+                let _ = lost.send(());
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Workers: claim runs, execute them, keep their claims fresh, run the timer daemons.
+//!
+//! This module holds the worker and its claim loop; the builder is in `builder`, one run's
+//! execution in `execute`, the daemons in `daemon`.
+
+mod builder;
+mod daemon;
+mod execute;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aiki_store::{BoxStore, ClaimRequest, Namespace, StoreError};
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use crate::clock::Clock;
+use crate::error::WorkflowError;
+use crate::retry::RetryPolicy;
+use crate::run::Run;
+use crate::schema::Schema;
+use crate::subscriber::Subscriber;
+use crate::task::StateMap;
+use crate::workflow::Workflow;
+
+pub use builder::WorkerBuilder;
+
+use execute::execute;
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A registered workflow version with its types erased.
+trait Registered: Send + Sync {
+    fn execute(&self, run: Run, input: Value) -> BoxFuture<Result<(Value, String), WorkflowError>>;
+    fn retry(&self) -> RetryPolicy;
+}
+
+struct Erased<W>(Arc<W>);
+
+impl<W: Workflow> Registered for Erased<W> {
+    fn execute(&self, run: Run, input: Value) -> BoxFuture<Result<(Value, String), WorkflowError>> {
+        let workflow = self.0.clone();
+        Box::pin(async move {
+            let input: W::Input = serde_json::from_value(input).map_err(|error| {
+                WorkflowError::InputNotSerializable {
+                    what: format!("recorded input of {}", W::namespace()),
+                    message: error.to_string(),
+                }
+            })?;
+            let output = workflow.run(&run, input).await?;
+            let json = serde_json::to_value(&output).map_err(|error| {
+                WorkflowError::InputNotSerializable {
+                    what: format!("output of {}", W::namespace()),
+                    message: error.to_string(),
+                }
+            })?;
+            Ok((json, Schema::of::<W::Output>().fingerprint().to_owned()))
+        })
+    }
+
+    fn retry(&self) -> RetryPolicy {
+        self.0.retry()
+    }
+}
+
+/// Executes runs of the workflow versions it serves.
+///
+/// ```no_run
+/// # async fn demo(store: aiki::BoxStore) -> Result<(), aiki::ClientError> {
+/// let worker = aiki::Worker::builder(store).build()?; // .register(MyWorkflow) first
+/// let running = worker.start();
+/// // ...
+/// running.shutdown().await;
+/// # Ok(()) }
+/// ```
+pub struct Worker {
+    shared: Arc<Shared>,
+    max_concurrent_runs: usize,
+    poll_interval: Duration,
+    shutdown_timeout: Duration,
+    daemons: bool,
+}
+
+impl fmt::Debug for Worker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("worker_id", &self.shared.worker_id)
+            .field("pool", &self.shared.pool)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    store: BoxStore,
+    clock: Arc<dyn Clock>,
+    registry: HashMap<Namespace, Arc<dyn Registered>>,
+    state: Arc<StateMap>,
+    pool: String,
+    worker_id: String,
+    claim_refresh_interval: Duration,
+    claim_idle_timeout: Duration,
+    max_age: Duration,
+    /// An execution ended: there is room to claim more.
+    ended: Notify,
+    /// How work is discovered; also kept alive per run with its own heartbeat.
+    subscriber: Arc<dyn Subscriber>,
+}
+
+impl Worker {
+    /// A worker on a store, with the defaults.
+    pub fn builder(store: BoxStore) -> WorkerBuilder {
+        WorkerBuilder::new(store)
+    }
+
+    /// This worker's identity.
+    pub fn id(&self) -> &str {
+        &self.shared.worker_id
+    }
+
+    /// Starts the claim loop on the current tokio runtime.
+    pub fn start(self) -> WorkerHandle {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(self.run(stop_rx));
+        WorkerHandle {
+            stop: stop_tx,
+            task: Some(task),
+        }
+    }
+
+    async fn run(self, mut stop: watch::Receiver<bool>) {
+        let namespaces: Vec<Namespace> = self.shared.registry.keys().cloned().collect();
+        let mut executions = JoinSet::new();
+        let mut backoff = Duration::from_millis(50);
+        // While busy (claims come back full) the loop spins without waiting; the daemons then
+        // run at most once per poll interval instead of once per claim.
+        let mut daemons_ran = tokio::time::Instant::now();
+        let mut was_busy = false;
+        loop {
+            if *stop.borrow() {
+                break;
+            }
+            while executions.try_join_next().is_some() {}
+            // Register interest before looking, so that a notification in between is not lost.
+            let ended = self.shared.ended.notified();
+            let jumped = self.shared.clock.jumped();
+            tokio::pin!(ended);
+            let mut busy = false;
+            let result: Result<(), StoreError> = async {
+                // Claim first: a run already queued starts without waiting for the daemons;
+                // runs the daemons make due are claimed on the next pass (`busy`).
+                let free = self.max_concurrent_runs.saturating_sub(executions.len());
+                if free > 0 && !namespaces.is_empty() {
+                    let claimed = self
+                        .shared
+                        .store
+                        .claim(ClaimRequest {
+                            owner: self.shared.worker_id.clone(),
+                            namespaces: namespaces.clone(),
+                            pool: self.shared.pool.clone(),
+                            limit: free.min(64) as u32,
+                            now: self.shared.clock.now(),
+                        })
+                        .await?;
+                    busy |= claimed.len() == free.min(64);
+                    for run in claimed {
+                        executions.spawn(execute(self.shared.clone(), run));
+                    }
+                }
+                if self.daemons && (!was_busy || daemons_ran.elapsed() >= self.poll_interval) {
+                    daemons_ran = tokio::time::Instant::now();
+                    busy |= self.daemons_once().await? > 0;
+                }
+                Ok(())
+            }
+            .await;
+            match result {
+                Ok(()) => backoff = Duration::from_millis(50),
+                Err(error) => {
+                    tracing::warn!(%error, "worker could not reach the store; backing off");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.changed() => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            }
+            was_busy = busy;
+            if busy {
+                continue;
+            }
+            tokio::select! {
+                _ = self.shared.subscriber.next_signal() => {}
+                _ = &mut ended => {}
+                _ = jumped => {}
+                _ = stop.changed() => {}
+            }
+        }
+        let drained = tokio::time::timeout(self.shutdown_timeout, async {
+            while executions.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                left = executions.len(),
+                "shutdown timeout passed; unfinished runs are left for claim recovery"
+            );
+            executions.abort_all();
+            while executions.join_next().await.is_some() {}
+        }
+    }
+}
+
+/// A started worker. Dropping it stops the worker at once; [`shutdown`](WorkerHandle::shutdown)
+/// stops it gracefully.
+#[derive(Debug)]
+pub struct WorkerHandle {
+    stop: watch::Sender<bool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl WorkerHandle {
+    /// Stops claiming, waits up to the shutdown timeout for runs in progress, and leaves the
+    /// rest for claim recovery.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
