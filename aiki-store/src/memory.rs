@@ -68,27 +68,7 @@ impl State {
             }
             self.references.insert(key, new.id);
         }
-        let run = RunRecord {
-            id: new.id,
-            namespace: new.namespace,
-            input: new.input,
-            input_hash: new.input_hash,
-            reference_id: new.reference_id,
-            pool: new.pool,
-            status: new.status,
-            revision: 1,
-            attempts: 1,
-            owner: None,
-            heartbeat_at: None,
-            due_at: new.due_at,
-            queued_at: (new.status == RunStatus::Queued).then_some(new.now),
-            output: None,
-            output_fingerprint: None,
-            error: None,
-            parent: new.parent,
-            created_at: new.now,
-            updated_at: new.now,
-        };
+        let run = new.into_record();
         self.runs.insert(run.id, run.clone());
         CreateOutcome::Created(run)
     }

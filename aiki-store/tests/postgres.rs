@@ -96,21 +96,12 @@ async fn an_event_racing_a_suspension_is_never_lost() {
             let store = store.clone();
             tokio::spawn(async move {
                 store
-                    .append_event(NewEvent {
-                        run_id: run.id,
-                        name: "go".to_owned(),
-                        data: json!(1),
-                        reference_id: None,
-                        now: 3,
-                    })
+                    .append_event(NewEvent::new(run.id, "go", json!(1), 3))
                     .await
             })
         };
         let mut suspend = Transition::to(RunStatus::AwaitingEvent, 3);
-        suspend.wait = Some(WaitSpec {
-            events: vec![("go".to_owned(), 0)],
-            children: vec![],
-        });
+        suspend.wait = Some(WaitSpec::default().event("go", 0));
         store
             .transition(run.id, run.revision, suspend)
             .await
@@ -141,10 +132,7 @@ async fn a_child_ending_while_its_parent_suspends_is_never_lost() {
             .remove(0);
         let child_namespace = unique_namespace();
         let mut child = new_run(&child_namespace, 2);
-        child.parent = Some(ParentLink {
-            run_id: parent.id,
-            address: "c:1".to_owned(),
-        });
+        child.parent = Some(ParentLink::new(parent.id, "c:1"));
         let child = store
             .start_child(parent.revision, entry(parent.id, "c:1"), child)
             .await
@@ -167,10 +155,7 @@ async fn a_child_ending_while_its_parent_suspends_is_never_lost() {
             })
         };
         let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, 4);
-        suspend.wait = Some(WaitSpec {
-            events: vec![],
-            children: vec![child.id],
-        });
+        suspend.wait = Some(WaitSpec::default().child(child.id));
         store
             .transition(parent.id, parent.revision, suspend)
             .await
@@ -220,10 +205,7 @@ async fn round_trips_per_operation() {
     cost("load_history", 1, s, store.statements()).await;
     let s = store.statements();
     let mut child = new_run(&unique_namespace(), 3);
-    child.parent = Some(ParentLink {
-        run_id: id,
-        address: "c:1".to_owned(),
-    });
+    child.parent = Some(ParentLink::new(id, "c:1"));
     let child = store
         .start_child(rev, entry(id, "c:1"), child)
         .await
@@ -231,13 +213,7 @@ async fn round_trips_per_operation() {
     cost("start_child", 4, s, store.statements()).await;
     let s = store.statements();
     store
-        .append_event(NewEvent {
-            run_id: id,
-            name: "e".to_owned(),
-            data: json!(1),
-            reference_id: None,
-            now: 3,
-        })
+        .append_event(NewEvent::new(id, "e", json!(1), 3))
         .await
         .expect("event");
     cost("append_event", 4, s, store.statements()).await;
@@ -249,10 +225,7 @@ async fn round_trips_per_operation() {
     cost("record_event_timeout", 1, s, store.statements()).await;
     let s = store.statements();
     let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, 4);
-    suspend.wait = Some(WaitSpec {
-        events: vec![],
-        children: vec![child.id],
-    });
+    suspend.wait = Some(WaitSpec::default().child(child.id));
     store.transition(id, rev, suspend).await.expect("suspend");
     cost("transition (suspend on a child)", 5, s, store.statements()).await;
     let child_rev = store

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use aiki_store::sqlite::{SqliteOptions, SqliteStore, SqliteSynchronous};
 use aiki_store::{
-    Namespace, NewEvent, RunId, RunStatus, SleepRecord, Store, StoreError, Transition, WaitSpec,
+    Namespace, NewEvent, ParentLink, RunId, RunStatus, SleepRecord, Store, StoreError, Transition,
+    WaitSpec,
 };
 use serde_json::json;
 use support::records::{claim, entry, new_run};
@@ -61,27 +62,13 @@ async fn everything_written_survives_closing_and_reopening_the_file() {
             .await
             .expect("entry");
         store
-            .put_sleep(
-                claimed.revision,
-                SleepRecord {
-                    run_id: id,
-                    name: "nap".to_owned(),
-                    index: 0,
-                    duration_ms: 10,
-                    wake_at: 20,
-                    cancelled: false,
-                },
-            )
+            .put_sleep(claimed.revision, SleepRecord::new(id, "nap", 0, 10, 20))
             .await
             .expect("sleep");
         store
-            .append_event(NewEvent {
-                run_id: id,
-                name: "go".to_owned(),
-                data: json!("now"),
-                reference_id: Some("r".to_owned()),
-                now: 3,
-            })
+            .append_event(
+                NewEvent::new(id, "go", json!("now"), 3).reference_id(Some("r".to_owned())),
+            )
             .await
             .expect("event");
         store
@@ -224,10 +211,7 @@ async fn statements_per_operation() {
     cost("get_run", 1, s, store.statements()).await;
     let s = store.statements();
     let mut child = new_run(&Namespace::new("costs-child", "1.0.0"), 3);
-    child.parent = Some(aiki_store::ParentLink {
-        run_id: id,
-        address: "c:1".to_owned(),
-    });
+    child.parent = Some(ParentLink::new(id, "c:1"));
     let child = store
         .start_child(rev, entry(id, "c:1"), child)
         .await
@@ -235,13 +219,7 @@ async fn statements_per_operation() {
     cost("start_child", 4, s, store.statements()).await;
     let s = store.statements();
     store
-        .append_event(NewEvent {
-            run_id: id,
-            name: "e".to_owned(),
-            data: json!(1),
-            reference_id: None,
-            now: 3,
-        })
+        .append_event(NewEvent::new(id, "e", json!(1), 3))
         .await
         .expect("event");
     cost("append_event (no wake)", 4, s, store.statements()).await;
@@ -253,10 +231,7 @@ async fn statements_per_operation() {
     cost("record_event_timeout", 1, s, store.statements()).await;
     let s = store.statements();
     let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, 4);
-    suspend.wait = Some(WaitSpec {
-        events: vec![],
-        children: vec![child.id],
-    });
+    suspend.wait = Some(WaitSpec::default().child(child.id));
     let parent = store.transition(id, rev, suspend).await.expect("suspend");
     cost(
         "transition (suspend with a wait spec)",

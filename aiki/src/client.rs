@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{BoxStore, CreateOutcome, Millis, NewRun, RunId, RunStatus};
+use aiki_store::{BoxStore, CreateOutcome, Millis, NewRun, RunId};
 
 use crate::address::input_hash;
 use crate::clock::{Clock, SystemClock};
@@ -135,21 +135,14 @@ impl<'c, W: Workflow> Start<'c, W> {
         let outcome = self
             .client
             .store
-            .create_run(NewRun {
-                id: RunId::new(),
-                namespace: namespace.clone(),
-                input,
-                input_hash: hash.clone(),
-                reference_id: self.reference_id.clone(),
-                pool: self.pool,
-                status: if scheduled.is_some() {
-                    RunStatus::Scheduled
-                } else {
-                    RunStatus::Queued
-                },
-                due_at: scheduled,
-                parent: None,
-                now,
+            .create_run({
+                let new = NewRun::new(namespace.clone(), input, hash.clone(), now)
+                    .reference_id(self.reference_id.clone())
+                    .pool(self.pool);
+                match scheduled {
+                    Some(at) => new.scheduled_at(at),
+                    None => new,
+                }
             })
             .await?;
         let run = match outcome {

@@ -178,13 +178,10 @@ impl<W: Workflow> RunHandle<W> {
         let outcome = self
             .client
             .store
-            .append_event(NewEvent {
-                run_id: self.id,
-                name: name.to_owned(),
-                data,
-                reference_id,
-                now: self.client.clock.now(),
-            })
+            .append_event(
+                NewEvent::new(self.id, name, data, self.client.clock.now())
+                    .reference_id(reference_id),
+            )
             .await?;
         match outcome {
             AppendOutcome::Appended { woke, .. } => {
@@ -199,9 +196,8 @@ impl<W: Workflow> RunHandle<W> {
 
     /// Ends the run's current durable sleep early: the sleep returns `cancelled = true`.
     pub async fn wakeup(&self) -> Result<RunRecord, ClientError> {
-        self.act("wake up", &[RunStatus::Sleeping], |_| Transition {
-            cancel_sleeps: true,
-            ..Transition::to(RunStatus::Scheduled, 0)
+        self.act("wake up", &[RunStatus::Sleeping], |_| {
+            Transition::to(RunStatus::Scheduled, 0).cancel_sleeps()
         })
         .await
     }

@@ -11,6 +11,9 @@ use crate::StoreError;
 
 use super::dialect::{Cell, On, Param, Row};
 
+/// A statement of `DB` with (some of) its parameters bound.
+type Bound<'q, DB> = Query<'q, DB, <DB as Database>::Arguments<'q>>;
+
 /// What the glue needs to know of one database.
 pub(crate) struct Driver<DB: Database> {
     /// The backend's name (`sqlite`, `postgres`).
@@ -20,10 +23,7 @@ pub(crate) struct Driver<DB: Database> {
     /// Whether a database error code means "try again later" on this database.
     pub(crate) is_transient: fn(&str) -> bool,
     /// Binds a list parameter ([`Param::List`], [`Param::IntList`]).
-    pub(crate) bind_list: for<'q> fn(
-        Query<'q, DB, <DB as Database>::Arguments<'q>>,
-        &'q Param<'q>,
-    ) -> Query<'q, DB, <DB as Database>::Arguments<'q>>,
+    pub(crate) bind_list: for<'q> fn(Bound<'q, DB>, &'q Param<'q>) -> Bound<'q, DB>,
     /// Whether a value's type name is an integer type.
     pub(crate) is_integer: fn(&str) -> bool,
 }
@@ -71,7 +71,7 @@ fn bind<'q, DB: Database>(
     driver: &Driver<DB>,
     sql: &'q str,
     params: &'q [Param<'q>],
-) -> Query<'q, DB, <DB as Database>::Arguments<'q>>
+) -> Bound<'q, DB>
 where
     Option<&'q str>: Encode<'q, DB> + Type<DB>,
     Option<i64>: Encode<'q, DB> + Type<DB>,

@@ -11,7 +11,7 @@ use aiki_store::{
 use serde_json::Value;
 
 use super::Run;
-use super::manifest::{Slot, placeholder};
+use super::manifest::Slot;
 use super::sleep::SleepState;
 use super::suspend::Block;
 use crate::ConflictPolicy;
@@ -60,33 +60,24 @@ impl Run {
             }
             Slot::Fresh(index) => {
                 let now = self.now();
-                let new = NewRun {
-                    id: RunId::new(),
-                    namespace: W::namespace(),
-                    input: serde_json::to_value(&input).map_err(|error| {
-                        WorkflowError::InputNotSerializable {
-                            what: format!("input of child workflow `{}`", W::namespace()),
-                            message: error.to_string(),
-                        }
-                    })?,
-                    input_hash: hash.clone(),
-                    reference_id: reference_id.clone(),
-                    pool: "default".to_owned(),
-                    status: RunStatus::Queued,
-                    due_at: None,
-                    parent: Some(ParentLink {
-                        run_id: self.inner.id,
-                        address: address.clone(),
-                    }),
+                let input = serde_json::to_value(&input).map_err(|error| {
+                    WorkflowError::InputNotSerializable {
+                        what: format!("input of child workflow `{}`", W::namespace()),
+                        message: error.to_string(),
+                    }
+                })?;
+                let new = NewRun::new(W::namespace(), input, hash.clone(), now)
+                    .reference_id(reference_id.clone())
+                    .parent(ParentLink::new(self.inner.id, address.clone()));
+                let entry = EntryRecord::new(
+                    self.inner.id,
+                    address.clone(),
+                    index,
+                    EntryKind::Child,
+                    EntryStatus::Completed,
                     now,
-                };
-                let entry = EntryRecord {
-                    status: EntryStatus::Completed,
-                    attempts: 1,
-                    kind: EntryKind::Child,
-                    updated_at: now,
-                    ..placeholder(self.inner.id, &address, index)
-                };
+                )
+                .attempts(1);
                 let revision = self.inner.revision;
                 let _in_flight = self.in_flight();
                 let child = self

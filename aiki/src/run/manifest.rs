@@ -2,8 +2,9 @@
 //!
 //! A call takes the next recorded entry at its address. A call that finds none while entries
 //! of the previous execution remain unconsumed is a non-determinism error, raised before
-//! anything runs. The queues are the only record of what was consumed: the unconsumed
-//! addresses and the failed entries are read off them, never counted beside them.
+//! anything runs. The queues are the record of what was consumed: the unconsumed addresses
+//! and the failed entries are read off them; only the number of recorded entries left is kept
+//! beside them, by the one method that consumes, so the check on every fresh call costs O(1).
 
 use std::collections::HashMap;
 
@@ -16,6 +17,8 @@ use crate::error::WorkflowError;
 #[derive(Default)]
 pub(super) struct Manifest {
     queues: HashMap<String, Queue<EntryRecord>>,
+    /// Recorded entries not consumed yet; changed only by [`Manifest::take`].
+    remaining: usize,
 }
 
 /// What a call at an address gets.
@@ -29,6 +32,7 @@ pub(super) enum Slot {
 impl Manifest {
     pub(super) fn new(entries: Vec<EntryRecord>) -> Self {
         Manifest {
+            remaining: entries.len(),
             queues: queues(entries, |entry| &entry.address, |entry| entry.index),
         }
     }
@@ -38,6 +42,7 @@ impl Manifest {
         let queue = self.queues.get_mut(address)?;
         let entry = queue.records.get(queue.next).cloned()?;
         queue.next += 1;
+        self.remaining -= 1;
         Some(entry)
     }
 
@@ -105,11 +110,10 @@ impl Run {
         if let Some(entry) = manifest.take(address) {
             return Ok(Slot::Recorded(entry));
         }
-        let unconsumed = manifest.unconsumed();
-        if !unconsumed.is_empty() {
+        if manifest.remaining > 0 {
             let error = WorkflowError::NonDeterminism {
                 new_address: address.to_owned(),
-                unconsumed,
+                unconsumed: manifest.unconsumed(),
             };
             return Err(self.record_fatal(&mut replay, error));
         }
@@ -119,19 +123,14 @@ impl Run {
 
 /// A fresh entry at `address`, `index`: a running task with no attempt yet.
 pub(super) fn placeholder(run_id: RunId, address: &str, index: u32) -> EntryRecord {
-    EntryRecord {
+    EntryRecord::new(
         run_id,
-        address: address.to_owned(),
+        address,
         index,
-        kind: EntryKind::Task,
-        status: EntryStatus::Running,
-        output: None,
-        fingerprint: None,
-        attempts: 0,
-        error: None,
-        retry_at: None,
-        updated_at: 0,
-    }
+        EntryKind::Task,
+        EntryStatus::Running,
+        0,
+    )
 }
 
 #[cfg(test)]
@@ -139,10 +138,9 @@ mod tests {
     use super::*;
 
     fn entry(address: &str, index: u32, status: EntryStatus) -> EntryRecord {
-        EntryRecord {
-            status,
-            ..placeholder(RunId::new(), address, index)
-        }
+        let mut entry = placeholder(RunId::new(), address, index);
+        entry.status = status;
+        entry
     }
 
     #[test]
@@ -153,13 +151,16 @@ mod tests {
             entry("b:1", 0, EntryStatus::Completed),
         ]);
         assert_eq!(manifest.unconsumed(), ["a:1", "b:1", "b:1"]);
+        assert_eq!(manifest.remaining, 3);
         assert_eq!(manifest.take("b:1").map(|entry| entry.index), Some(0));
         assert_eq!(manifest.unconsumed(), ["a:1", "b:1"]);
+        assert_eq!(manifest.remaining, 2);
         assert!(manifest.take("c:1").is_none());
         assert!(manifest.take("b:1").is_some());
         assert!(manifest.take("b:1").is_none());
         assert!(manifest.take("a:1").is_some());
         assert!(manifest.unconsumed().is_empty());
+        assert_eq!(manifest.remaining, 0);
 
         // A fresh entry is reserved consumed, and counts once it is written as failed.
         assert_eq!(manifest.reserve(RunId::new(), "b:1"), 2);

@@ -67,19 +67,12 @@ impl Run {
                 });
             }
             // Longer than recorded: sleep the difference more, folded into the record.
-            Some(record) => SleepRecord {
-                duration_ms: wanted,
-                wake_at: record.wake_at.max(now) + (wanted - record.duration_ms),
-                ..record
-            },
-            None => SleepRecord {
-                run_id: self.inner.id,
-                name: name.to_owned(),
-                index,
-                duration_ms: wanted,
-                wake_at: now + wanted,
-                cancelled: false,
-            },
+            Some(mut record) => {
+                record.wake_at = record.wake_at.max(now) + (wanted - record.duration_ms);
+                record.duration_ms = wanted;
+                record
+            }
+            None => SleepRecord::new(self.inner.id, name, index, wanted, now + wanted),
         };
         let wake_at = record.wake_at;
         {

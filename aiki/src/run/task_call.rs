@@ -78,13 +78,11 @@ impl Run {
                                 entry.attempts
                             ),
                         );
-                        self.put_entry(EntryRecord {
-                            status: EntryStatus::Failed,
-                            error: Some(error.clone()),
-                            updated_at: self.now(),
-                            ..entry.clone()
-                        })
-                        .await?;
+                        let mut failed = entry.clone();
+                        failed.status = EntryStatus::Failed;
+                        failed.error = Some(error.clone());
+                        failed.updated_at = self.now();
+                        self.put_entry(failed).await?;
                         return Err(WorkflowError::TaskFailed {
                             task: T::NAME.to_owned(),
                             address,
@@ -123,18 +121,16 @@ impl Run {
             None
         };
         let mut input = Some(input);
-        let entry = |status, attempts, now| EntryRecord {
-            run_id: self.inner.id,
-            address: address.clone(),
-            index,
-            kind: EntryKind::Task,
-            status,
-            output: None,
-            fingerprint: None,
-            attempts,
-            error: None,
-            retry_at: None,
-            updated_at: now,
+        let entry = |status, attempts, now| {
+            EntryRecord::new(
+                self.inner.id,
+                address.clone(),
+                index,
+                EntryKind::Task,
+                status,
+                now,
+            )
+            .attempts(attempts)
         };
         loop {
             let attempt = failed_attempts + 1;
@@ -160,11 +156,11 @@ impl Run {
                             message: error.to_string(),
                         }
                     })?;
-                    self.put_entry(EntryRecord {
-                        output: Some(json),
-                        fingerprint: Some(schema.fingerprint().to_owned()),
-                        ..entry(EntryStatus::Completed, attempt, self.now())
-                    })
+                    let fingerprint = Some(schema.fingerprint().to_owned());
+                    self.put_entry(
+                        entry(EntryStatus::Completed, attempt, self.now())
+                            .output(json, fingerprint),
+                    )
                     .await?;
                     return Ok(output);
                 }
@@ -178,10 +174,9 @@ impl Run {
                     };
                     match delay {
                         None => {
-                            self.put_entry(EntryRecord {
-                                error: Some(failure),
-                                ..entry(EntryStatus::Failed, attempt, self.now())
-                            })
+                            self.put_entry(
+                                entry(EntryStatus::Failed, attempt, self.now()).error(failure),
+                            )
                             .await?;
                             return Err(WorkflowError::TaskFailed {
                                 task: T::NAME.to_owned(),
@@ -201,11 +196,11 @@ impl Run {
                         }
                         Some(delay) => {
                             let at = self.now() + delay.as_millis() as Millis;
-                            self.put_entry(EntryRecord {
-                                error: Some(failure),
-                                retry_at: Some(at),
-                                ..entry(EntryStatus::AwaitingRetry, attempt, self.now())
-                            })
+                            self.put_entry(
+                                entry(EntryStatus::AwaitingRetry, attempt, self.now())
+                                    .error(failure)
+                                    .retry_at(at),
+                            )
                             .await?;
                             drop(in_flight);
                             let blocked = self.block(Block::Retry { at });

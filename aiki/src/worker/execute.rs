@@ -67,11 +67,8 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
         Outcome::Suspend(suspension) => match run.take_fatal() {
             Some(error) => Err(error),
             None => {
-                let transition = Transition {
-                    due_at: suspension.due_at,
-                    wait: Some(suspension.wait),
-                    ..Transition::to(suspension.status, now)
-                };
+                let mut transition = Transition::to(suspension.status, now).wait(suspension.wait);
+                transition.due_at = suspension.due_at;
                 finish(&run, transition).await;
                 if let Some(due) = suspension.due_at {
                     wake_when_due(&shared, due);
@@ -86,11 +83,7 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
     };
     match result {
         Ok((output, fingerprint)) => {
-            let transition = Transition {
-                output: Some(output),
-                output_fingerprint: Some(fingerprint),
-                ..Transition::to(RunStatus::Completed, now)
-            };
+            let transition = Transition::to(RunStatus::Completed, now).output(output, fingerprint);
             finish(&run, transition).await;
         }
         Err(WorkflowError::Lost(error)) => {
@@ -121,24 +114,20 @@ async fn fail_or_retry(shared: &Shared, run: &Run, policy: RetryPolicy, error: W
     let due: Millis = now + delay.as_millis() as Millis;
     // Failed tasks run again in the next attempt, with a fresh attempt count.
     for entry in run.failed_tasks() {
-        let reset = aiki_store::EntryRecord {
-            status: EntryStatus::AwaitingRetry,
-            attempts: 0,
-            retry_at: Some(due),
-            updated_at: now,
-            ..entry
-        };
+        let mut reset = entry;
+        reset.status = EntryStatus::AwaitingRetry;
+        reset.attempts = 0;
+        reset.retry_at = Some(due);
+        reset.updated_at = now;
         if let Err(error) = shared.store.put_entry(run.revision(), reset).await {
             tracing::warn!(run_id = %run.id(), %error, "could not schedule the retry; the claim will expire");
             return;
         }
     }
-    let transition = Transition {
-        attempts: Some(run.attempt() + 1),
-        ..Transition::to(RunStatus::AwaitingRetry, now)
-            .due_at(due)
-            .error(error.to_failure())
-    };
+    let transition = Transition::to(RunStatus::AwaitingRetry, now)
+        .due_at(due)
+        .error(error.to_failure())
+        .attempts(run.attempt() + 1);
     finish(run, transition).await;
     wake_when_due(shared, due);
 }

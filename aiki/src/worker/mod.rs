@@ -158,13 +158,13 @@ impl Worker {
                     let claimed = self
                         .shared
                         .store
-                        .claim(ClaimRequest {
-                            owner: self.shared.worker_id.clone(),
-                            namespaces: namespaces.clone(),
-                            pool: self.shared.pool.clone(),
-                            limit: free.min(64) as u32,
-                            now: self.shared.clock.now(),
-                        })
+                        .claim(ClaimRequest::new(
+                            self.shared.worker_id.clone(),
+                            namespaces.clone(),
+                            self.shared.pool.clone(),
+                            free.min(64) as u32,
+                            self.shared.clock.now(),
+                        ))
                         .await?;
                     busy |= claimed.len() == free.min(64);
                     for run in claimed {

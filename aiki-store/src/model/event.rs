@@ -1,0 +1,110 @@
+//! Events: per-name queues of received events and recorded timeouts.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Millis, RunId};
+
+/// The `index`-th event named `name` received by a run, or the timeout of the `index`-th wait.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EventRecord {
+    /// The run.
+    pub run_id: RunId,
+    /// The event's name (its queue).
+    pub name: String,
+    /// Position in the name's queue.
+    pub index: u32,
+    /// The payload (`None` for a timeout).
+    pub data: Option<Value>,
+    /// `true` when this slot records that the wait timed out.
+    pub timed_out: bool,
+    /// The sender's idempotency key, unique per run and name.
+    pub reference_id: Option<String>,
+    /// When it arrived.
+    pub received_at: Millis,
+}
+
+impl EventRecord {
+    /// The `index`-th event named `name`, received at `received_at`.
+    pub fn received(
+        run_id: RunId,
+        name: impl Into<String>,
+        index: u32,
+        data: Value,
+        reference_id: Option<String>,
+        received_at: Millis,
+    ) -> Self {
+        EventRecord {
+            run_id,
+            name: name.into(),
+            index,
+            data: Some(data),
+            timed_out: false,
+            reference_id,
+            received_at,
+        }
+    }
+
+    /// The record that the `index`-th wait for `name` timed out at `at`.
+    pub fn timeout(run_id: RunId, name: impl Into<String>, index: u32, at: Millis) -> Self {
+        EventRecord {
+            run_id,
+            name: name.into(),
+            index,
+            data: None,
+            timed_out: true,
+            reference_id: None,
+            received_at: at,
+        }
+    }
+}
+
+/// An event to deliver.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct NewEvent {
+    /// The run.
+    pub run_id: RunId,
+    /// The event's name.
+    pub name: String,
+    /// The payload, already validated against the event's schema.
+    pub data: Value,
+    /// The sender's idempotency key: a second event with the same key is dropped.
+    pub reference_id: Option<String>,
+    /// Arrival time.
+    pub now: Millis,
+}
+
+impl NewEvent {
+    /// An event without a reference id.
+    pub fn new(run_id: RunId, name: impl Into<String>, data: Value, now: Millis) -> Self {
+        NewEvent {
+            run_id,
+            name: name.into(),
+            data,
+            reference_id: None,
+            now,
+        }
+    }
+
+    /// Sets the sender's idempotency key.
+    pub fn reference_id(mut self, reference_id: Option<String>) -> Self {
+        self.reference_id = reference_id;
+        self
+    }
+}
+
+/// What [`Store::append_event`](crate::Store::append_event) did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// Stored at this index of the name's queue.
+    Appended {
+        /// Position in the name's queue.
+        index: u32,
+        /// `true` when the run was waiting for this event and was woken (`scheduled`).
+        woke: bool,
+    },
+    /// An event with the same reference id was already there; nothing was written.
+    Duplicate,
+}

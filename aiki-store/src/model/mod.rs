@@ -1,0 +1,15 @@
+//! The records a run's history is made of.
+
+mod entry;
+mod event;
+mod ids;
+mod run;
+mod sleep;
+mod transition;
+
+pub use entry::*;
+pub use event::*;
+pub use ids::*;
+pub use run::*;
+pub use sleep::*;
+pub use transition::*;

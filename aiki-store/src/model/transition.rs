@@ -1,0 +1,146 @@
+//! Requests that move runs: transitions with what a suspension waits on, and claims.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Failure, Millis, Namespace, RunId};
+use crate::RunStatus;
+
+/// What a suspended run waits on, so that the store can refuse to suspend a run whose wake-up
+/// has already happened (an event or a child's end that raced with the suspension).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WaitSpec {
+    /// `(event name, index)`: the run waits for the `index`-th event of that name.
+    pub events: Vec<(String, u32)>,
+    /// Child runs it waits to end.
+    pub children: Vec<RunId>,
+}
+
+impl WaitSpec {
+    /// Also waits for the `index`-th event named `name`.
+    pub fn event(mut self, name: impl Into<String>, index: u32) -> Self {
+        self.events.push((name.into(), index));
+        self
+    }
+
+    /// Also waits for a child run to end.
+    pub fn child(mut self, child: RunId) -> Self {
+        self.children.push(child);
+        self
+    }
+}
+
+/// A change of a run's status, applied atomically with the revision check and increment.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Transition {
+    /// The new status. The store refuses moves that [`RunStatus::can_move_to`] forbids.
+    pub to: RunStatus,
+    /// The new due time (a wake time, a retry time, a scheduled start); `None` clears it.
+    pub due_at: Option<Millis>,
+    /// The output, when completing.
+    pub output: Option<Value>,
+    /// The output schema's fingerprint, when completing.
+    pub output_fingerprint: Option<String>,
+    /// The error, when failing (or scheduling a workflow retry).
+    pub error: Option<Failure>,
+    /// A new attempt count, when a workflow retry is scheduled.
+    pub attempts: Option<u32>,
+    /// For suspensions: if any of these already happened, the run goes to `scheduled` (due
+    /// now) instead, so a wake-up that raced the suspension is never lost.
+    pub wait: Option<WaitSpec>,
+    /// Mark every sleep of the run still pending at `now` as cancelled (`wakeup()`).
+    pub cancel_sleeps: bool,
+    /// Time of the transition.
+    pub now: Millis,
+}
+
+impl Transition {
+    /// A bare move to `to` at `now`: no due time, output or error.
+    pub fn to(to: RunStatus, now: Millis) -> Self {
+        Transition {
+            to,
+            due_at: None,
+            output: None,
+            output_fingerprint: None,
+            error: None,
+            attempts: None,
+            wait: None,
+            cancel_sleeps: false,
+            now,
+        }
+    }
+
+    /// Sets the due time.
+    pub fn due_at(mut self, due_at: Millis) -> Self {
+        self.due_at = Some(due_at);
+        self
+    }
+
+    /// Sets the error.
+    pub fn error(mut self, error: Failure) -> Self {
+        self.error = Some(error);
+        self
+    }
+
+    /// Sets the output of a completing run and the fingerprint of its schema.
+    pub fn output(mut self, output: Value, fingerprint: impl Into<String>) -> Self {
+        self.output = Some(output);
+        self.output_fingerprint = Some(fingerprint.into());
+        self
+    }
+
+    /// Sets the attempt count (a workflow retry).
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = Some(attempts);
+        self
+    }
+
+    /// Sets what a suspension waits on.
+    pub fn wait(mut self, wait: WaitSpec) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// Marks the run's pending sleeps cancelled (`wakeup()`).
+    pub fn cancel_sleeps(mut self) -> Self {
+        self.cancel_sleeps = true;
+        self
+    }
+}
+
+/// A worker asking for runs to execute.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimRequest {
+    /// The executor's identity, recorded as the owner.
+    pub owner: String,
+    /// The workflow versions it serves.
+    pub namespaces: Vec<Namespace>,
+    /// The pool it serves.
+    pub pool: String,
+    /// At most this many runs.
+    pub limit: u32,
+    /// Claim time (also the first heartbeat).
+    pub now: Millis,
+}
+
+impl ClaimRequest {
+    /// A request by `owner` for up to `limit` runs of `namespaces` in `pool`, at `now`.
+    pub fn new(
+        owner: impl Into<String>,
+        namespaces: Vec<Namespace>,
+        pool: impl Into<String>,
+        limit: u32,
+        now: Millis,
+    ) -> Self {
+        ClaimRequest {
+            owner: owner.into(),
+            namespaces,
+            pool: pool.into(),
+            limit,
+            now,
+        }
+    }
+}
