@@ -67,6 +67,22 @@ pub enum StoreError {
         /// Why it was refused.
         reason: String,
     },
+    /// The store's URL is well formed but the store cannot be opened there (a SQLite file in a
+    /// folder that does not exist).
+    #[error("cannot open the store at `{url}`: {reason}")]
+    CannotOpen {
+        /// The URL given.
+        url: String,
+        /// Why, and what to do.
+        reason: String,
+    },
+    /// A record holds a value this release does not know (a status or kind written by a newer
+    /// release, during a rolling upgrade): not corruption, a newer worker can read it.
+    #[error("record written by a newer release: {message}; upgrade this process to read it")]
+    Incompatible {
+        /// What was not understood.
+        message: String,
+    },
     /// A stored value could not be read back (corrupt or foreign data).
     #[error("corrupt record: {message}")]
     Corrupt {

@@ -236,6 +236,7 @@ impl Store for MemoryStore {
                 run.status == RunStatus::Queued
                     && run.pool == request.pool
                     && request.namespaces.contains(&run.namespace)
+                    && !request.skip.contains(&run.id)
             })
             .map(|run| (run.queued_at.unwrap_or(run.created_at), run.id))
             .collect();

@@ -95,7 +95,8 @@ impl Dialect for PgDialect {
         DialectStatements {
             claim: format!(
                 "WITH picked AS (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
-                 AND namespace = ANY($4::text[]) ORDER BY queued_at, id LIMIT $5 \
+                 AND namespace = ANY($4::text[]) AND NOT (id = ANY($6::uuid[])) \
+                 ORDER BY queued_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED) \
                  UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = $2, \
                  revision = r.revision + 1, due_at = NULL, updated_at = $2 \

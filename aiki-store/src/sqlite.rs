@@ -118,6 +118,7 @@ impl Dialect for SqliteDialect {
                  revision = revision + 1, due_at = NULL, updated_at = $2 \
                  WHERE id IN (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
                  AND namespace IN (SELECT value FROM json_each($4)) \
+                 AND id NOT IN (SELECT value FROM json_each($6)) \
                  ORDER BY queued_at, id LIMIT $5) RETURNING {run}"
             ),
             // One `UPDATE … FROM (is the awaited thing already there?)`; a terminal move wakes
@@ -200,6 +201,27 @@ impl Dialect for SqliteDialect {
     }
 }
 
+/// The file is created if missing, its folder is not: say which folder and what to do.
+fn check_folder(url: &str, file: &std::path::Path) -> Result<(), StoreError> {
+    let folder = match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => return Ok(()),
+    };
+    if folder.is_dir() {
+        return Ok(());
+    }
+    Err(StoreError::CannotOpen {
+        url: url.to_owned(),
+        reason: format!(
+            "the folder `{}` of the database file `{}` does not exist; create it first \
+             (`mkdir -p {}`) or point the URL at a file in an existing folder",
+            folder.display(),
+            file.display(),
+            folder.display()
+        ),
+    })
+}
+
 impl SqliteStore {
     /// Opens (creating if missing) the database a URL names, with default options, and
     /// applies pending migrations.
@@ -231,6 +253,9 @@ impl SqliteStore {
                 reason: error.to_string(),
             }
         })?;
+        if !in_memory {
+            check_folder(&options.url, connect.get_filename())?;
+        }
         let connect = connect
             .create_if_missing(true)
             .busy_timeout(options.busy_timeout)

@@ -321,3 +321,18 @@ async fn concurrent_entries_are_written_together() {
     assert_eq!(history.entries.len(), 180);
     store.close().await;
 }
+
+#[tokio::test]
+async fn a_file_in_a_missing_folder_names_the_folder_and_the_fix() {
+    let folder = std::env::temp_dir().join(format!("aiki-missing-{}", RunId::new()));
+    let url = format!("sqlite://{}/runs.db", folder.display());
+    let error = SqliteStore::connect(&url).await.expect_err("refused");
+    assert!(
+        matches!(error, StoreError::CannotOpen { .. }),
+        "expected CannotOpen, got {error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains(&folder.display().to_string()), "{message}");
+    assert!(message.contains("mkdir -p"), "says what to do: {message}");
+    assert!(!folder.exists(), "nothing was created");
+}

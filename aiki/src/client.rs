@@ -12,6 +12,7 @@ use crate::address::input_hash;
 use crate::clock::{Clock, SystemClock};
 use crate::error::ClientError;
 use crate::handle::RunHandle;
+use crate::schema::Schema;
 use crate::workflow::Workflow;
 
 /// What a start does when its reference id already names a run with a different input.
@@ -129,6 +130,7 @@ impl<'c, W: Workflow> Start<'c, W> {
             message,
         };
         let input = serde_json::to_value(&self.input).map_err(|e| invalid(e.to_string()))?;
+        Schema::of::<W::Input>().validate(&input).map_err(invalid)?;
         let hash = input_hash(&self.input).map_err(|e| invalid(e.to_string()))?;
         let now = self.client.clock.now();
         let scheduled = self.start_at.filter(|at| *at > now);

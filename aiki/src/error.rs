@@ -99,6 +99,15 @@ pub enum WorkflowError {
         /// The serializer's message.
         message: String,
     },
+    /// A child run's input breaks the JSON schema of the child's input type (checked when the
+    /// child is created, never when a recorded start replays).
+    #[error("invalid input of child workflow {namespace}: {message}")]
+    InvalidChildInput {
+        /// The child's namespace.
+        namespace: String,
+        /// What did not match.
+        message: String,
+    },
     /// A task asked for shared state the worker was not given.
     #[error(
         "task `{task}` needs state of type `{type_name}`; give it to the worker with \
@@ -164,6 +173,7 @@ impl WorkflowError {
             WorkflowError::ChildConflict { .. } => "child_conflict",
             WorkflowError::EventPayloadMismatch { .. } => "event_payload_mismatch",
             WorkflowError::InputNotSerializable { .. } => "not_serializable",
+            WorkflowError::InvalidChildInput { .. } => "invalid_input",
             WorkflowError::MissingState { .. } => "missing_state",
             WorkflowError::Lost(_) => "lost",
             WorkflowError::Failed { .. } => "failed",
@@ -337,6 +347,17 @@ pub enum ClientError {
         status: RunStatus,
         /// The statuses the action applies to.
         expected: Vec<RunStatus>,
+    },
+    /// The run has ended, so it takes no more events.
+    #[error(
+        "run {run_id} has ended (`{status}`): it takes no more events; start a new run, or send \
+         events only while a run has not ended"
+    )]
+    RunEnded {
+        /// The run.
+        run_id: RunId,
+        /// The terminal status it ended in.
+        status: RunStatus,
     },
     /// A wait gave up.
     #[error("timed out after {0:?} waiting for the run")]

@@ -182,7 +182,16 @@ impl<W: Workflow> RunHandle<W> {
                 NewEvent::new(self.id, name, data, self.client.clock.now())
                     .reference_id(reference_id),
             )
-            .await?;
+            .await
+            .map_err(|error| match error {
+                StoreError::InvalidTransition { run_id, from, .. } if from.is_terminal() => {
+                    ClientError::RunEnded {
+                        run_id,
+                        status: from,
+                    }
+                }
+                other => other.into(),
+            })?;
         match outcome {
             AppendOutcome::Appended { woke, .. } => {
                 if woke {
@@ -229,17 +238,25 @@ impl<W: Workflow> RunHandle<W> {
         .await
     }
 
-    /// Cancels the run and every child run it started that has not ended.
+    /// Cancels the run and every child run it started that has not ended. Cancelling a run
+    /// that has already ended (`completed`, `failed` or `cancelled`) changes nothing and
+    /// returns it as it is.
     pub async fn cancel(&self) -> Result<RunRecord, ClientError> {
         let cancellable: Vec<RunStatus> = RunStatus::ALL
             .into_iter()
             .filter(|status| !status.is_terminal())
             .collect();
-        let run = self
+        let cancelled = self
             .act("cancel", &cancellable, |_| {
                 Transition::to(RunStatus::Cancelled, 0)
             })
-            .await?;
+            .await;
+        let run = match cancelled {
+            Err(ClientError::InvalidAction { status, .. }) if status.is_terminal() => {
+                return self.record().await;
+            }
+            other => other?,
+        };
         let mut pending = vec![self.id];
         while let Some(parent) = pending.pop() {
             let history = self.client.store.load_history(parent).await?;

@@ -31,7 +31,7 @@
 //!     const NAME: &'static str = "charge-card";
 //!
 //!     async fn execute(&self, input: Charge, ctx: TaskContext) -> Result<Receipt, TaskError> {
-//!         // Call the payment provider here, with `ctx.address()` as idempotency key.
+//!         // Call the payment provider here, with `ctx.idempotency_key()` as idempotency key.
 //!         Ok(Receipt { transaction_id: format!("tx-{}", input.order_id) })
 //!     }
 //! }

@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::address::{TaskAddress, input_hash};
+use crate::address::{TaskAddress, input_hash, sha256_hex};
 use crate::error::{TaskError, WorkflowError};
 use crate::retry::RetryPolicy;
 use crate::run::Run;
@@ -96,6 +96,7 @@ pub struct TaskContext {
     pub(crate) run_id: RunId,
     pub(crate) task: &'static str,
     pub(crate) address: Arc<str>,
+    pub(crate) index: u32,
     pub(crate) attempt: u32,
     pub(crate) state: Arc<StateMap>,
 }
@@ -106,6 +107,7 @@ impl fmt::Debug for TaskContext {
             .field("run_id", &self.run_id)
             .field("task", &self.task)
             .field("address", &self.address)
+            .field("index", &self.index)
             .field("attempt", &self.attempt)
             .finish_non_exhaustive()
     }
@@ -117,9 +119,28 @@ impl TaskContext {
         self.run_id
     }
 
-    /// The call's content address: a good idempotency key for outside systems.
+    /// The call's content address (`name:input-hash`). Two runs with the same input share it,
+    /// so it is not an idempotency key for an outside system: use
+    /// [`idempotency_key`](TaskContext::idempotency_key).
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// Which call at this address within the run: 0 for the first, 1 for the second call with
+    /// the same task and input.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// A key to hand to an outside system (a payment provider) so that it performs this call's
+    /// side effect once: unique per run, address and call index, and the same for every attempt
+    /// and every replay of the call. 64 hex digits.
+    ///
+    /// It is derived from the run's lineage: a run forked from another keeps the key of the
+    /// original's calls.
+    pub fn idempotency_key(&self) -> String {
+        let lineage = self.run_id;
+        sha256_hex(format!("aiki-task\n{lineage}\n{}\n{}", self.address, self.index).as_bytes())
     }
 
     /// This attempt's number, from 1.

@@ -159,6 +159,32 @@ macro_rules! on_every_backend {
     };
 }
 
+/// Like [`on_every_backend!`], for scenarios that need a SQL database (they edit its rows):
+/// modules `sqlite_rows` and `postgres_rows`, so a file can use both macros.
+#[macro_export]
+macro_rules! on_sql_backends {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite_rows {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    $crate::bounded(super::$scenario($crate::Backend::Sqlite)).await
+                }
+            )*
+        }
+        mod postgres_rows {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    if $crate::postgres_available().await {
+                        $crate::bounded(super::$scenario($crate::Backend::Postgres)).await
+                    }
+                }
+            )*
+        }
+    };
+}
+
 /// How long one scenario may take before it fails (real time): a hang fails the test instead
 /// of stalling the whole suite.
 pub const SCENARIO_LIMIT: Duration = Duration::from_secs(180);
@@ -209,7 +235,13 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 impl Harness {
     /// A fresh store of `backend` and no worker yet.
     pub async fn new(backend: Backend) -> Harness {
-        let store = backend.open().await;
+        Harness::on_url(&backend.fresh_url().await).await
+    }
+
+    /// The store a URL names (from [`Backend::fresh_url`], for a test that also reaches the
+    /// database directly) and no worker yet.
+    pub async fn on_url(url: &str) -> Harness {
+        let store = aiki::connect(url).await.expect("the store opens");
         let clock = ManualClock::starting_now();
         let client = Client::new(store.clone())
             .with_clock(clock.clone())

@@ -18,12 +18,14 @@ pub async fn check_claim_filters_orders_and_limits(store: &dyn Store) {
     scheduled.due_at = Some(now);
     let scheduled = create(store, scheduled).await;
 
-    let request = |limit: u32| ClaimRequest {
-        owner: "worker-7".to_owned(),
-        namespaces: vec![a.clone(), b.clone()],
-        pool: "default".to_owned(),
-        limit,
-        now: now + 10,
+    let request = |limit: u32| {
+        ClaimRequest::new(
+            "worker-7",
+            vec![a.clone(), b.clone()],
+            "default",
+            limit,
+            now + 10,
+        )
     };
     let first = store.claim(request(2)).await.expect("claim");
     let ids: Vec<RunId> = first.iter().map(|run| run.id).collect();
@@ -52,6 +54,34 @@ pub async fn check_claim_filters_orders_and_limits(store: &dyn Store) {
         );
     }
     assert!(store.claim(request(0)).await.expect("claim").is_empty());
+}
+
+/// A claim leaves the runs it is told to skip queued, untouched, and takes the others.
+pub async fn check_claim_skips_the_runs_it_is_told_to(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let namespace = namespace();
+    let skipped = create(store, new_run(&namespace, RunStatus::Queued, now)).await;
+    let taken = create(store, new_run(&namespace, RunStatus::Queued, now + 1)).await;
+    let request = claim_request(&namespace, "worker-3", 10, now + 2).skip(vec![skipped.id]);
+    let claimed = store.claim(request.clone()).await.expect("claim");
+    assert_eq!(
+        claimed.iter().map(|run| run.id).collect::<Vec<_>>(),
+        [taken.id]
+    );
+    assert_eq!(store.get_run(skipped.id).await.expect("get_run"), skipped);
+    assert!(store.claim(request).await.expect("claim").is_empty());
+    let later = claim_request(&namespace, "worker-3", 10, now + 3);
+    assert_eq!(
+        store
+            .claim(later)
+            .await
+            .expect("claim")
+            .iter()
+            .map(|run| run.id)
+            .collect::<Vec<_>>(),
+        [skipped.id],
+        "without the skip list it is claimed"
+    );
 }
 
 /// A claim refresh checks owner and revision without incrementing, and moves the heartbeat.

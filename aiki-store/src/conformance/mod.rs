@@ -99,6 +99,7 @@ macro_rules! conformance_tests {
             check_terminal_child_wakes_waiting_parent,
             check_cancel_sleeps,
             check_claim_filters_orders_and_limits,
+            check_claim_skips_the_runs_it_is_told_to,
             check_refresh_claim,
             check_put_entry,
             check_put_sleep,
@@ -156,13 +157,7 @@ async fn create(store: &dyn Store, run: NewRun) -> RunRecord {
 }
 
 fn claim_request(namespace: &Namespace, owner: &str, limit: u32, now: Millis) -> ClaimRequest {
-    ClaimRequest {
-        owner: owner.to_owned(),
-        namespaces: vec![namespace.clone()],
-        pool: "default".to_owned(),
-        limit,
-        now,
-    }
+    ClaimRequest::new(owner, vec![namespace.clone()], "default", limit, now)
 }
 
 /// A fresh run claimed by `owner` at `now` (revision 2, `running`).

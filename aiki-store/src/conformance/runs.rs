@@ -386,13 +386,13 @@ pub async fn check_values_round_trip(store: &dyn Store) {
     assert_eq!(store.get_run(run.id).await.expect("get_run").input, unicode);
 
     let claimed = store
-        .claim(ClaimRequest {
-            owner: "wörker".to_owned(),
-            namespaces: vec![namespace.clone()],
-            pool: "pöol".to_owned(),
-            limit: 1,
+        .claim(ClaimRequest::new(
+            "wörker",
+            vec![namespace.clone()],
+            "pöol",
+            1,
             now,
-        })
+        ))
         .await
         .expect("claim")
         .remove(0);

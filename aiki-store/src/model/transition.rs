@@ -122,6 +122,8 @@ pub struct ClaimRequest {
     pub pool: String,
     /// At most this many runs.
     pub limit: u32,
+    /// Runs not to claim now (this executor released them and backs off from them).
+    pub skip: Vec<RunId>,
     /// Claim time (also the first heartbeat).
     pub now: Millis,
 }
@@ -140,7 +142,14 @@ impl ClaimRequest {
             namespaces,
             pool: pool.into(),
             limit,
+            skip: Vec::new(),
             now,
         }
+    }
+
+    /// Leaves these runs unclaimed (a run this executor cannot read, left for another).
+    pub fn skip(mut self, runs: Vec<RunId>) -> Self {
+        self.skip = runs;
+        self
     }
 }

@@ -214,6 +214,13 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
         StoreError::Corrupt { message } => StoreError::Corrupt {
             message: message.clone(),
         },
+        StoreError::CannotOpen { url, reason } => StoreError::CannotOpen {
+            url: url.clone(),
+            reason: reason.clone(),
+        },
+        StoreError::Incompatible { message } => StoreError::Incompatible {
+            message: message.clone(),
+        },
         StoreError::Backend { source } => StoreError::Backend {
             source: Shared::boxed(&**source),
         },

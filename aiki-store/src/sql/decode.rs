@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::{
     EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord,
-    SleepRecord, StoreError,
+    SleepRecord, StoreError, UnknownEntryStatus,
 };
 
 /// A JSON value as stored (compact text, bytes kept exactly).
@@ -98,14 +98,16 @@ impl RunRow {
         Ok(RunRecord {
             id: parse_id(&self.id)?,
             namespace: Namespace::new(self.workflow, self.version),
-            input: parse_json(&self.input, "run input")?,
+            input: parse_json(&self.input, &format!("the input of run {}", self.id))?,
             input_hash: self.input_hash,
             reference_id: self.reference_id,
             pool: self.pool,
             status: self
                 .status
                 .parse()
-                .map_err(|error| corrupt(format!("{error}")))?,
+                .map_err(|error| StoreError::Incompatible {
+                    message: format!("run {}: {error}", self.id),
+                })?,
             revision: unsigned(self.revision, "revision")?,
             attempts: unsigned(self.attempts, "attempts")?,
             owner: self.owner,
@@ -114,7 +116,7 @@ impl RunRow {
             queued_at: self.queued_at,
             output: self
                 .output
-                .map(|text| parse_json(&text, "run output"))
+                .map(|text| parse_json(&text, &format!("the output of run {}", self.id)))
                 .transpose()?,
             output_fingerprint: self.output_fingerprint,
             error: failure(self.error_kind, self.error_message),
@@ -143,22 +145,23 @@ struct EntryRow {
 
 impl EntryRow {
     fn into_record(self) -> Result<EntryRecord, StoreError> {
+        let record = format!(
+            "run {}, manifest entry `{}` #{}",
+            self.run_id, self.address, self.idx
+        );
+        let newer = |error: UnknownEntryStatus| StoreError::Incompatible {
+            message: format!("{record}: {error}"),
+        };
         Ok(EntryRecord {
             run_id: parse_id(&self.run_id)?,
-            address: self.address,
             index: unsigned(self.idx, "entry index")?,
-            kind: self
-                .kind
-                .parse()
-                .map_err(|error| corrupt(format!("{error}")))?,
-            status: self
-                .status
-                .parse()
-                .map_err(|error| corrupt(format!("{error}")))?,
+            kind: self.kind.parse().map_err(newer)?,
+            status: self.status.parse().map_err(newer)?,
             output: self
                 .output
-                .map(|text| parse_json(&text, "entry output"))
+                .map(|text| parse_json(&text, &format!("the output of {record}")))
                 .transpose()?,
+            address: self.address,
             fingerprint: self.fingerprint,
             attempts: unsigned(self.attempts, "entry attempts")?,
             error: failure(self.error_kind, self.error_message),
@@ -206,14 +209,15 @@ struct EventRow {
 
 impl EventRow {
     fn into_record(self) -> Result<EventRecord, StoreError> {
+        let what = format!(
+            "the data of run {}'s event `{}` #{}",
+            self.run_id, self.name, self.idx
+        );
         Ok(EventRecord {
             run_id: parse_id(&self.run_id)?,
             name: self.name,
             index: unsigned(self.idx, "event index")?,
-            data: self
-                .data
-                .map(|text| parse_json(&text, "event data"))
-                .transpose()?,
+            data: self.data.map(|text| parse_json(&text, &what)).transpose()?,
             timed_out: self.timed_out,
             reference_id: self.reference_id,
             received_at: self.received_at,

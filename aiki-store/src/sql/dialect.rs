@@ -230,7 +230,7 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
 #[derive(Clone, Debug)]
 pub(crate) struct DialectStatements {
     /// Claims queued runs: `$1` owner, `$2` now, `$3` pool, `$4` namespaces (a list), `$5`
-    /// limit; returns run documents (see [`super::statements::run_doc`]).
+    /// limit, `$6` runs to skip (a list); returns run documents (see [`super::statements::run_doc`]).
     pub(crate) claim: String,
     /// The guarded update of a transition (parameters: `binds::transition`), returning the
     /// run document.

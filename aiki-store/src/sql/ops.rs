@@ -179,6 +179,7 @@ impl<D: Dialect> SqlStore<D> {
                     Param::from(&request.pool),
                     Param::List(namespaces),
                     Param::from(i64::from(request.limit)),
+                    Param::List(request.skip.iter().map(RunId::to_string).collect()),
                 ],
             )
             .await?;

@@ -17,6 +17,7 @@ use super::suspend::Block;
 use crate::ConflictPolicy;
 use crate::address::{child_address, input_hash};
 use crate::error::WorkflowError;
+use crate::schema::Schema;
 use crate::workflow::Workflow;
 
 impl Run {
@@ -28,6 +29,7 @@ impl Run {
             input,
             reference_id: None,
             conflict_policy: ConflictPolicy::Error,
+            pool: None,
             _workflow: PhantomData,
         }
     }
@@ -37,6 +39,7 @@ impl Run {
         input: W::Input,
         reference_id: Option<String>,
         policy: ConflictPolicy,
+        pool: Option<String>,
     ) -> Result<ChildRun<W>, WorkflowError> {
         self.check_fatal()?;
         let hash = input_hash(&input)?;
@@ -66,8 +69,17 @@ impl Run {
                         message: error.to_string(),
                     }
                 })?;
+                // A fresh start only: a recorded one replays whatever its schema says now.
+                Schema::of::<W::Input>()
+                    .validate(&input)
+                    .map_err(|message| WorkflowError::InvalidChildInput {
+                        namespace: W::namespace().to_string(),
+                        message,
+                    })?;
+                let pool = pool.unwrap_or_else(|| self.inner.pool.clone());
                 let new = NewRun::new(W::namespace(), input, hash.clone(), now)
                     .reference_id(reference_id.clone())
+                    .pool(pool)
                     .parent(ParentLink::new(self.inner.id, address.clone()));
                 let entry = EntryRecord::new(
                     self.inner.id,
@@ -202,6 +214,7 @@ pub struct ChildStart<'r, W: Workflow> {
     input: W::Input,
     reference_id: Option<String>,
     conflict_policy: ConflictPolicy,
+    pool: Option<String>,
     _workflow: PhantomData<fn() -> W>,
 }
 
@@ -218,10 +231,22 @@ impl<'r, W: Workflow> ChildStart<'r, W> {
         self
     }
 
+    /// Routes the child to another worker pool than its parent's (a child runs in its
+    /// parent's pool unless told otherwise).
+    pub fn pool(mut self, pool: impl Into<String>) -> Self {
+        self.pool = Some(pool.into());
+        self
+    }
+
     /// Starts the child (or finds the one recorded).
     pub async fn start(self) -> Result<ChildRun<W>, WorkflowError> {
         self.run
-            .start_child::<W>(self.input, self.reference_id, self.conflict_policy)
+            .start_child::<W>(
+                self.input,
+                self.reference_id,
+                self.conflict_policy,
+                self.pool,
+            )
             .await
     }
 }

@@ -46,6 +46,8 @@ pub struct Run {
 struct Inner {
     id: RunId,
     namespace: Namespace,
+    /// The worker pool the run is routed to; its children inherit it.
+    pool: String,
     attempt: u32,
     revision: u64,
     store: BoxStore,
@@ -138,6 +140,7 @@ impl Run {
             inner: Arc::new(Inner {
                 id: history.run.id,
                 namespace: history.run.namespace.clone(),
+                pool: history.run.pool.clone(),
                 attempt: history.run.attempts,
                 revision: history.run.revision,
                 store,

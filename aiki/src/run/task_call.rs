@@ -18,11 +18,12 @@ use crate::task::{Task, TaskContext};
 pub(crate) const INLINE_RETRY_MAX: Duration = Duration::from_millis(5);
 
 impl Run {
-    fn context(&self, task: &'static str, address: &str, attempt: u32) -> TaskContext {
+    fn context(&self, task: &'static str, address: &str, index: u32, attempt: u32) -> TaskContext {
         TaskContext {
             run_id: self.inner.id,
             task,
             address: Arc::from(address),
+            index,
             attempt,
             state: self.inner.state.clone(),
         }
@@ -145,7 +146,7 @@ impl Run {
                     })?,
             };
             let result = task
-                .execute(this_input, self.context(T::NAME, &address, attempt))
+                .execute(this_input, self.context(T::NAME, &address, index, attempt))
                 .await;
             self.check_fatal()?;
             match result {

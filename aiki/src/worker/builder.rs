@@ -216,6 +216,7 @@ impl WorkerBuilder {
                 claim_idle_timeout: self.claim_idle_timeout,
                 max_age: self.max_age,
                 ended: Notify::new(),
+                unreadable: Default::default(),
                 subscriber: self
                     .subscriber
                     .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use aiki_store::{EntryStatus, Millis, RunRecord, RunStatus, Transition};
+use aiki_store::{EntryStatus, Failure, Millis, RunRecord, RunStatus, StoreError, Transition};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -32,10 +32,7 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
     let history = match shared.store.load_history(id).await {
         Ok(history) if history.run.revision == claimed.revision => history,
         Ok(_) => return,
-        Err(error) => {
-            tracing::warn!(run_id = %id, %error, "could not load history; the claim will expire");
-            return;
-        }
+        Err(error) => return unreadable_history(&shared, &claimed, error).await,
     };
     let input = history.run.input.clone();
     let run = Run::from_history(
@@ -90,6 +87,48 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
             tracing::info!(run_id = %id, %error, "run lost by this executor; stopping");
         }
         Err(error) => fail_or_retry(&shared, &run, workflow.retry(), error).await,
+    }
+}
+
+/// A claimed run whose history could not be loaded. A corrupt record would be read again by
+/// every replay, so the run fails (`corrupt_history`) instead of cycling through claim and
+/// release; a record from a newer release is left to a worker that can read it; any other
+/// error (the store unreachable) leaves the claim to expire and the run to be recovered.
+async fn unreadable_history(shared: &Shared, claimed: &RunRecord, error: StoreError) {
+    let id = claimed.id;
+    let now = shared.clock.now();
+    let transition = match error {
+        StoreError::Corrupt { message } => {
+            tracing::error!(run_id = %id, %message, "history is corrupt; failing the run");
+            let failure = Failure::new(
+                "corrupt_history",
+                format!(
+                    "the history of run {id} cannot be read ({message}); the run is failed \
+                     rather than retried, since every replay would read the same record"
+                ),
+            );
+            Transition::to(RunStatus::Failed, now).error(failure)
+        }
+        StoreError::Incompatible { message } => {
+            tracing::warn!(
+                run_id = %id,
+                %message,
+                "history holds a record of a newer release; releasing the run for a newer worker"
+            );
+            shared.back_off_from(id);
+            Transition::to(RunStatus::Queued, now)
+        }
+        error => {
+            tracing::warn!(run_id = %id, %error, "could not load history; the claim will expire");
+            return;
+        }
+    };
+    if let Err(error) = shared
+        .store
+        .transition(id, claimed.revision, transition)
+        .await
+    {
+        tracing::warn!(run_id = %id, %error, "could not record the unreadable history; the claim will expire");
     }
 }
 

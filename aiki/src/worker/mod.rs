@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{BoxStore, ClaimRequest, Namespace, StoreError};
+use aiki_store::{BoxStore, ClaimRequest, Millis, Namespace, StoreError};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -109,6 +109,29 @@ struct Shared {
     ended: Notify,
     /// How work is discovered; also kept alive per run with its own heartbeat.
     subscriber: Arc<dyn Subscriber>,
+    /// Runs this worker released because their history holds values only a newer release
+    /// understands, and until when it leaves them to other workers.
+    unreadable: std::sync::Mutex<HashMap<aiki_store::RunId, Millis>>,
+}
+
+/// How long a worker leaves a run it cannot read (a record from a newer release) to others.
+const UNREADABLE_BACKOFF: Millis = 5 * 60 * 1000;
+
+impl Shared {
+    /// The runs to leave unclaimed now.
+    fn skipped(&self) -> Vec<aiki_store::RunId> {
+        let now = self.clock.now();
+        let mut unreadable = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
+        unreadable.retain(|_, until| *until > now);
+        unreadable.keys().copied().collect()
+    }
+
+    /// Leaves `run` to other workers for a while.
+    fn back_off_from(&self, run: aiki_store::RunId) {
+        let until = self.clock.now().saturating_add(UNREADABLE_BACKOFF);
+        let mut unreadable = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
+        unreadable.insert(run, until);
+    }
 }
 
 impl Worker {
@@ -158,13 +181,16 @@ impl Worker {
                     let claimed = self
                         .shared
                         .store
-                        .claim(ClaimRequest::new(
-                            self.shared.worker_id.clone(),
-                            namespaces.clone(),
-                            self.shared.pool.clone(),
-                            free.min(64) as u32,
-                            self.shared.clock.now(),
-                        ))
+                        .claim(
+                            ClaimRequest::new(
+                                self.shared.worker_id.clone(),
+                                namespaces.clone(),
+                                self.shared.pool.clone(),
+                                free.min(64) as u32,
+                                self.shared.clock.now(),
+                            )
+                            .skip(self.shared.skipped()),
+                        )
                         .await?;
                     busy |= claimed.len() == free.min(64);
                     for run in claimed {
