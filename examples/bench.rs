@@ -360,7 +360,9 @@ impl Stores {
                 let _ = admin.close().await;
                 self.schemas.push(schema.clone());
                 let separator = if url.contains('?') { '&' } else { '?' };
-                Ok(format!("{url}{separator}options[search_path]={schema}"))
+                Ok(format!(
+                    "{url}{separator}options[search_path]={schema}&aiki_schema={schema}"
+                ))
             }
         }
     }

@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
-use crate::{BoxStore, StoreError};
+use crate::{BoxStore, MigrationMode, StoreError};
 
-/// Opens the store a URL names, applying migrations:
+/// Opens the store a URL names, applying migrations ([`MigrationMode::Apply`]):
 ///
 /// * `memory:` — [`MemoryStore`](crate::memory::MemoryStore), not durable;
 /// * `sqlite://path/to/file.db` or `sqlite:path/to/file.db` (created if missing), or
@@ -12,6 +12,13 @@ use crate::{BoxStore, StoreError};
 /// An unknown scheme, or one whose feature is off, is [`StoreError::UnsupportedUrl`]; a
 /// database server that does not answer is [`StoreError::Unavailable`].
 pub async fn connect(url: &str) -> Result<BoxStore, StoreError> {
+    connect_with_mode(url, MigrationMode::Apply).await
+}
+
+/// Opens the store a URL names, doing with its schema what `mode` says: operator tools pass
+/// [`MigrationMode::Check`], so that they never migrate a database that workers of another
+/// release use, and refuse a schema they would misread.
+pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStore, StoreError> {
     let unsupported = |reason: &str| StoreError::UnsupportedUrl {
         url: url.to_owned(),
         reason: reason.to_owned(),
@@ -21,7 +28,12 @@ pub async fn connect(url: &str) -> Result<BoxStore, StoreError> {
     }
     if url.starts_with("sqlite:") {
         #[cfg(feature = "sqlite")]
-        return Ok(Arc::new(crate::sqlite::SqliteStore::connect(url).await?));
+        return Ok(Arc::new(
+            crate::sqlite::SqliteStore::connect_with(
+                crate::sqlite::SqliteOptions::new(url).migration(mode),
+            )
+            .await?,
+        ));
         #[cfg(not(feature = "sqlite"))]
         return Err(unsupported(
             "SQLite support is off: enable the `sqlite` feature of aiki-store",
@@ -30,7 +42,10 @@ pub async fn connect(url: &str) -> Result<BoxStore, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         #[cfg(feature = "postgres")]
         return Ok(Arc::new(
-            crate::postgres::PostgresStore::connect(url).await?,
+            crate::postgres::PostgresStore::connect_with(
+                crate::postgres::PostgresOptions::new(url).migration(mode),
+            )
+            .await?,
         ));
         #[cfg(not(feature = "postgres"))]
         return Err(unsupported(

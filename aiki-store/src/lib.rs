@@ -17,6 +17,7 @@
 mod connect;
 mod error;
 pub mod memory;
+mod migration;
 mod model;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -30,8 +31,9 @@ mod store;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use connect::connect;
+pub use connect::{connect, connect_with_mode};
 pub use error::StoreError;
+pub use migration::MigrationMode;
 pub use model::*;
 pub use status::{RunStatus, UnknownStatus};
 pub use store::{BoxStore, Store};

@@ -21,8 +21,8 @@ use crate::sql::statements::{
     ENTRY_COLUMNS, ENTRY_CONFLICT, INSERT_EVENT, TRANSITION_SET, render_for_sqlite, run_doc,
     status_list,
 };
-use crate::sql::{Dialect, SqlStore, Tx, setters, store_impl};
-use crate::{RunStatus, StoreError};
+use crate::sql::{Dialect, On, SqlStore, Tx, setters, store_impl};
+use crate::{MigrationMode, RunStatus, StoreError};
 
 /// The embedded migrations of the SQLite schema.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -55,8 +55,8 @@ pub struct SqliteOptions {
     pub busy_timeout: Duration,
     /// Connections in the read pool (default 4; unused for an in-memory database).
     pub read_connections: u32,
-    /// Apply pending migrations when connecting (default `true`).
-    pub migrate: bool,
+    /// What connecting does with the schema (default [`MigrationMode::Apply`]).
+    pub migration: MigrationMode,
 }
 
 impl SqliteOptions {
@@ -67,7 +67,7 @@ impl SqliteOptions {
             synchronous: SqliteSynchronous::Normal,
             busy_timeout: Duration::from_secs(5),
             read_connections: 4,
-            migrate: true,
+            migration: MigrationMode::Apply,
         }
     }
 
@@ -76,8 +76,18 @@ impl SqliteOptions {
         synchronous: SqliteSynchronous,
         /// Sets the busy timeout.
         busy_timeout: Duration,
-        /// Whether to apply pending migrations when connecting.
-        migrate: bool,
+        /// Sets what connecting does with the schema.
+        migration: MigrationMode,
+    }
+
+    /// Whether to apply pending migrations when connecting (`false`: [`MigrationMode::Never`]).
+    pub fn migrate(mut self, migrate: bool) -> Self {
+        self.migration = if migrate {
+            MigrationMode::Apply
+        } else {
+            MigrationMode::Never
+        };
+        self
     }
 
     /// Sets the size of the read pool.
@@ -170,6 +180,9 @@ impl Dialect for SqliteDialect {
             ),
             insert_event: render_for_sqlite(INSERT_EVENT),
             insert_event_wakes: false,
+            bookkeeping_exists: "SELECT COUNT(*) FROM sqlite_master \
+                 WHERE type = 'table' AND name = '_sqlx_migrations'"
+                .to_owned(),
         }
     }
 
@@ -194,6 +207,12 @@ impl Dialect for SqliteDialect {
             .map_err(|error| driver::SQLITE.map_migrate_error(error))?;
         Self::commit(tx).await
     }
+
+    fn migrator() -> &'static sqlx::migrate::Migrator {
+        &MIGRATOR
+    }
+
+    const OLDEST_READABLE: i64 = 1;
 
     async fn close(&self) {
         self.reader.close().await;
@@ -223,6 +242,37 @@ fn check_folder(url: &str, file: &std::path::Path) -> Result<(), StoreError> {
 }
 
 impl SqliteStore {
+    /// Aiki's SQLite database is a file of its own: one that holds another application's
+    /// tables is refused, so that neither side's migrations touch the other's.
+    async fn refuse_a_foreign_file(&self, url: &str) -> Result<(), StoreError> {
+        let rows = self
+            .inner
+            .fetch(
+                On::Write,
+                "SELECT name FROM sqlite_master WHERE type = 'table' \
+                 AND name NOT LIKE 'aiki\\_%' ESCAPE '\\' \
+                 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> '_sqlx_migrations' \
+                 ORDER BY name",
+                &[],
+            )
+            .await?;
+        let foreign = rows
+            .iter()
+            .map(|row| Ok(format!("`{}`", row.text(0)?.unwrap_or_default())))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        Err(StoreError::CannotOpen {
+            url: url.to_owned(),
+            reason: format!(
+                "the file holds another application's tables ({}); Aiki keeps its runs in a \
+                 SQLite file of its own: point the URL at a new file",
+                foreign.join(", ")
+            ),
+        })
+    }
+
     /// Opens (creating if missing) the database a URL names, with default options, and
     /// applies pending migrations.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
@@ -256,8 +306,19 @@ impl SqliteStore {
         if !in_memory {
             check_folder(&options.url, connect.get_filename())?;
         }
+        let checking = options.migration == MigrationMode::Check;
+        if checking && !in_memory && !connect.get_filename().exists() {
+            return Err(StoreError::CannotOpen {
+                url: options.url.clone(),
+                reason: format!(
+                    "there is no database file `{}` (checking changes nothing, so it creates \
+                     none); run `aiki migrate` or start a worker first",
+                    connect.get_filename().display()
+                ),
+            });
+        }
         let connect = connect
-            .create_if_missing(true)
+            .create_if_missing(!checking)
             .busy_timeout(options.busy_timeout)
             .synchronous(match options.synchronous {
                 SqliteSynchronous::Off => DriverSynchronous::Off,
@@ -295,9 +356,10 @@ impl SqliteStore {
         let store = SqliteStore {
             inner: SqlStore::new(SqliteDialect { writer, reader }),
         };
-        if options.migrate {
-            store.migrate().await?;
+        if options.migration != MigrationMode::Never {
+            store.refuse_a_foreign_file(&options.url).await?;
         }
+        store.inner.prepare(options.migration).await?;
         Ok(store)
     }
 }

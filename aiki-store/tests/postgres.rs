@@ -47,8 +47,8 @@ async fn a_database_migrated_by_newer_code_is_a_migration_error() {
     };
     let store = PostgresStore::connect(&url).await.expect("open");
     sqlx::query(
-        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
-         VALUES (99990101000000, 'from the future', TRUE, '\\x00', 0)",
+        "INSERT INTO aiki._sqlx_migrations (version, description, success, checksum, \
+         execution_time) VALUES (99990101000000, 'from the future', TRUE, '\\x00', 0)",
     )
     .execute(&sqlx::PgPool::connect(&url).await.expect("raw pool"))
     .await
@@ -60,6 +60,163 @@ async fn a_database_migrated_by_newer_code_is_a_migration_error() {
         "expected a migration error, got {error:?}"
     );
     assert!(error.to_string().contains("upgrade"), "{error}");
+    pg::drop_database(&url).await;
+}
+
+/// Runs statements on a database directly.
+async fn raw(url: &str, statements: &[&str]) {
+    use sqlx::Connection;
+    let mut connection = sqlx::PgConnection::connect(url)
+        .await
+        .expect("raw connection");
+    for statement in statements {
+        sqlx::query(statement)
+            .execute(&mut connection)
+            .await
+            .unwrap_or_else(|error| panic!("{statement}: {error}"));
+    }
+}
+
+async fn count(url: &str, sql: &str) -> i64 {
+    use sqlx::Connection;
+    let mut connection = sqlx::PgConnection::connect(url)
+        .await
+        .expect("raw connection");
+    sqlx::query_scalar(sql)
+        .fetch_one(&mut connection)
+        .await
+        .unwrap_or_else(|error| panic!("{sql}: {error}"))
+}
+
+/// The host application's own `sqlx::migrate!` bookkeeping, with its version 1, in `public`.
+const FOREIGN_MIGRATIONS: &[&str] = &[
+    "CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, description TEXT NOT NULL, \
+     installed_on TIMESTAMPTZ NOT NULL DEFAULT now(), success BOOLEAN NOT NULL, \
+     checksum BYTEA NOT NULL, execution_time BIGINT NOT NULL)",
+    "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+     VALUES (1, 'create users', TRUE, '\\x0102', 5)",
+    "CREATE TABLE users (id BIGINT PRIMARY KEY)",
+];
+
+#[tokio::test]
+async fn aikis_tables_and_bookkeeping_live_apart_from_the_applications() {
+    let Some(url) = pg::create_database().await else {
+        return;
+    };
+    raw(&url, FOREIGN_MIGRATIONS).await;
+    let store = PostgresStore::connect(&url)
+        .await
+        .expect("open beside a foreign version 1");
+    let namespace = unique_namespace();
+    store
+        .create_run(new_run(&namespace, 1))
+        .await
+        .expect("a run");
+    store.close().await;
+    assert_eq!(
+        count(&url, "SELECT COUNT(*) FROM aiki.aiki_runs").await,
+        1,
+        "the run is in Aiki's schema"
+    );
+    assert_eq!(
+        count(&url, "SELECT COUNT(*) FROM public._sqlx_migrations").await,
+        1,
+        "the application's bookkeeping is untouched"
+    );
+    assert_eq!(
+        count(
+            &url,
+            "SELECT COUNT(*) FROM public._sqlx_migrations WHERE description = 'create users'"
+        )
+        .await,
+        1
+    );
+    assert!(count(&url, "SELECT COUNT(*) FROM aiki._sqlx_migrations").await >= 3);
+    assert_eq!(
+        count(
+            &url,
+            "SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 'aiki%'"
+        )
+        .await,
+        0
+    );
+    // A schema named by the URL instead.
+    let other = format!("{url}?aiki_schema=runs_elsewhere");
+    PostgresStore::connect(&other)
+        .await
+        .expect("open")
+        .close()
+        .await;
+    assert_eq!(
+        count(&url, "SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'runs_elsewhere' AND tablename = 'aiki_runs'").await,
+        1
+    );
+    pg::drop_database(&url).await;
+}
+
+#[tokio::test]
+async fn a_bad_schema_name_is_refused() {
+    let Some(url) = pg::create_database().await else {
+        return;
+    };
+    let error = PostgresStore::connect(&format!("{url}?aiki_schema=x;drop"))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(error, StoreError::UnsupportedUrl { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("x;drop"), "{error}");
+    pg::drop_database(&url).await;
+}
+
+#[tokio::test]
+async fn check_mode_changes_nothing_and_refuses_what_it_cannot_read() {
+    use aiki_store::MigrationMode;
+    let Some(url) = pg::create_database().await else {
+        return;
+    };
+    let check =
+        || PostgresStore::connect_with(PostgresOptions::new(&url).migration(MigrationMode::Check));
+    let error = check().await.expect_err("no schema yet");
+    assert!(error.to_string().contains("aiki migrate"), "{error}");
+    assert_eq!(
+        count(
+            &url,
+            "SELECT COUNT(*) FROM pg_namespace WHERE nspname = 'aiki'"
+        )
+        .await,
+        0,
+        "a check creates nothing"
+    );
+    let never =
+        PostgresStore::connect_with(PostgresOptions::new(&url).migration(MigrationMode::Never))
+            .await
+            .expect("never checks");
+    never.close().await;
+    PostgresStore::connect(&url)
+        .await
+        .expect("migrate")
+        .close()
+        .await;
+    check()
+        .await
+        .expect("this release's schema passes")
+        .close()
+        .await;
+    raw(
+        &url,
+        &[
+            "INSERT INTO aiki._sqlx_migrations (version, description, success, checksum, \
+           execution_time) VALUES (99990101000000, 'from the future', TRUE, '\\x00', 0)",
+        ],
+    )
+    .await;
+    let error = check().await.expect_err("newer");
+    assert!(
+        error.to_string().contains("99990101000000") && error.to_string().contains("newer"),
+        "{error}"
+    );
     pg::drop_database(&url).await;
 }
 

@@ -336,3 +336,55 @@ async fn a_file_in_a_missing_folder_names_the_folder_and_the_fix() {
     assert!(message.contains("mkdir -p"), "says what to do: {message}");
     assert!(!folder.exists(), "nothing was created");
 }
+
+#[tokio::test]
+async fn a_file_of_another_application_is_refused() {
+    use sqlx::Connection;
+    let file = TempFile::new();
+    {
+        let mut connection = sqlx::SqliteConnection::connect(&format!("{}?mode=rwc", file.url()))
+            .await
+            .expect("raw connection");
+        sqlx::query("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+            .execute(&mut connection)
+            .await
+            .expect("the application's table");
+        connection.close().await.expect("close");
+    }
+    let error = SqliteStore::connect(&file.url())
+        .await
+        .expect_err("refused");
+    assert!(matches!(error, StoreError::CannotOpen { .. }), "{error:?}");
+    assert!(
+        error.to_string().contains("`users`") && error.to_string().contains("file of its own"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn check_mode_creates_nothing_and_accepts_this_releases_schema() {
+    use aiki_store::MigrationMode;
+    let file = TempFile::new();
+    let check = || {
+        SqliteStore::connect_with(SqliteOptions::new(file.url()).migration(MigrationMode::Check))
+    };
+    let error = check().await.expect_err("no file yet");
+    assert!(matches!(error, StoreError::CannotOpen { .. }), "{error:?}");
+    assert!(error.to_string().contains("aiki migrate"), "{error}");
+    assert!(!file.0.exists(), "a check creates no file");
+    let unmigrated = SqliteStore::connect_with(SqliteOptions::new(file.url()).migrate(false))
+        .await
+        .expect("open without migrating");
+    unmigrated.close().await;
+    let error = check().await.expect_err("no schema yet");
+    assert!(matches!(error, StoreError::Migration { .. }), "{error:?}");
+    assert!(error.to_string().contains("aiki migrate"), "{error}");
+    SqliteStore::connect(&file.url())
+        .await
+        .expect("migrate")
+        .close()
+        .await;
+    let checked = check().await.expect("this release's schema passes");
+    assert!(checked.wake_due(0).await.is_ok());
+    checked.close().await;
+}

@@ -67,7 +67,9 @@ impl Backend {
         aiki::connect(&url).await.expect("the store opens")
     }
 
-    /// The URL of a fresh, empty store of this backend (for worker processes to share).
+    /// The URL of a fresh, empty store of this backend (for worker processes to share). For
+    /// PostgreSQL it names the scenario's schema twice: `aiki_schema` for the store, the
+    /// search path for a test's own connections.
     pub async fn fresh_url(self) -> String {
         match self {
             Backend::Memory => "memory:".to_owned(),
@@ -80,7 +82,7 @@ impl Backend {
                 let url = postgres_url();
                 let schema = fresh_schema(&url).await;
                 let separator = if url.contains('?') { '&' } else { '?' };
-                format!("{url}{separator}options[search_path]={schema}")
+                format!("{url}{separator}options[search_path]={schema}&aiki_schema={schema}")
             }
         }
     }

@@ -136,6 +136,25 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 .expect("the dump loads");
         }
         aiki_tests::bounded(finish_every_run(&url, release)).await;
+        // v0.1.0 kept its tables in `public`; they now live in Aiki's own schema.
+        let mut connection = sqlx::PgConnection::connect(&url).await.unwrap();
+        let located: Vec<(String, String)> = sqlx::query_as(
+            "SELECT schemaname::text, tablename::text FROM pg_tables \
+             WHERE tablename LIKE 'aiki%' OR tablename = '_sqlx_migrations' ORDER BY 1, 2",
+        )
+        .fetch_all(&mut connection)
+        .await
+        .unwrap();
+        assert!(
+            located.iter().all(|(schema, _)| schema == "aiki"),
+            "{release}: {located:?}"
+        );
+        assert_eq!(
+            located.len(),
+            5,
+            "{release}: four tables and the bookkeeping: {located:?}"
+        );
+        let _ = connection.close().await;
         sqlx::query(&format!("DROP DATABASE {database} WITH (FORCE)"))
             .execute(&mut admin)
             .await

@@ -206,6 +206,13 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// Applies pending migrations, safely when several processes do so at once.
     fn migrate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// This database's embedded migrations.
+    fn migrator() -> &'static sqlx::migrate::Migrator;
+
+    /// The oldest schema version this release reads correctly (a store in
+    /// [`MigrationMode::Check`](crate::MigrationMode::Check) refuses older ones).
+    const OLDEST_READABLE: i64;
+
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;
 
@@ -252,6 +259,9 @@ pub(crate) struct DialectStatements {
     pub(crate) insert_event: String,
     /// Whether `insert_event` wakes the run itself; otherwise `WAKE_FOR_EVENT` follows it.
     pub(crate) insert_event_wakes: bool,
+    /// 1 when the migration bookkeeping table (`_sqlx_migrations`) exists where the store
+    /// looks for it, 0 otherwise.
+    pub(crate) bookkeeping_exists: String,
 }
 
 /// Drops every `::type` cast (`::uuid`, `::text[]`) from a statement: SQLite's rendering.

@@ -63,7 +63,7 @@ pub(crate) const POSTGRES: Driver<sqlx::Postgres> = Driver {
         Param::List(items) => query.bind(items.as_slice()),
         _ => unreachable!("BUG: only lists are bound as arrays"),
     },
-    is_integer: |name| matches!(name, "INT8" | "INT4" | "INT2"),
+    is_integer: |name| name == "INT8",
 };
 
 /// A statement with its parameters bound.

@@ -160,6 +160,38 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
+    /// Does with the schema what `mode` says (see [`MigrationMode`](crate::MigrationMode)).
+    pub(crate) async fn prepare(&self, mode: crate::MigrationMode) -> Result<(), StoreError> {
+        match mode {
+            crate::MigrationMode::Apply => self.dialect.migrate().await,
+            crate::MigrationMode::Check => self.check_schema().await,
+            crate::MigrationMode::Never => Ok(()),
+        }
+    }
+
+    /// Checks, changing nothing, that the database's schema is one this release reads.
+    async fn check_schema(&self) -> Result<(), StoreError> {
+        let exists = self
+            .fetch_optional(On::Read, &self.sql.own.bookkeeping_exists, &[])
+            .await?
+            .map(|row| row.int(0))
+            .transpose()?
+            .flatten()
+            .unwrap_or_default();
+        let mut applied = crate::migration::Applied::default();
+        if exists > 0 {
+            let rows = self
+                .fetch(On::Read, &self.sql.applied_migrations, &[])
+                .await?;
+            for row in rows {
+                let version = row.int(0)?.unwrap_or_default();
+                applied.versions.push((version, row.int(1)? == Some(1)));
+            }
+        }
+        let known: Vec<i64> = D::migrator().iter().map(|m| m.version).collect();
+        crate::migration::check(D::DRIVER.backend, &applied, &known, D::OLDEST_READABLE)
+    }
+
     /// Why a guarded transition matched no row: the run is unknown, its revision moved on, or
     /// the table forbids the move from its status.
     pub(crate) async fn explain_refusal(
@@ -219,6 +251,13 @@ macro_rules! store_impl {
             /// [`StoreError::Migration`](crate::StoreError::Migration).
             pub async fn migrate(&self) -> Result<(), $crate::StoreError> {
                 $crate::sql::Dialect::migrate(&self.inner.dialect).await
+            }
+
+            /// Checks, changing nothing, that the schema is one this release reads correctly:
+            /// not newer than its own, not older than the oldest it reads; the error names
+            /// both versions.
+            pub async fn check_schema(&self) -> Result<(), $crate::StoreError> {
+                self.inner.prepare($crate::MigrationMode::Check).await
             }
 
             /// How many statements (round trips) this store has sent, `BEGIN` and `COMMIT`

@@ -133,6 +133,8 @@ pub(crate) struct Statements {
     pub(crate) release_stale: String,
     /// Stalls runs queued since before `$2`, at `$1`.
     pub(crate) stall: String,
+    /// `(version, 1 if it succeeded)` of every applied migration, in version order.
+    pub(crate) applied_migrations: String,
 }
 
 impl Statements {
@@ -225,6 +227,11 @@ impl Statements {
                  due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
                  heartbeat_at = NULL WHERE status = 'running' AND (heartbeat_at < $2 \
                  OR (heartbeat_at IS NULL AND updated_at < $2)) RETURNING id::text"
+                    .to_owned(),
+            ),
+            applied_migrations: render(
+                "SELECT version, (CASE WHEN success THEN 1 ELSE 0 END)::bigint \
+                 FROM _sqlx_migrations ORDER BY version"
                     .to_owned(),
             ),
             stall: render(

@@ -25,10 +25,15 @@ use crate::sql::statements::{
     status_list,
 };
 use crate::sql::{Dialect, SqlStore, Tx, setters, store_impl};
-use crate::{RunStatus, StoreError};
+use crate::{MigrationMode, RunStatus, StoreError};
+
+mod install;
 
 /// The embedded migrations of the PostgreSQL schema.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// The schema of Aiki's tables unless told otherwise.
+pub const DEFAULT_SCHEMA: &str = "aiki";
 
 /// How to open a [`PostgresStore`].
 #[derive(Clone, Debug)]
@@ -41,8 +46,11 @@ pub struct PostgresOptions {
     /// How long a call waits for a free connection before failing as
     /// [`StoreError::Unavailable`] (default 30 s).
     pub acquire_timeout: Duration,
-    /// Apply pending migrations when connecting (default `true`).
-    pub migrate: bool,
+    /// The schema that holds Aiki's tables and its own migration bookkeeping, apart from the
+    /// host application's (default `aiki`; a URL may name it with `aiki_schema=NAME`).
+    pub schema: String,
+    /// What connecting does with the schema (default [`MigrationMode::Apply`]).
+    pub migration: MigrationMode,
 }
 
 impl PostgresOptions {
@@ -52,7 +60,8 @@ impl PostgresOptions {
             url: url.into(),
             max_connections: 10,
             acquire_timeout: Duration::from_secs(30),
-            migrate: true,
+            schema: DEFAULT_SCHEMA.to_owned(),
+            migration: MigrationMode::Apply,
         }
     }
 
@@ -65,8 +74,24 @@ impl PostgresOptions {
     setters! {
         /// Sets how long a call waits for a free connection.
         acquire_timeout: Duration,
-        /// Whether to apply pending migrations when connecting.
-        migrate: bool,
+        /// Sets what connecting does with the schema.
+        migration: MigrationMode,
+    }
+
+    /// Sets the schema that holds Aiki's tables.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// Whether to apply pending migrations when connecting (`false`: [`MigrationMode::Never`]).
+    pub fn migrate(mut self, migrate: bool) -> Self {
+        self.migration = if migrate {
+            MigrationMode::Apply
+        } else {
+            MigrationMode::Never
+        };
+        self
     }
 }
 
@@ -78,10 +103,15 @@ pub struct PostgresStore {
 
 store_impl!(PostgresStore);
 
-/// PostgreSQL's driver: one pool.
+/// PostgreSQL's driver: one pool, whose connections see Aiki's schema first.
 #[derive(Clone, Debug)]
 pub(crate) struct PgDialect {
     pool: PgPool,
+    /// Where Aiki's tables live.
+    schema: String,
+    /// Where the connection's own search path put them before they had a schema of their own
+    /// (an install of v0.1.0), if that is elsewhere.
+    legacy_schema: Option<String>,
 }
 
 impl Dialect for PgDialect {
@@ -146,6 +176,9 @@ impl Dialect for PgDialect {
             // The transition's own statement cancels them (`$17`).
             cancel_sleeps: None,
             insert_event_wakes: true,
+            bookkeeping_exists: "SELECT COUNT(*) FROM pg_tables \
+                 WHERE schemaname = current_schema() AND tablename = '_sqlx_migrations'"
+                .to_owned(),
             insert_event: format!(
                 "WITH inserted AS ({INSERT_EVENT}), \
                  woken AS ({WAKE_FOR_EVENT} AND EXISTS (SELECT 1 FROM inserted)) \
@@ -163,13 +196,36 @@ impl Dialect for PgDialect {
 
     driver::dialect_methods!(self => (&self.pool, &self.pool));
 
-    /// The migrator holds a PostgreSQL advisory lock while it works.
+    /// Creates Aiki's schema if missing and moves an earlier release's install into it, in one
+    /// transaction under an advisory lock; then the migrator (which holds its own advisory
+    /// lock) brings the schema up to date.
     async fn migrate(&self) -> Result<(), StoreError> {
-        let mut connection = self
-            .pool
-            .acquire()
-            .await
-            .map_err(|error| driver::POSTGRES.map_error(error))?;
+        let map = |error| driver::POSTGRES.map_error(error);
+        let mut connection = self.pool.acquire().await.map_err(map)?;
+        {
+            use sqlx::Acquire;
+            let mut tx = connection.begin().await.map_err(map)?;
+            sqlx::query("SELECT pg_advisory_xact_lock(7411803270455829811)")
+                .execute(&mut *tx)
+                .await
+                .map_err(map)?;
+            let exists: bool =
+                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
+                    .bind(&self.schema)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(map)?;
+            if !exists {
+                sqlx::query(&format!("CREATE SCHEMA \"{}\"", self.schema))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(map)?;
+            }
+            if let Some(legacy) = &self.legacy_schema {
+                install::move_install(&mut tx, legacy, &self.schema, &MIGRATOR).await?;
+            }
+            tx.commit().await.map_err(map)?;
+        }
         // `run_direct` rather than `run`: `run`'s `Acquire` bound makes the future not `Send`
         // (sqlx's own workaround, see `Migrator::run_direct`).
         MIGRATOR
@@ -177,6 +233,12 @@ impl Dialect for PgDialect {
             .await
             .map_err(|error| driver::POSTGRES.map_migrate_error(error))
     }
+
+    fn migrator() -> &'static sqlx::migrate::Migrator {
+        &MIGRATOR
+    }
+
+    const OLDEST_READABLE: i64 = 1;
 
     async fn close(&self) {
         self.pool.close().await;
@@ -191,15 +253,29 @@ impl PostgresStore {
 
     /// Connects with the given options.
     pub async fn connect_with(options: PostgresOptions) -> Result<Self, StoreError> {
-        let connect = PgConnectOptions::from_str(&options.url).map_err(|error| {
-            StoreError::UnsupportedUrl {
-                url: options.url.clone(),
-                reason: error.to_string(),
-            }
-        })?;
+        let unsupported = |reason: String| StoreError::UnsupportedUrl {
+            url: options.url.clone(),
+            reason,
+        };
+        let (url, named) = install::take_schema_parameter(&options.url);
+        let schema = named.unwrap_or_else(|| options.schema.clone());
+        if !install::is_plain_identifier(&schema) {
+            return Err(unsupported(format!(
+                "`{schema}` is not a plain schema name (letters, digits and `_`, not starting \
+                 with a digit)"
+            )));
+        }
+        let theirs =
+            PgConnectOptions::from_str(&url).map_err(|error| unsupported(error.to_string()))?;
+        let ours = theirs.clone().options([("search_path", schema.as_str())]);
         // One direct connection first: a pool retries a refused connection until its acquire
-        // timeout, but a server that does not answer should be reported at once.
-        let probe = PgConnection::connect_with(&connect)
+        // timeout, but a server that does not answer should be reported at once. It also tells
+        // where an install of v0.1.0 (tables in the connection's own schema) would be.
+        let mut probe = PgConnection::connect_with(&theirs)
+            .await
+            .map_err(|error| driver::POSTGRES.map_error(error))?;
+        let current: Option<String> = sqlx::query_scalar("SELECT current_schema()")
+            .fetch_one(&mut probe)
             .await
             .map_err(|error| driver::POSTGRES.map_error(error))?;
         let _ = probe.close().await;
@@ -209,13 +285,15 @@ impl PostgresStore {
             // A dead connection shows up as an error on use, which callers retry; a ping
             // before every statement would double the round trips.
             .test_before_acquire(false)
-            .connect_lazy_with(connect);
+            .connect_lazy_with(ours);
         let store = PostgresStore {
-            inner: SqlStore::new(PgDialect { pool }),
+            inner: SqlStore::new(PgDialect {
+                pool,
+                legacy_schema: current.filter(|current| *current != schema),
+                schema,
+            }),
         };
-        if options.migrate {
-            store.migrate().await?;
-        }
+        store.inner.prepare(options.migration).await?;
         Ok(store)
     }
 }
