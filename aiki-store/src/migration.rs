@@ -20,6 +20,18 @@ pub enum MigrationMode {
     Never,
 }
 
+impl From<bool> for MigrationMode {
+    /// `true`: [`MigrationMode::Apply`]; `false`: [`MigrationMode::Never`] (the meaning of the
+    /// options' `migrate(bool)`).
+    fn from(migrate: bool) -> Self {
+        if migrate {
+            MigrationMode::Apply
+        } else {
+            MigrationMode::Never
+        }
+    }
+}
+
 /// The schema versions a database has applied, as read from its migration bookkeeping.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Applied {

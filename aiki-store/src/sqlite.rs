@@ -82,11 +82,7 @@ impl SqliteOptions {
 
     /// Whether to apply pending migrations when connecting (`false`: [`MigrationMode::Never`]).
     pub fn migrate(mut self, migrate: bool) -> Self {
-        self.migration = if migrate {
-            MigrationMode::Apply
-        } else {
-            MigrationMode::Never
-        };
+        self.migration = migrate.into();
         self
     }
 

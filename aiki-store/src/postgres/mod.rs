@@ -86,11 +86,7 @@ impl PostgresOptions {
 
     /// Whether to apply pending migrations when connecting (`false`: [`MigrationMode::Never`]).
     pub fn migrate(mut self, migrate: bool) -> Self {
-        self.migration = if migrate {
-            MigrationMode::Apply
-        } else {
-            MigrationMode::Never
-        };
+        self.migration = migrate.into();
         self
     }
 }
