@@ -31,6 +31,8 @@ pub(crate) struct TaskFn {
     pub(crate) input: Option<Type>,
     /// The arguments, in order.
     pub(crate) args: Vec<TaskArg>,
+    /// The types of the `State<T>` arguments, in order.
+    pub(crate) states: Vec<Type>,
     pub(crate) output: Type,
     pub(crate) error: Option<Type>,
 }
@@ -62,6 +64,7 @@ impl TaskFn {
         let ok = check_signature(cx, &item, Kind::Task);
         let mut input = None;
         let mut args = Vec::new();
+        let mut states = Vec::new();
         let mut context_seen = false;
         for arg in &item.sig.inputs {
             let FnArg::Typed(arg) = arg else { continue };
@@ -77,6 +80,7 @@ impl TaskFn {
                 args.push(TaskArg::Context { by_ref });
             } else if !by_ref && last_segment_is(target, "State") {
                 args.push(TaskArg::State);
+                states.push(target.clone());
             } else if input.is_none() {
                 input = Some(ty.clone());
                 args.push(TaskArg::Input);
@@ -94,6 +98,7 @@ impl TaskFn {
             ident,
             input,
             args,
+            states,
             output,
             error,
         })

@@ -27,6 +27,23 @@ pub fn task_result<T, E: Into<TaskError>>(result: Result<T, E>) -> Result<T, Tas
     result.map_err(Into::into)
 }
 
+/// What a `State<T>` argument of a `#[task]` needs: state of type `T`.
+pub fn state_need<S: StateArg>() -> crate::task::StateNeed {
+    S::need()
+}
+
+/// Implemented by [`State<T>`](crate::State): the state type a task argument reads.
+pub trait StateArg {
+    /// State of the argument's type.
+    fn need() -> crate::task::StateNeed;
+}
+
+impl<T: Send + Sync + 'static> StateArg for crate::State<T> {
+    fn need() -> crate::task::StateNeed {
+        crate::task::StateNeed::of::<T>()
+    }
+}
+
 /// Turns a workflow function's `Result<T, E>` into the runtime's `Result<T, WorkflowError>`.
 pub fn workflow_result<T, E: Into<WorkflowError>>(
     result: Result<T, E>,

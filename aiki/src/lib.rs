@@ -168,7 +168,7 @@ pub use subscriber::{PollingSubscriber, Subscriber};
 /// The attribute for implementing [`Subscriber`] (and [`Store`]): their methods are
 /// `async_trait` methods.
 pub use async_trait::async_trait;
-pub use task::{State, Task, TaskContext};
+pub use task::{State, StateNeed, Task, TaskContext};
 pub use worker::{Worker, WorkerBuilder, WorkerHandle};
 pub use workflow::{Event, EventSpec, Workflow};
 

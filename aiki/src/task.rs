@@ -76,6 +76,16 @@ pub trait Task: Send + Sync + 'static {
         Schema::of::<Self::Output>()
     }
 
+    /// The shared state the task reads (`#[aiki::task]` lists its `State<T>` arguments), so
+    /// that a worker registering the task without that state fails at
+    /// [`build`](crate::WorkerBuilder::build) instead of at the task's first call.
+    fn needs_state() -> Vec<StateNeed>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
+
     /// Calls the task from a workflow: returns the recorded result if the run has one at this
     /// address, runs it otherwise (after checking that no recorded result was skipped).
     fn start(
@@ -159,6 +169,28 @@ impl TaskContext {
     }
 }
 
+/// A type of shared state a task needs (see [`Task::needs_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateNeed {
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+}
+
+impl StateNeed {
+    /// State of type `T`.
+    pub fn of<T: Send + Sync + 'static>() -> Self {
+        StateNeed {
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+        }
+    }
+
+    /// The type's name.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+}
+
 /// Shared state handed to tasks (a database pool, an HTTP client), like axum's `State`.
 #[derive(Debug)]
 pub struct State<T>(pub Arc<T>);
@@ -186,6 +218,11 @@ pub(crate) struct StateMap {
 impl StateMap {
     pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
         self.values.insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// Whether state of this type was given.
+    pub(crate) fn has(&self, need: &StateNeed) -> bool {
+        self.values.contains_key(&need.type_id)
     }
 
     pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {

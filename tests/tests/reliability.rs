@@ -199,7 +199,32 @@ async fn idempotency_keys_are_per_run_and_call_and_stable_across_attempts(backen
     assert_eq!(a_keys[0].1.len(), 64);
 }
 
+async fn a_task_needing_state_the_worker_lacks_fails_at_build(backend: Backend) {
+    let h = Harness::new(backend).await;
+    // `charge` reads `State<Keys>`; this worker is given no `Keys`.
+    let error = aiki::Worker::builder(h.store.clone())
+        .register(ChargeTwice)
+        .task(Charge)
+        .build()
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Config(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("`charge`") && message.contains("Keys"),
+        "{message}"
+    );
+    assert!(
+        aiki::Worker::builder(h.store.clone())
+            .register(ChargeTwice)
+            .task(Charge)
+            .state(Keys::default())
+            .build()
+            .is_ok()
+    );
+}
+
 on_every_backend!(
+    a_task_needing_state_the_worker_lacks_fails_at_build,
     an_input_that_breaks_its_schema_is_refused_at_start,
     a_child_input_that_breaks_its_schema_fails_the_parent,
     a_child_runs_in_its_parents_pool,

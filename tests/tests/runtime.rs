@@ -410,6 +410,7 @@ async fn worker_configuration_is_checked(backend: Backend) {
         .task(Gated)
         .task(Gated)
         .task(GatedOnce)
+        .state(Arc::new(Gate::default()))
         .build();
     assert!(same_name.is_ok(), "one type declared twice is fine");
     let clash = h.worker_builder().task(Flaky).task(FlakyImpostor).build();

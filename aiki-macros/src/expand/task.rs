@@ -15,6 +15,7 @@ pub(crate) fn task(attrs: &TaskAttrs, task: &TaskFn) -> TokenStream {
         ident,
         input,
         args,
+        states: state_types,
         output,
         error,
     } = task;
@@ -107,6 +108,12 @@ pub(crate) fn task(attrs: &TaskAttrs, task: &TaskFn) -> TokenStream {
                 type Output = #output;
                 const NAME: &'static str = #name;
                 #retry
+
+                fn needs_state() -> ::aiki::__private::std::vec::Vec<::aiki::StateNeed> {
+                    ::aiki::__private::std::vec![
+                        #(::aiki::__private::state_need::<#state_types>()),*
+                    ]
+                }
 
                 async fn execute(
                     &self,

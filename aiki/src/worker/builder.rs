@@ -14,7 +14,7 @@ use super::{Erased, Registered, Shared, Worker};
 use crate::clock::{Clock, SystemClock};
 use crate::error::ClientError;
 use crate::subscriber::{PollingSubscriber, Subscriber};
-use crate::task::{StateMap, Task};
+use crate::task::{StateMap, StateNeed, Task};
 use crate::workflow::Workflow;
 
 /// Configures a [`Worker`].
@@ -34,6 +34,8 @@ pub struct WorkerBuilder {
     daemons: bool,
     subscriber: Option<Arc<dyn Subscriber>>,
     tasks: Vec<(&'static str, TypeId, &'static str)>,
+    /// The state each registered task reads, checked at `build`.
+    state_needs: Vec<(&'static str, StateNeed)>,
 }
 
 impl fmt::Debug for WorkerBuilder {
@@ -76,6 +78,7 @@ impl WorkerBuilder {
             daemons: true,
             subscriber: None,
             tasks: Vec::new(),
+            state_needs: Vec::new(),
         }
     }
 
@@ -92,6 +95,8 @@ impl WorkerBuilder {
     pub fn task<T: Task>(mut self, _task: T) -> Self {
         self.tasks
             .push((T::NAME, TypeId::of::<T>(), std::any::type_name::<T>()));
+        self.state_needs
+            .extend(T::needs_state().into_iter().map(|need| (T::NAME, need)));
         self
     }
 
@@ -184,6 +189,17 @@ impl WorkerBuilder {
             return Err(ClientError::Config(
                 "max_concurrent_runs must be at least 1".to_owned(),
             ));
+        }
+        if let Some((task, need)) = self
+            .state_needs
+            .iter()
+            .find(|(_, need)| !self.state.has(need))
+        {
+            return Err(ClientError::Config(format!(
+                "task `{task}` needs state of type `{}`; give it to the worker with \
+                 `Worker::builder(..).state(value)`",
+                need.type_name()
+            )));
         }
         let mut tasks: HashMap<&'static str, (TypeId, &'static str)> = HashMap::new();
         for (name, id, type_name) in self.tasks {
