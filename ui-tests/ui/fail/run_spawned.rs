@@ -1,4 +1,4 @@
-use aiki::{Run, Task, TaskError, WorkflowError};
+use aiki::{Run, TaskError, WorkflowError};
 
 #[aiki::task(name = "inc")]
 async fn inc(n: u64) -> Result<u64, TaskError> {
