@@ -59,21 +59,12 @@ async fn chain(run: &Run, start: u64) -> Result<u64, WorkflowError> {
     Ok(x)
 }
 
-/// Starts `n` tasks at once and sums their outputs. `aiki` has no `join_all`; the tasks are
-/// spawned on the tokio runtime (a `Run` is a cheap `Clone + Send + 'static` handle) and joined
-/// with a `JoinSet`, so no `futures` crate is needed.
+/// Starts `n` tasks at once and sums their outputs: the calls borrow the run and are joined with
+/// `Run::join_all`; the runtime runs each `#[task]` attempt on a tokio task of its own.
 #[aiki::workflow(name = "bench-fan-out", version = "1")]
 async fn fan_out(run: &Run, n: u64) -> Result<u64, WorkflowError> {
-    let mut set = tokio::task::JoinSet::new();
-    for i in 0..n {
-        let run = run.clone();
-        set.spawn(async move { Inc.start(&run, i).await });
-    }
-    let mut sum = 0;
-    while let Some(joined) = set.join_next().await {
-        sum += joined.map_err(|error| WorkflowError::failed(error.to_string()))??;
-    }
-    Ok(sum)
+    let outputs = run.join_all((0..n).map(|i| Inc.start(run, i))).await?;
+    Ok(outputs.into_iter().sum())
 }
 
 /// A replayed task's output (first code version).

@@ -9,6 +9,10 @@ use crate::ast::Kind;
 use crate::attr::{EventAttr, Number, Retry, Strategy, TaskAttrs, WorkflowAttrs};
 use crate::ctxt::Ctxt;
 
+/// The longest retry delay the runtime accepts: ten years of 365 days, in ms (as
+/// `aiki::RetryPolicy` checks it).
+const MAX_DELAY_MS: f64 = 315_360_000_000.0;
+
 /// Checks a task's attribute.
 pub(crate) fn task(cx: &Ctxt, attrs: &TaskAttrs, fn_span: Span) {
     let misspelt = attrs.suggested.contains(&"name");
@@ -196,6 +200,16 @@ fn retry(cx: &Ctxt, retry: &Retry) {
                 cx,
                 n,
                 &format!("`{key}` must be a whole number of milliseconds greater than zero"),
+            );
+        } else if let Some(n) = value
+            && n.value > MAX_DELAY_MS
+        {
+            error(
+                cx,
+                n,
+                &format!(
+                    "`{key}` must be at most ten years ({MAX_DELAY_MS} ms); use a shorter delay"
+                ),
             );
         }
     }

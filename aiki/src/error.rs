@@ -123,6 +123,28 @@ pub enum WorkflowError {
     /// cancelled), or the store failed; the executor stops and writes nothing more.
     #[error("the run was lost by this executor: {0}")]
     Lost(#[source] StoreError),
+    /// The workflow's own code panicked (outside its tasks: a task that panics is a failed
+    /// attempt, [`TaskFailed`](WorkflowError::TaskFailed)). It is a workflow error like any
+    /// other: the workflow's retry policy applies.
+    #[error(
+        "the workflow code panicked: {message}; a panic is a bug in the workflow: return an \
+         error instead"
+    )]
+    Panicked {
+        /// The panic's message.
+        message: String,
+    },
+    /// A sleep or wait timeout longer than the ten-year maximum.
+    #[error(
+        "{what} of {duration:?} is longer than the maximum of ten years; use a shorter \
+         duration (far-future work belongs in a schedule or a run started later)"
+    )]
+    DurationTooLong {
+        /// What asked for it: `sleep \`name\``, the timeout of an event or child wait.
+        what: String,
+        /// The duration asked for.
+        duration: std::time::Duration,
+    },
     /// The workflow's own error.
     #[error("{message}")]
     Failed {
@@ -148,7 +170,8 @@ impl WorkflowError {
     }
 
     /// `false` for the kinds that a retry can never fix: non-determinism, a schema mismatch
-    /// of a recorded output, a child reference conflict, a lost run.
+    /// of a recorded output, a child reference conflict, a mismatched event payload, a duration
+    /// beyond the maximum, a lost run.
     pub fn is_retryable(&self) -> bool {
         !matches!(
             self,
@@ -156,6 +179,7 @@ impl WorkflowError {
                 | WorkflowError::OutputSchemaMismatch { .. }
                 | WorkflowError::ChildConflict { .. }
                 | WorkflowError::EventPayloadMismatch { .. }
+                | WorkflowError::DurationTooLong { .. }
                 | WorkflowError::Lost(_)
         )
     }
@@ -176,6 +200,8 @@ impl WorkflowError {
             WorkflowError::InvalidChildInput { .. } => "invalid_input",
             WorkflowError::MissingState { .. } => "missing_state",
             WorkflowError::Lost(_) => "lost",
+            WorkflowError::Panicked { .. } => "panicked",
+            WorkflowError::DurationTooLong { .. } => "duration_too_long",
             WorkflowError::Failed { .. } => "failed",
         }
     }

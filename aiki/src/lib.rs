@@ -123,6 +123,36 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Fan-out
+//!
+//! A workflow borrows its [`Run`], and `Run` is not `Clone`: nothing a workflow starts can
+//! outlive its execution, so a `tokio::spawn(async move { .. run .. })` does not compile. Calls
+//! run concurrently by joining them instead, with [`Run::join_all`] (or any `join` of futures):
+//!
+//! ```
+//! use aiki::{Run, Task, TaskError, WorkflowError};
+//!
+//! #[aiki::task(name = "resize-image")]
+//! async fn resize_image(id: u64) -> Result<String, TaskError> {
+//!     Ok(format!("thumb-{id}.png"))
+//! }
+//!
+//! #[aiki::workflow(name = "album", version = "1")]
+//! async fn album(run: &Run, images: Vec<u64>) -> Result<Vec<String>, WorkflowError> {
+//!     run.join_all(images.into_iter().map(|id| ResizeImage.start(run, id))).await
+//! }
+//! ```
+//!
+//! The calls are concurrent, and the runtime runs each attempt of a `#[task]` on a tokio task
+//! of its own, so CPU-bound tasks use every core ([`Task::spawnable`]).
+//!
+//! ## Panics
+//!
+//! A task that panics has failed that attempt: the error keeps the panic's message, and its
+//! retry policy decides what follows (under `never`, the run fails saying which task
+//! panicked, at which address, and with what message). A panic in the workflow's own code is a
+//! workflow error ([`WorkflowError::Panicked`]) that the workflow's retry policy applies to.
+//!
 //! ## What replays, and what is caught
 //!
 //! * A task call with a recorded result at its address returns that result.
@@ -143,6 +173,7 @@ mod client;
 mod clock;
 mod error;
 mod handle;
+mod panic;
 mod retry;
 mod run;
 mod schema;

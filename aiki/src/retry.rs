@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::clock::MAX_DURATION;
+
 /// How often, and after what delay, a failed task or workflow is attempted again.
 ///
 /// `max_attempts` counts the first attempt. The delay after the n-th failed attempt is:
@@ -13,8 +15,8 @@ use std::time::Duration;
 /// | [`exponential`](RetryPolicy::exponential) | `min(base_delay × factor^(n−1), max_delay)` |
 /// | [`jittered`](RetryPolicy::jittered) | the exponential delay × a uniform random factor in `[1 − jitter, 1]`, rounded up to whole ms |
 ///
-/// Constructors validate their parameters: zero attempts, zero delays, a factor below 1 and a
-/// jitter outside `[0, 1]` are [`RetryPolicyError`]s.
+/// Constructors validate their parameters: zero attempts, zero delays, delays longer than ten
+/// years, a factor below 1 and a jitter outside `[0, 1]` are [`RetryPolicyError`]s.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryPolicy {
     kind: Kind,
@@ -127,7 +129,8 @@ impl RetryPolicy {
         self.max_attempts
     }
 
-    /// The delay before attempt `failed_attempts + 1`, or `None` when no attempt is left.
+    /// The delay before attempt `failed_attempts + 1`, or `None` when no attempt is left. A
+    /// growing delay saturates at the ten-year maximum.
     pub fn delay_after(&self, failed_attempts: u32) -> Option<Duration> {
         if failed_attempts >= self.max_attempts {
             return None;
@@ -143,7 +146,8 @@ impl RetryPolicy {
                     Some(max) => millis.min(max.as_millis() as f64),
                     None => millis,
                 };
-                Duration::from_millis(capped.min(u64::MAX as f64 / 2.0) as u64)
+                // Saturates at the ten-year maximum instead of overflowing.
+                Duration::from_millis(capped.min(MAX_DURATION.as_millis() as f64) as u64)
             }
         };
         if self.kind == Kind::Jittered {
@@ -171,6 +175,11 @@ fn check_delay(name: &str, delay: Duration) -> Result<(), RetryPolicyError> {
             "{name} must be greater than zero"
         )));
     }
+    if delay > MAX_DURATION {
+        return Err(RetryPolicyError(format!(
+            "{name} must be at most ten years, got {delay:?}; use a shorter delay"
+        )));
+    }
     Ok(())
 }
 
@@ -179,6 +188,16 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn delays_beyond_ten_years_are_refused_and_computed_ones_saturate() {
+        let error = RetryPolicy::fixed(2, Duration::MAX).unwrap_err();
+        assert!(error.to_string().contains("ten years"), "{error}");
+        assert!(RetryPolicy::exponential(2, MAX_DURATION + MS).is_err());
+        assert!(RetryPolicy::fixed(2, MAX_DURATION).is_ok());
+        let growing = RetryPolicy::exponential(200, Duration::from_secs(1)).unwrap();
+        assert_eq!(growing.delay_after(150), Some(MAX_DURATION));
+    }
 
     #[test]
     fn never_allows_no_retry() {

@@ -71,6 +71,18 @@ pub trait Task: Send + Sync + 'static {
         Ok(TaskAddress::new(Self::NAME, &input_hash(input)?))
     }
 
+    /// An owned copy of the task, when it has one to give: the runtime then runs each attempt
+    /// on a tokio task of its own, so that the concurrent calls of a fan-out
+    /// ([`Run::join_all`]) use every core. `#[aiki::task]` types return `Some`; the default,
+    /// `None`, runs attempts on the workflow's own tokio task. Override it (`Some(self.clone())`)
+    /// for a hand-written CPU-bound task.
+    fn spawnable(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+
     /// The schema of the output, with its fingerprint (computed once per type).
     fn output_schema(&self) -> Arc<Schema> {
         Schema::of::<Self::Output>()

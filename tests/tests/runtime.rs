@@ -531,8 +531,10 @@ async fn interrupted_task_without_retries_fails_as_interrupted(backend: Backend)
 async fn zombie_executor_is_fenced_by_the_revision(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let gate = Arc::new(Gate::default());
-    // The first worker keeps running (a zombie: alive but silent); a second takes over.
+    // The first worker keeps running (a zombie: alive but silent, its time frozen as in a
+    // paused process, so it never refreshes its claim); a second takes over.
     let zombie = gated_worker(h.worker_builder(), Crashy, &gate)
+        .clock(aiki::ManualClock::new(h.clock.now()))
         .daemons(false)
         .build()
         .unwrap()

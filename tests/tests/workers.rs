@@ -106,6 +106,8 @@ async fn a_custom_subscriber_discovers_work_and_gets_its_own_heartbeats(backend:
         .worker_builder()
         .register(SlowFlow)
         .subscriber(subscriber.clone())
+        // Heartbeats follow the workers' clock: the real one here, as the task sleeps for real.
+        .clock(aiki::SystemClock)
         .claim_refresh_interval(Duration::from_millis(50))
         .build()
         .unwrap()

@@ -115,6 +115,10 @@ pub(crate) fn task(attrs: &TaskAttrs, task: &TaskFn) -> TokenStream {
                     ]
                 }
 
+                fn spawnable(&self) -> ::aiki::__private::core::option::Option<Self> {
+                    ::aiki::__private::core::option::Option::Some(*self)
+                }
+
                 async fn execute(
                     &self,
                     __aiki_input: Self::Input,

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::Run;
 use super::manifest::Slot;
-use super::sleep::SleepState;
+use super::sleep::{SleepState, check_duration};
 use super::suspend::Block;
 use crate::ConflictPolicy;
 use crate::address::{child_address, input_hash};
@@ -40,7 +40,7 @@ impl Run {
         reference_id: Option<String>,
         policy: ConflictPolicy,
         pool: Option<String>,
-    ) -> Result<ChildRun<W>, WorkflowError> {
+    ) -> Result<ChildRun<'_, W>, WorkflowError> {
         self.check_fatal()?;
         let hash = input_hash(&input)?;
         let key = reference_id.clone().unwrap_or_else(|| hash.clone());
@@ -91,7 +91,6 @@ impl Run {
                 )
                 .attempts(1);
                 let revision = self.inner.revision;
-                let _in_flight = self.in_flight();
                 let child = self
                     .write(move |store| {
                         let (entry, new) = (entry.clone(), new.clone());
@@ -112,7 +111,7 @@ impl Run {
             });
         }
         Ok(ChildRun {
-            run: self.clone(),
+            run: self,
             id: child.id,
             address,
             _workflow: PhantomData,
@@ -125,7 +124,6 @@ impl Run {
         if let Some(child) = self.replay().children.get(&id).cloned() {
             return Ok(child);
         }
-        let _in_flight = self.in_flight();
         let child = self
             .write(move |store| async move { store.get_run(id).await })
             .await?;
@@ -140,6 +138,12 @@ impl Run {
         timeout: Option<Duration>,
     ) -> Result<Option<W::Output>, WorkflowError> {
         self.check_fatal()?;
+        if let Some(timeout) = timeout {
+            check_duration(
+                || format!("timeout of the wait for child `{address}`"),
+                timeout,
+            )?;
+        }
         let timer = format!("\u{1}child:{address}");
         let timeout_slot = timeout.map(|_| self.next_event_slot(&timer));
         if let Some((_, Some(record))) = &timeout_slot
@@ -239,7 +243,7 @@ impl<'r, W: Workflow> ChildStart<'r, W> {
     }
 
     /// Starts the child (or finds the one recorded).
-    pub async fn start(self) -> Result<ChildRun<W>, WorkflowError> {
+    pub async fn start(self) -> Result<ChildRun<'r, W>, WorkflowError> {
         self.run
             .start_child::<W>(
                 self.input,
@@ -252,7 +256,7 @@ impl<'r, W: Workflow> ChildStart<'r, W> {
 }
 
 impl<'r, W: Workflow> std::future::IntoFuture for ChildStart<'r, W> {
-    type Output = Result<ChildRun<W>, WorkflowError>;
+    type Output = Result<ChildRun<'r, W>, WorkflowError>;
     type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 'r>>;
 
     fn into_future(self) -> Self::IntoFuture {
@@ -260,16 +264,17 @@ impl<'r, W: Workflow> std::future::IntoFuture for ChildStart<'r, W> {
     }
 }
 
-/// A child run started from a workflow.
+/// A child run started from a workflow. It borrows the parent's [`Run`], so it cannot outlive
+/// the parent's execution either.
 #[derive(Debug)]
-pub struct ChildRun<W: Workflow> {
-    run: Run,
+pub struct ChildRun<'r, W: Workflow> {
+    run: &'r Run,
     id: RunId,
     address: String,
     _workflow: PhantomData<fn() -> W>,
 }
 
-impl<W: Workflow> ChildRun<W> {
+impl<W: Workflow> ChildRun<'_, W> {
     /// The child's run id.
     pub fn id(&self) -> RunId {
         self.id
@@ -286,7 +291,8 @@ impl<W: Workflow> ChildRun<W> {
     }
 
     /// As [`wait`](ChildRun::wait), giving up after `timeout` with `Ok(None)` (recorded, so
-    /// replay returns it again).
+    /// replay returns it again). A timeout longer than ten years is refused with
+    /// [`WorkflowError::DurationTooLong`].
     pub async fn wait_timeout(
         &self,
         timeout: Duration,

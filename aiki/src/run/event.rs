@@ -7,7 +7,7 @@ use aiki_store::EventRecord;
 use serde_json::Value;
 
 use super::Run;
-use super::sleep::SleepState;
+use super::sleep::{SleepState, check_duration};
 use super::suspend::Block;
 use crate::error::WorkflowError;
 use crate::workflow::Event;
@@ -30,7 +30,8 @@ impl<E: Event> EventWait<'_, E> {
     }
 
     /// As [`wait`](EventWait::wait), giving up after `timeout`: `Ok(None)`. The timeout is
-    /// recorded, so replay returns it again.
+    /// recorded, so replay returns it again. A timeout longer than ten years is refused with
+    /// [`WorkflowError::DurationTooLong`].
     pub async fn wait_timeout(
         self,
         timeout: Duration,
@@ -65,6 +66,12 @@ impl Run {
         timeout: Option<Duration>,
     ) -> Result<Option<Value>, WorkflowError> {
         self.check_fatal()?;
+        if let Some(timeout) = timeout {
+            check_duration(
+                || format!("timeout of the wait for event `{name}`"),
+                timeout,
+            )?;
+        }
         let (index, recorded) = self.next_event_slot(name);
         if let Some(record) = recorded {
             return Ok(record.data.filter(|_| !record.timed_out));
@@ -116,7 +123,6 @@ impl Run {
         let revision = self.inner.revision;
         let id = self.inner.id;
         let now = self.now();
-        let _in_flight = self.in_flight();
         self.write(move |store| {
             let name = name.to_owned();
             async move {

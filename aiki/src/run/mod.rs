@@ -10,6 +10,8 @@ mod manifest;
 mod sleep;
 mod suspend;
 mod task_call;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -38,9 +40,13 @@ use suspend::Block;
 ///
 /// A workflow is re-executed from the top whenever it resumes; `Run` makes every call that
 /// already happened return what it returned the first time, found by content address.
-#[derive(Clone)]
+///
+/// A workflow only ever borrows its `Run` (`&Run`), and `Run` is not `Clone`: nothing a
+/// workflow starts can outlive its execution (a `tokio::spawn`ed task call does not compile).
+/// Fan out by joining borrowed calls instead, with [`Run::join_all`]; the runtime still runs
+/// each task attempt of a `#[task]` on its own tokio task, on every core.
 pub struct Run {
-    inner: Arc<Inner>,
+    inner: Inner,
 }
 
 struct Inner {
@@ -137,7 +143,7 @@ impl Run {
             ..Replay::default()
         };
         Run {
-            inner: Arc::new(Inner {
+            inner: Inner {
                 id: history.run.id,
                 namespace: history.run.namespace.clone(),
                 pool: history.run.pool.clone(),
@@ -147,7 +153,7 @@ impl Run {
                 clock,
                 state,
                 replay: Mutex::new(replay),
-            }),
+            },
         }
     }
 
@@ -231,14 +237,18 @@ impl Run {
         copy
     }
 
-    /// A store write made by this executor. Transient errors are retried with back-off; a
-    /// revision conflict (or an outage that outlasts the retries) loses the run: the error is
-    /// fatal and nothing more is written.
+    /// A store write made by this executor. Transient errors are retried with back-off (on the
+    /// run's clock); a revision conflict (or an outage that outlasts the retries) loses the
+    /// run: the error is fatal and nothing more is written.
+    ///
+    /// Every write counts as in flight for as long as it runs, so the run cannot suspend (and
+    /// drop the write half done) while one is under way, whichever path makes it.
     pub(crate) async fn write<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
     where
         F: Fn(BoxStore) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
+        let _in_flight = self.in_flight();
         let mut delay = Duration::from_millis(50);
         let mut attempt = 1;
         loop {
@@ -246,7 +256,7 @@ impl Run {
                 Ok(value) => return Ok(value),
                 Err(error) if error.is_transient() && attempt < 8 => {
                     tracing::warn!(run_id = %self.inner.id, %error, "store write failed; retrying");
-                    tokio::time::sleep(delay).await;
+                    crate::clock::sleep(&*self.inner.clock, delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
                     attempt += 1;
                 }
@@ -274,18 +284,49 @@ impl Run {
         self.replay().manifest.failed_tasks()
     }
 
-    fn in_flight(&self) -> InFlight {
+    fn in_flight(&self) -> InFlight<'_> {
         self.replay().in_flight += 1;
-        InFlight { run: self.clone() }
+        InFlight { run: self }
+    }
+
+    /// Waits for every call (task calls, child starts or waits, event waits, sleeps) to end,
+    /// concurrently, and returns their outputs in call order, or the first error in call
+    /// order. Every call runs to its end even when an earlier one failed, so no task is left
+    /// half done.
+    ///
+    /// ```
+    /// # use aiki::{Run, Task, TaskError, WorkflowError};
+    /// #[aiki::task(name = "square")]
+    /// async fn square(n: u64) -> Result<u64, TaskError> {
+    ///     Ok(n * n)
+    /// }
+    ///
+    /// #[aiki::workflow(name = "sum-of-squares", version = "1")]
+    /// async fn sum_of_squares(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+    ///     let squares = run.join_all((1..=n).map(|i| Square.start(run, i))).await?;
+    ///     Ok(squares.into_iter().sum())
+    /// }
+    /// ```
+    pub async fn join_all<T, F>(
+        &self,
+        calls: impl IntoIterator<Item = F>,
+    ) -> Result<Vec<T>, WorkflowError>
+    where
+        F: Future<Output = Result<T, WorkflowError>>,
+    {
+        futures_util::future::join_all(calls)
+            .await
+            .into_iter()
+            .collect()
     }
 }
 
 /// Counts a task or store write in progress; the run cannot suspend while one exists.
-struct InFlight {
-    run: Run,
+struct InFlight<'r> {
+    run: &'r Run,
 }
 
-impl Drop for InFlight {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.run.replay().in_flight -= 1;
     }

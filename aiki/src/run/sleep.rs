@@ -6,7 +6,22 @@ use aiki_store::{Millis, SleepRecord};
 
 use super::Run;
 use super::suspend::Block;
+use crate::clock::{MAX_DURATION, millis};
 use crate::error::WorkflowError;
+
+/// Refuses a sleep, retry delay or wait timeout longer than ten years.
+pub(super) fn check_duration(
+    what: impl FnOnce() -> String,
+    duration: Duration,
+) -> Result<(), WorkflowError> {
+    if duration > MAX_DURATION {
+        return Err(WorkflowError::DurationTooLong {
+            what: what(),
+            duration,
+        });
+    }
+    Ok(())
+}
 
 /// What a durable sleep ended with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,12 +43,15 @@ impl Run {
     /// `cancelled = true`.
     ///
     /// Sleeps with the same name share a queue: give different sleeps different names.
+    ///
+    /// A sleep longer than ten years is refused with [`WorkflowError::DurationTooLong`].
     pub async fn sleep(
         &self,
         name: &str,
         duration: Duration,
     ) -> Result<SleepOutcome, WorkflowError> {
         self.check_fatal()?;
+        check_duration(|| format!("sleep `{name}`"), duration)?;
         let wake_at = self.sleep_until(name, duration).await?;
         match wake_at {
             SleepState::Done { cancelled } => Ok(SleepOutcome { cancelled }),
@@ -47,7 +65,7 @@ impl Run {
         name: &str,
         duration: Duration,
     ) -> Result<SleepState, WorkflowError> {
-        let wanted = duration.as_millis() as i64;
+        let wanted = millis(duration);
         let now = self.now();
         let (index, recorded) = {
             let mut replay = self.replay();
@@ -68,11 +86,20 @@ impl Run {
             }
             // Longer than recorded: sleep the difference more, folded into the record.
             Some(mut record) => {
-                record.wake_at = record.wake_at.max(now) + (wanted - record.duration_ms);
+                record.wake_at = record
+                    .wake_at
+                    .max(now)
+                    .saturating_add(wanted - record.duration_ms);
                 record.duration_ms = wanted;
                 record
             }
-            None => SleepRecord::new(self.inner.id, name, index, wanted, now + wanted),
+            None => SleepRecord::new(
+                self.inner.id,
+                name,
+                index,
+                wanted,
+                now.saturating_add(wanted),
+            ),
         };
         let wake_at = record.wake_at;
         {
@@ -85,7 +112,6 @@ impl Run {
             }
         }
         let revision = self.inner.revision;
-        let _in_flight = self.in_flight();
         self.write(move |store| {
             let record = record.clone();
             async move { store.put_sleep(revision, record).await }

@@ -42,15 +42,12 @@ pub(crate) struct Suspension {
 impl Run {
     /// Blocks the workflow on a durable wait, forever: the executor drops the workflow future
     /// when only such waits remain, and re-executes the workflow when one is satisfied.
-    pub(super) fn block(&self, block: Block) -> Blocked {
+    pub(super) fn block(&self, block: Block) -> Blocked<'_> {
         let mut replay = self.replay();
         let id = replay.next_block;
         replay.next_block += 1;
         replay.blocks.insert(id, block);
-        Blocked {
-            run: self.clone(),
-            id,
-        }
+        Blocked { run: self, id }
     }
 
     /// `Some` when the workflow waits only on durable things: suspend it.
@@ -109,12 +106,12 @@ impl Run {
 }
 
 /// A durable wait that never completes in this execution; dropping it unregisters it.
-pub(super) struct Blocked {
-    run: Run,
+pub(super) struct Blocked<'r> {
+    run: &'r Run,
     id: u64,
 }
 
-impl Future for Blocked {
+impl Future for Blocked<'_> {
     type Output = std::convert::Infallible;
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -122,7 +119,7 @@ impl Future for Blocked {
     }
 }
 
-impl Drop for Blocked {
+impl Drop for Blocked<'_> {
     fn drop(&mut self) {
         if let Ok(mut replay) = self.run.inner.replay.lock() {
             replay.blocks.remove(&self.id);

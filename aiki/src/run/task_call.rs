@@ -9,13 +9,45 @@ use serde_json::Value;
 use super::Run;
 use super::manifest::Slot;
 use super::suspend::Block;
-use crate::error::WorkflowError;
+use crate::clock::millis;
+use crate::error::{TaskError, WorkflowError};
 use crate::schema::Schema;
 use crate::task::{Task, TaskContext};
 
 /// Failed attempts whose retry delay is at most this long are retried in process; longer
 /// delays suspend the run as `awaiting_retry`.
 pub(crate) const INLINE_RETRY_MAX: Duration = Duration::from_millis(5);
+
+/// Aborts a spawned task attempt when the call is dropped (the workflow future was dropped:
+/// the run suspended, was lost or ended), as dropping an attempt run in place would.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Runs one attempt, on a tokio task of its own when the task has an owned copy to give, and
+/// turns a panic into `Err(message)`.
+async fn attempt_once<T: Task>(
+    task: &T,
+    input: T::Input,
+    ctx: TaskContext,
+) -> Result<Result<T::Output, TaskError>, String> {
+    let Some(owned) = task.spawnable() else {
+        return crate::panic::caught(task.execute(input, ctx)).await;
+    };
+    let mut handle = AbortOnDrop(tokio::spawn(async move { owned.execute(input, ctx).await }));
+    match (&mut handle.0).await {
+        Ok(result) => Ok(result),
+        Err(error) if error.is_panic() => Err(crate::panic::message(&*error.into_panic())),
+        Err(error) => {
+            tracing::warn!(%error, "a task attempt's tokio task ended without a result");
+            Err(format!("its tokio task ended without a result ({error})"))
+        }
+    }
+}
 
 impl Run {
     fn context(&self, task: &'static str, address: &str, index: u32, attempt: u32) -> TaskContext {
@@ -145,9 +177,17 @@ impl Run {
                         message: error.to_string(),
                     })?,
             };
-            let result = task
-                .execute(this_input, self.context(T::NAME, &address, index, attempt))
-                .await;
+            let ctx = self.context(T::NAME, &address, index, attempt);
+            let (result, panicked) = match attempt_once(task, this_input, ctx).await {
+                Ok(result) => (result, false),
+                Err(panic) => {
+                    tracing::warn!(task = T::NAME, attempt, %panic, "task attempt panicked");
+                    (
+                        Err(TaskError::new(format!("the task panicked: {panic}"))),
+                        true,
+                    )
+                }
+            };
             self.check_fatal()?;
             match result {
                 Ok(output) => {
@@ -167,7 +207,8 @@ impl Run {
                 }
                 Err(error) => {
                     failed_attempts = attempt;
-                    let failure = aiki_store::Failure::new("task_failed", error.message());
+                    let kind = if panicked { "panicked" } else { "task_failed" };
+                    let failure = aiki_store::Failure::new(kind, error.message());
                     let delay = if error.is_retryable() {
                         policy.delay_after(attempt)
                     } else {
@@ -193,10 +234,10 @@ impl Run {
                                 attempt,
                                 "task failed; retrying in process"
                             );
-                            tokio::time::sleep(delay).await;
+                            crate::clock::sleep(&*self.inner.clock, delay).await;
                         }
                         Some(delay) => {
-                            let at = self.now() + delay.as_millis() as Millis;
+                            let at = self.now().saturating_add(millis(delay));
                             self.put_entry(
                                 entry(EntryStatus::AwaitingRetry, attempt, self.now())
                                     .error(failure)

@@ -2,15 +2,17 @@
 //! lost, keep its claim fresh meanwhile, and write where it ended.
 
 use std::future::poll_fn;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Duration;
 
-use aiki_store::{EntryStatus, Failure, Millis, RunRecord, RunStatus, StoreError, Transition};
+use aiki_store::{
+    EntryStatus, Failure, Millis, RunId, RunRecord, RunStatus, StoreError, Transition,
+};
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use super::Shared;
+use crate::clock::millis;
 use crate::error::WorkflowError;
 use crate::retry::RetryPolicy;
 use crate::run::{Run, Suspension};
@@ -41,23 +43,29 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
         shared.clock.clone(),
         shared.state.clone(),
     );
-    let (lost_tx, lost_rx) = oneshot::channel::<()>();
-    let refresher = tokio::spawn(refresh_claim(shared.clone(), run.clone(), lost_tx));
-    let mut future = workflow.execute(run.clone(), input);
-    let driven = poll_fn(|cx| match future.as_mut().poll(cx) {
-        Poll::Ready(result) => Poll::Ready(Outcome::Done(result)),
-        Poll::Pending => match run.suspension() {
-            Some(suspension) => Poll::Ready(Outcome::Suspend(suspension)),
-            None => Poll::Pending,
-        },
+    // The workflow future borrows the run; a panic while polling it is a workflow error.
+    let mut future = workflow.execute(&run, input);
+    let driven = poll_fn(|cx| {
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)));
+        match polled {
+            Err(payload) => Poll::Ready(Outcome::Done(Err(WorkflowError::Panicked {
+                message: crate::panic::message(&*payload),
+            }))),
+            Ok(Poll::Ready(result)) => Poll::Ready(Outcome::Done(result)),
+            Ok(Poll::Pending) => match run.suspension() {
+                Some(suspension) => Poll::Ready(Outcome::Suspend(suspension)),
+                None => Poll::Pending,
+            },
+        }
     });
+    // The claim refresher is a branch of this select, not a task of its own: it ends with the
+    // execution, whether that completes, panics, or is dropped (a shutdown, a dropped worker).
     let outcome = tokio::select! {
         biased;
-        _ = lost_rx => Outcome::Lost,
+        () = refresh_claim(&shared, run.id(), run.revision()) => Outcome::Lost,
         outcome = driven => outcome,
     };
     drop(future);
-    refresher.abort();
     let now = shared.clock.now();
     let result = match outcome {
         Outcome::Lost => return,
@@ -134,7 +142,7 @@ async fn unreadable_history(shared: &Shared, claimed: &RunRecord, error: StoreEr
 
 /// Fails the run, or schedules a workflow retry: completed tasks will replay, failed ones run
 /// again.
-async fn fail_or_retry(shared: &Shared, run: &Run, policy: RetryPolicy, error: WorkflowError) {
+async fn fail_or_retry(shared: &Arc<Shared>, run: &Run, policy: RetryPolicy, error: WorkflowError) {
     let now = shared.clock.now();
     let delay = if error.is_retryable() {
         policy.delay_after(run.attempt())
@@ -150,7 +158,7 @@ async fn fail_or_retry(shared: &Shared, run: &Run, policy: RetryPolicy, error: W
         .await;
         return;
     };
-    let due: Millis = now + delay.as_millis() as Millis;
+    let due: Millis = now.saturating_add(millis(delay));
     // Failed tasks run again in the next attempt, with a fresh attempt count.
     for entry in run.failed_tasks() {
         let mut reset = entry;
@@ -174,13 +182,15 @@ async fn fail_or_retry(shared: &Shared, run: &Run, policy: RetryPolicy, error: W
 /// Timers due within this long get an in-process wake-up; later ones are found by polling.
 const LOCAL_TIMER_HORIZON: Millis = 60_000;
 
-/// Wakes this process's workers when a timer it just set is due, so a short sleep or retry
-/// delay is not rounded up to the poll interval. The polling scan stays the recovery path.
-fn wake_when_due(shared: &Shared, due: Millis) {
+/// Wakes this process's workers when a timer it just set is due (on the workers' clock), so a
+/// short sleep or retry delay is not rounded up to the poll interval. The polling scan stays
+/// the recovery path.
+fn wake_when_due(shared: &Arc<Shared>, due: Millis) {
     let delay = due - shared.clock.now();
     if (0..=LOCAL_TIMER_HORIZON).contains(&delay) {
+        let shared = shared.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(delay as u64)).await;
+            shared.clock.sleep_until(due).await;
             work_available();
         });
     }
@@ -205,33 +215,35 @@ async fn finish(run: &Run, transition: Transition) {
     }
 }
 
-/// Refreshes the claim every interval (and, separately, the subscriber's own heartbeat for the
-/// run); tells the executor when the run is lost.
-async fn refresh_claim(shared: Arc<Shared>, run: Run, lost: oneshot::Sender<()>) {
-    let mut ticker = tokio::time::interval(shared.claim_refresh_interval);
-    ticker.tick().await;
+/// Refreshes the claim every interval on the workers' clock (and, separately, the subscriber's
+/// own heartbeat for the run); returns when the run is lost.
+async fn refresh_claim(shared: &Shared, id: RunId, revision: u64) {
+    let interval = millis(shared.claim_refresh_interval);
+    let mut sleep = shared
+        .clock
+        .sleep_until(shared.clock.now().saturating_add(interval));
     loop {
-        ticker.tick().await;
+        // The sleep is held while refreshing, so a manual clock does not move past its
+        // deadline before the refresh is written.
+        sleep.as_mut().await;
         let result = shared
             .store
-            .refresh_claim(
-                run.id(),
-                &shared.worker_id,
-                run.revision(),
-                shared.clock.now(),
-            )
+            .refresh_claim(id, &shared.worker_id, revision, shared.clock.now())
             .await;
-        shared.subscriber.heartbeat(run.id()).await;
+        shared.subscriber.heartbeat(id).await;
         match result {
             Ok(()) => {}
             Err(error) if error.is_transient() => {
-                tracing::warn!(run_id = %run.id(), %error, "claim refresh failed; will retry");
+                tracing::warn!(run_id = %id, %error, "claim refresh failed; will retry");
             }
             Err(error) => {
-                tracing::info!(run_id = %run.id(), %error, "claim lost");
-                let _ = lost.send(());
+                tracing::info!(run_id = %id, %error, "claim lost");
                 return;
             }
         }
+        // The next sleep is taken before the last one is dropped.
+        sleep = shared
+            .clock
+            .sleep_until(shared.clock.now().saturating_add(interval));
     }
 }

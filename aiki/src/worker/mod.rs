@@ -32,18 +32,27 @@ pub use builder::WorkerBuilder;
 
 use execute::execute;
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A registered workflow version with its types erased.
 trait Registered: Send + Sync {
-    fn execute(&self, run: Run, input: Value) -> BoxFuture<Result<(Value, String), WorkflowError>>;
+    /// The workflow's future; it borrows the run, which the execution owns.
+    fn execute<'a>(
+        &self,
+        run: &'a Run,
+        input: Value,
+    ) -> BoxFuture<'a, Result<(Value, String), WorkflowError>>;
     fn retry(&self) -> RetryPolicy;
 }
 
 struct Erased<W>(Arc<W>);
 
 impl<W: Workflow> Registered for Erased<W> {
-    fn execute(&self, run: Run, input: Value) -> BoxFuture<Result<(Value, String), WorkflowError>> {
+    fn execute<'a>(
+        &self,
+        run: &'a Run,
+        input: Value,
+    ) -> BoxFuture<'a, Result<(Value, String), WorkflowError>> {
         let workflow = self.0.clone();
         Box::pin(async move {
             let input: W::Input = serde_json::from_value(input).map_err(|error| {
@@ -52,7 +61,7 @@ impl<W: Workflow> Registered for Erased<W> {
                     message: error.to_string(),
                 }
             })?;
-            let output = workflow.run(&run, input).await?;
+            let output = workflow.run(run, input).await?;
             let json = serde_json::to_value(&output).map_err(|error| {
                 WorkflowError::InputNotSerializable {
                     what: format!("output of {}", W::namespace()),
@@ -167,7 +176,9 @@ impl Worker {
             if *stop.borrow() {
                 break;
             }
-            while executions.try_join_next().is_some() {}
+            while let Some(joined) = executions.try_join_next() {
+                log_join_error(joined);
+            }
             // Register interest before looking, so that a notification in between is not lost.
             let ended = self.shared.ended.notified();
             let jumped = self.shared.clock.jumped();
@@ -209,7 +220,7 @@ impl Worker {
                 Err(error) => {
                     tracing::warn!(%error, "worker could not reach the store; backing off");
                     tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
+                        () = crate::clock::sleep(&*self.shared.clock, backoff) => {}
                         _ = stop.changed() => {}
                     }
                     backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -227,8 +238,11 @@ impl Worker {
                 _ = stop.changed() => {}
             }
         }
+        // Real time: how long a process takes to stop is not run timing.
         let drained = tokio::time::timeout(self.shutdown_timeout, async {
-            while executions.join_next().await.is_some() {}
+            while let Some(joined) = executions.join_next().await {
+                log_join_error(joined);
+            }
         })
         .await;
         if drained.is_err() {
@@ -239,6 +253,17 @@ impl Worker {
             executions.abort_all();
             while executions.join_next().await.is_some() {}
         }
+    }
+}
+
+/// Logs an execution that ended by panicking (a bug of the runtime: workflow and task panics
+/// are caught and recorded) or was aborted.
+fn log_join_error(joined: Result<(), tokio::task::JoinError>) {
+    if let Err(error) = joined
+        && error.is_panic()
+    {
+        let message = crate::panic::message(&*error.into_panic());
+        tracing::error!(%message, "BUG: a run's execution panicked; its claim will expire");
     }
 }
 
