@@ -278,7 +278,7 @@ async fn four_workers_share_two_thousand_runs_exactly_once(backend: Backend) {
 async fn workers_ride_out_a_postgres_restart(backend: Backend) {
     assert_eq!(backend, Backend::Postgres);
     let _serial = SERIAL.lock().await;
-    let Some(cluster) = local_postgres_cluster() else {
+    let Some(cluster) = aiki_tests::local_postgres_cluster() else {
         return;
     };
     let mut world = World::new(backend).await;
@@ -310,38 +310,6 @@ async fn workers_ride_out_a_postgres_restart(backend: Backend) {
          {duplicates} duplicate task executions (retried steps whose result was not yet recorded)"
     );
     assert_eq!(effects.len(), runs * 5, "every task ran; nothing was lost");
-}
-
-/// The local cluster's version, when the test server is this machine's Debian cluster and we
-/// may restart it; otherwise a loud skip (a failure under `CI=true`).
-fn local_postgres_cluster() -> Option<String> {
-    let url = aiki_tests::postgres_url();
-    let local = url.contains("127.0.0.1") || url.contains("localhost");
-    let cluster = std::fs::read_dir("/etc/postgresql")
-        .ok()
-        .and_then(|mut dirs| dirs.next())
-        .and_then(|dir| dir.ok())
-        .map(|dir| dir.file_name().to_string_lossy().into_owned());
-    // Restarting the cluster with pg_ctlcluster needs root (as in CI).
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
-    match cluster {
-        Some(cluster) if local && root => Some(cluster),
-        _ => {
-            let message = format!(
-                "POSTGRES RESTART TEST SKIPPED: the server at {url} is not a local Debian cluster \
-                 this test may restart (pg_ctlcluster, as root)"
-            );
-            assert!(
-                std::env::var("CI").map_or(true, |ci| ci != "true"),
-                "{message} (CI=true: this is a failure)"
-            );
-            eprintln!("\n===== {message} =====\n");
-            None
-        }
-    }
 }
 
 macro_rules! on_sql_backends {

@@ -171,10 +171,26 @@ async fn idempotency_keys_are_per_run_and_call_and_stable_across_attempts(backen
         .await;
     let a = h.client.start::<ChargeTwice>(5).await.unwrap();
     let b = h.client.start::<ChargeTwice>(5).await.unwrap();
-    for run in [&a, &b] {
-        h.reach(run, RunStatus::Sleeping).await;
-    }
+    // The 1 ms retry delays run on the manual clock: move it on a millisecond at a time until
+    // both runs sleep, then past the sleep, then until both complete.
+    let until = |wanted: RunStatus| {
+        let (a, b, h) = (&a, &b, &h);
+        async move {
+            for _ in 0..2_000 {
+                let done =
+                    a.status().await.unwrap() == wanted && b.status().await.unwrap() == wanted;
+                if done {
+                    return;
+                }
+                h.advance(Duration::from_millis(1));
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            panic!("the runs did not reach `{wanted}`");
+        }
+    };
+    until(RunStatus::Sleeping).await;
     h.advance(Duration::from_secs(61));
+    until(RunStatus::Completed).await;
     assert_eq!(a.result().await.unwrap(), 10);
     assert_eq!(b.result().await.unwrap(), 10);
     let seen = keys.0.lock().unwrap().clone();

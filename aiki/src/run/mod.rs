@@ -238,7 +238,7 @@ impl Run {
     }
 
     /// A store write made by this executor. Transient errors are retried with back-off (on the
-    /// run's clock); a revision conflict (or an outage that outlasts the retries) loses the
+    /// run's clock) for as long as the store stays unreachable; a revision conflict loses the
     /// run: the error is fatal and nothing more is written.
     ///
     /// Every write counts as in flight for as long as it runs, so the run cannot suspend (and
@@ -250,12 +250,23 @@ impl Run {
     {
         let _in_flight = self.in_flight();
         let mut delay = Duration::from_millis(50);
-        let mut attempt = 1;
+        let mut attempt: u64 = 1;
         loop {
             match op(self.inner.store.clone()).await {
                 Ok(value) => return Ok(value),
-                Err(error) if error.is_transient() && attempt < 8 => {
-                    tracing::warn!(run_id = %self.inner.id, %error, "store write failed; retrying");
+                // An outage never fails the run by itself: the write is retried for as long as
+                // it takes. The claim stays this executor's until the store answers another's
+                // recovery (after which the revision fence refuses the write, and the run is
+                // lost to this executor, not failed).
+                Err(error) if error.is_transient() => {
+                    if attempt == 1 || attempt.is_power_of_two() {
+                        tracing::warn!(
+                            run_id = %self.inner.id,
+                            %error,
+                            attempt,
+                            "store write failed; retrying until the store answers"
+                        );
+                    }
                     crate::clock::sleep(&*self.inner.clock, delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
                     attempt += 1;

@@ -233,6 +233,7 @@ impl WorkerBuilder {
                 max_age: self.max_age,
                 ended: Notify::new(),
                 unreadable: Default::default(),
+                recovery: Default::default(),
                 subscriber: self
                     .subscriber
                     .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),

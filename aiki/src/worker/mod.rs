@@ -118,6 +118,8 @@ struct Shared {
     ended: Notify,
     /// How work is discovered; also kept alive per run with its own heartbeat.
     subscriber: Arc<dyn Subscriber>,
+    /// Claim recovery's view of store outages (see `daemon`).
+    recovery: std::sync::Mutex<daemon::Recovery>,
     /// Runs this worker released because their history holds values only a newer release
     /// understands, and until when it leaves them to other workers.
     unreadable: std::sync::Mutex<HashMap<aiki_store::RunId, Millis>>,
@@ -127,6 +129,10 @@ struct Shared {
 const UNREADABLE_BACKOFF: Millis = 5 * 60 * 1000;
 
 impl Shared {
+    fn recovery(&self) -> std::sync::MutexGuard<'_, daemon::Recovery> {
+        self.recovery.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The runs to leave unclaimed now.
     fn skipped(&self) -> Vec<aiki_store::RunId> {
         let now = self.clock.now();
@@ -219,6 +225,10 @@ impl Worker {
                 Ok(()) => backoff = Duration::from_millis(50),
                 Err(error) => {
                     tracing::warn!(%error, "worker could not reach the store; backing off");
+                    if error.is_transient() {
+                        // Claim recovery must not trust heartbeats nobody could write.
+                        self.shared.recovery().store_unreachable();
+                    }
                     tokio::select! {
                         () = crate::clock::sleep(&*self.shared.clock, backoff) => {}
                         _ = stop.changed() => {}

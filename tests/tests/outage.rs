@@ -1,0 +1,101 @@
+//! A store outage never fails a run by itself: PostgreSQL stopped while tasks under `never`
+//! are mid-flight, for 10 s and for 120 s (four times the claim idle timeout), and every run
+//! completes, none failed as interrupted, no task run twice. Real clock, one in-process
+//! worker with its daemons; the server is this machine's cluster, stopped with pg_ctlcluster
+//! (as root; a loud skip otherwise, a failure under `CI=true`). Its own test binary, the two
+//! tests one after the other, so nothing else shares the server while it is down.
+
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+use std::time::{Duration, Instant};
+
+use aiki::{Client, Run, RunStatus, State, TaskError, Worker, WorkflowError};
+use aiki_tests::{Backend, Executions};
+
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A slow side effect that may run at most once (retry `never`).
+#[aiki::task(name = "slow-once")]
+async fn slow_once(input: u32, State(executions): State<Executions>) -> Result<u32, TaskError> {
+    executions.record("slow-once");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(input)
+}
+
+#[aiki::workflow(name = "through-an-outage", version = "1")]
+async fn through_an_outage(run: &Run, input: u32) -> Result<u32, WorkflowError> {
+    let first = SlowOnce.start(run, input).await?;
+    let second = SlowOnce.start(run, first + 1000).await?;
+    Ok(second)
+}
+
+async fn runs_complete_across_an_outage_of(down: Duration) {
+    let _serial = SERIAL.lock().await;
+    let Some(cluster) = aiki_tests::local_postgres_cluster() else {
+        return;
+    };
+    let url = Backend::Postgres.fresh_url().await;
+    let store = aiki::connect(&url).await.expect("the store opens");
+    let executions = Executions::default();
+    let worker = Worker::builder(store.clone())
+        .register(ThroughAnOutage)
+        .task(SlowOnce)
+        .state(executions.clone())
+        .max_concurrent_runs(16)
+        .poll_interval(Duration::from_millis(20))
+        .claim_refresh_interval(Duration::from_secs(10))
+        .claim_idle_timeout(Duration::from_secs(30))
+        .build()
+        .expect("worker config")
+        .start();
+    let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(50));
+    let runs = 8;
+    let mut handles = Vec::new();
+    for i in 0..runs {
+        handles.push(client.start::<ThroughAnOutage>(i).await.unwrap());
+    }
+    // Every first task has started: they are mid-flight when the server goes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while executions.count("slow-once") < runs as usize {
+        assert!(Instant::now() < deadline, "the tasks did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    aiki_tests::pg_ctlcluster(&cluster, "stop");
+    println!("[Postgres] stopped the server for {down:?} with tasks mid-flight");
+    tokio::time::sleep(down).await;
+    aiki_tests::pg_ctlcluster(&cluster, "start");
+    println!("[Postgres] started the server again");
+    for handle in &handles {
+        let run = tokio::time::timeout(
+            Duration::from_secs(120),
+            handle.wait_for_status(RunStatus::Completed),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("run {} did not complete", handle.id()))
+        .unwrap_or_else(|error| panic!("run {}: {error}", handle.id()));
+        assert!(run.error.is_none(), "{run:?}");
+    }
+    for (i, handle) in handles.iter().enumerate() {
+        assert_eq!(handle.result().await.unwrap(), i as u32 + 1000);
+    }
+    assert_eq!(
+        executions.count("slow-once"),
+        runs as usize * 2,
+        "each task ran exactly once"
+    );
+    worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_complete_when_postgres_is_down_for_10_seconds() {
+    if aiki_tests::postgres_available().await {
+        runs_complete_across_an_outage_of(Duration::from_secs(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_complete_when_postgres_is_down_for_120_seconds_past_the_idle_timeout() {
+    if aiki_tests::postgres_available().await {
+        runs_complete_across_an_outage_of(Duration::from_secs(120)).await;
+    }
+}
