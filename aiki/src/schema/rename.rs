@@ -30,8 +30,8 @@ impl Mismatch {
     /// The shape check of `value` against `current`, given the schema that recorded it (when
     /// this process knows it).
     pub(super) fn of_shape(current: &Schema, recorder: Option<&Schema>, value: &Value) -> Self {
-        let now = walk(current.json(), value);
-        let before = recorder.map(|recorder| walk(recorder.json(), value));
+        let now = walk(current, value);
+        let before = recorder.map(|recorder| walk(recorder, value));
         let mut mismatch = Mismatch::default();
         for (pointer, node) in now {
             if node.unevaluated.is_empty() {
@@ -97,8 +97,7 @@ impl Rename {
         format!(
             "{}recorded {} not in the current type, which declares optional {} that the record \
              lacks: a renamed field would read as None (if `{old}` was renamed, mark the new \
-             field `#[serde(alias = \"{old}\")]`; if it was removed while an optional field was \
-             added, start a new workflow version)",
+             field `#[serde(alias = \"{old}\")]`)",
             at(&self.pointer),
             fields("field", &self.recorded, "is", "are"),
             fields("", &self.optional, "", ""),

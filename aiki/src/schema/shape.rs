@@ -18,6 +18,8 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use serde_json::Value;
 
+use super::Schema;
+
 /// Subschemas are followed this deep in place (a `$ref` cycle that never descends into the
 /// value stops here).
 const MAX_IN_PLACE_DEPTH: usize = 32;
@@ -48,14 +50,19 @@ impl Node {
 }
 
 /// The objects of `value` as `schema` sees them, by JSON pointer (`""` is the value itself).
-pub(super) fn walk(schema: &Value, value: &Value) -> BTreeMap<String, Node> {
+pub(super) fn walk(schema: &Schema, value: &Value) -> BTreeMap<String, Node> {
     let mut nodes = BTreeMap::new();
-    Walk { root: schema }.visit(vec![schema], value, String::new(), &mut nodes);
+    let walk = Walk {
+        root: schema.json(),
+        fingerprint: schema.fingerprint(),
+    };
+    walk.visit(vec![schema.json()], value, String::new(), &mut nodes);
     nodes
 }
 
 struct Walk<'s> {
     root: &'s Value,
+    fingerprint: &'s str,
 }
 
 impl<'s> Walk<'s> {
@@ -178,6 +185,20 @@ impl<'s> Walk<'s> {
     /// Whether `value` is valid against `branch`, with the root's definitions in scope. A
     /// branch that does not compile counts as matching (nothing is hidden from the check).
     fn matches(&self, branch: &Value, value: &Value) -> bool {
+        self.branch_validator(branch)
+            .is_none_or(|validator| validator.is_valid(value))
+    }
+
+    /// The compiled validator of a branch (with the root's definitions), compiled once per
+    /// process and root schema; `None` when it does not compile.
+    fn branch_validator(&self, branch: &Value) -> Option<Arc<jsonschema::Validator>> {
+        type Cache = RwLock<HashMap<(String, String), Option<Arc<jsonschema::Validator>>>>;
+        static CACHE: OnceLock<Cache> = OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        let key = (self.fingerprint.to_owned(), branch.to_string());
+        if let Some(found) = cache.read().expect("BUG: branch cache poisoned").get(&key) {
+            return found.clone();
+        }
         let mut wrapper = serde_json::Map::new();
         for keyword in ["$schema", "$defs", "definitions"] {
             if let Some(found) = self.root.get(keyword) {
@@ -185,27 +206,16 @@ impl<'s> Walk<'s> {
             }
         }
         wrapper.insert("allOf".to_owned(), Value::Array(vec![branch.clone()]));
-        branch_validator(Value::Object(wrapper)).is_none_or(|validator| validator.is_valid(value))
+        let compiled = jsonschema::validator_for(&Value::Object(wrapper))
+            .ok()
+            .map(Arc::new);
+        cache
+            .write()
+            .expect("BUG: branch cache poisoned")
+            .entry(key)
+            .or_insert(compiled)
+            .clone()
     }
-}
-
-/// The compiled validator of a branch (with its root's definitions), once per process; `None`
-/// when it does not compile.
-fn branch_validator(wrapper: Value) -> Option<Arc<jsonschema::Validator>> {
-    type Cache = RwLock<HashMap<String, Option<Arc<jsonschema::Validator>>>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = wrapper.to_string();
-    if let Some(found) = cache.read().expect("BUG: branch cache poisoned").get(&key) {
-        return found.clone();
-    }
-    let compiled = jsonschema::validator_for(&wrapper).ok().map(Arc::new);
-    cache
-        .write()
-        .expect("BUG: branch cache poisoned")
-        .entry(key)
-        .or_insert(compiled)
-        .clone()
 }
 
 /// Whether a subschema evaluates properties beyond the ones it names.
@@ -230,10 +240,9 @@ fn property_schema<'s>(schema: &'s Value, name: &str) -> Option<&'s Value> {
 
 /// The subschema an array item is checked against, in one applicable subschema.
 fn item_schema(schema: &Value, index: usize) -> Option<&Value> {
-    if let Some(prefix) = schema.get("prefixItems").and_then(Value::as_array) {
-        if let Some(found) = prefix.get(index) {
-            return Some(found);
-        }
+    let prefix = schema.get("prefixItems").and_then(Value::as_array);
+    if let Some(found) = prefix.and_then(|prefix| prefix.get(index)) {
+        return Some(found);
     }
     match schema.get("items")? {
         Value::Array(tuple) => tuple.get(index),
