@@ -115,6 +115,24 @@ async fn fetch_user(id: String, State(log): State<Executions>) -> Result<User, T
     })
 }
 
+/// `User` with its field renamed *and made optional*: replaying `{email}` into it would read
+/// `None`, were it not for the rename check.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+struct UserOptionalRenamed {
+    email_address: Option<String>,
+}
+
+#[aiki::task(name = "fetch-user")]
+async fn fetch_user_optional_renamed(
+    id: String,
+    State(log): State<Executions>,
+) -> Result<UserOptionalRenamed, TaskError> {
+    log.record("fetch-user");
+    Ok(UserOptionalRenamed {
+        email_address: Some(format!("{id}@example.com")),
+    })
+}
+
 #[aiki::task(name = "fetch-user")]
 async fn fetch_user_renamed(
     id: String,
@@ -417,6 +435,13 @@ async fn shape_after(run: &Run, id: String) -> Result<String, WorkflowError> {
     let user = FetchUserRenamed.start(run, id).await?;
     run.events().proceed().wait().await?;
     Ok(user.email_address)
+}
+
+#[aiki::workflow(name = "shape", version = "1", events(proceed))]
+async fn shape_optional_after(run: &Run, id: String) -> Result<String, WorkflowError> {
+    let user = FetchUserOptionalRenamed.start(run, id).await?;
+    run.events().proceed().wait().await?;
+    Ok(user.email_address.unwrap_or_default())
 }
 
 #[aiki::workflow(name = "contact", version = "1", events(proceed))]
@@ -817,20 +842,35 @@ async fn remove_same_named_sleep(lab: &mut Lab) -> anyhow::Result<Outcome> {
     same_named_sleeps(lab, DelaysFirstRemoved).await
 }
 
-async fn changed_output_shape(lab: &mut Lab) -> anyhow::Result<Outcome> {
+/// Runs `ShapeBefore` until it waits, deploys `after` (the same workflow with the output of
+/// `fetch-user` changed), and expects the replay to fail with an error naming the new field.
+async fn changed_output_shape_to<W: Workflow>(
+    lab: &mut Lab,
+    after: W,
+    expected: &str,
+) -> anyhow::Result<Outcome> {
     let (run, _) = lab
         .start(ShapeBefore, "u1".into(), RunStatus::AwaitingEvent)
         .await?;
-    lab.deploy(|w| w.register(ShapeAfter)).await?;
-    let run = lab.client.handle::<ShapeAfter>(run.id());
-    run.send::<ShapeAfterProceed>(()).await?;
+    lab.deploy(|w| w.register(after)).await?;
+    let run = lab.client.handle::<W>(run.id());
+    run.send::<ShapeBeforeProceed>(()).await?;
     let outcome = Outcome::failed(lab, &lab.end(&run).await?, "output_schema_mismatch")?;
     let message = outcome.error.as_deref().unwrap_or_default();
     ensure!(
-        message.contains("email_address"),
+        message.contains(expected),
         "the error says what did not match: {message}"
     );
     Ok(outcome)
+}
+
+async fn changed_output_shape(lab: &mut Lab) -> anyhow::Result<Outcome> {
+    changed_output_shape_to(lab, ShapeAfter, "email_address").await
+}
+
+async fn renamed_optional_output_field(lab: &mut Lab) -> anyhow::Result<Outcome> {
+    let expected = "a renamed field would read as None";
+    changed_output_shape_to(lab, ShapeOptionalAfter, expected).await
 }
 
 async fn versioned_output(lab: &mut Lab) -> anyhow::Result<Outcome> {
@@ -946,6 +986,11 @@ async fn main() -> anyhow::Result<()> {
     case!(
         changed_output_shape,
         "rename an output field",
+        "schema error"
+    );
+    case!(
+        renamed_optional_output_field,
+        "rename an optional output field",
         "schema error"
     );
     case!(versioned_output, "versioned output enum", "keeps working");

@@ -83,13 +83,31 @@ pub enum WorkflowError {
         /// The reference id.
         reference_id: String,
     },
-    /// A recorded event does not deserialize into the event's payload type.
-    #[error("event `{event}` does not match its payload type: {message}")]
+    /// A received event does not match the event's current payload type (the type changed
+    /// under a running workflow).
+    #[error(
+        "event `{event}` does not match its payload type: {message}; keep payload changes \
+         backwards compatible (add optional fields, don't rename them) or start a new workflow \
+         version with `v()`"
+    )]
     EventPayloadMismatch {
         /// The event's name.
         event: String,
         /// What did not match.
         message: String,
+    },
+    /// A run's recorded input does not match its workflow's current input type (the type
+    /// changed under a running workflow), checked at every execution of the run.
+    #[error(
+        "the recorded input of this run of {namespace} does not match its current input type: \
+         {mismatch}; keep input changes backwards compatible (add optional fields, don't rename \
+         them) or start a new workflow version with `v()`"
+    )]
+    InputSchemaMismatch {
+        /// The run's namespace.
+        namespace: String,
+        /// What did not match.
+        mismatch: String,
     },
     /// A value could not be serialized to JSON.
     #[error("{what} could not be serialized to JSON: {message}")]
@@ -180,6 +198,7 @@ impl WorkflowError {
                 | WorkflowError::ChildConflict { .. }
                 | WorkflowError::EventPayloadMismatch { .. }
                 | WorkflowError::DurationTooLong { .. }
+                | WorkflowError::InputSchemaMismatch { .. }
                 | WorkflowError::Lost(_)
         )
     }
@@ -196,6 +215,7 @@ impl WorkflowError {
             WorkflowError::ChildFailed { .. } => "child_failed",
             WorkflowError::ChildConflict { .. } => "child_conflict",
             WorkflowError::EventPayloadMismatch { .. } => "event_payload_mismatch",
+            WorkflowError::InputSchemaMismatch { .. } => "input_schema_mismatch",
             WorkflowError::InputNotSerializable { .. } => "not_serializable",
             WorkflowError::InvalidChildInput { .. } => "invalid_input",
             WorkflowError::MissingState { .. } => "missing_state",

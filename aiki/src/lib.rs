@@ -161,7 +161,38 @@
 //! * [`Run::sleep`] and event waits ([`Run::event`]) have per-name queues and are not manifest
 //!   entries; a sleep whose duration grew sleeps only the difference.
 //! * A recorded output whose schema fingerprint differs from the current output type's is
-//!   validated; a mismatch fails the run with [`WorkflowError::OutputSchemaMismatch`].
+//!   checked; a mismatch fails the run with [`WorkflowError::OutputSchemaMismatch`].
+//!
+//! ## Changing a recorded type
+//!
+//! Task and child-workflow outputs are recorded with the fingerprint of their schema; event
+//! payloads and a run's input are recorded without one and are checked at every replay. A
+//! recorded value whose fingerprint differs from the current type's must validate against the
+//! current schema, and must not show the **rename signature**: at one object, a recorded field
+//! the current type does not have *and* an optional field the current type declares that the
+//! record lacks. That is how a rename looks, and replaying it would silently read `None`, so
+//! the run fails ([`WorkflowError::OutputSchemaMismatch`],
+//! [`WorkflowError::EventPayloadMismatch`] or [`WorkflowError::InputSchemaMismatch`]), naming
+//! the fields.
+//!
+//! | change to a recorded type | outcome |
+//! | --- | --- |
+//! | add an optional field | safe: it reads `None` |
+//! | remove a field | safe: the recorded value is ignored |
+//! | roll back a release that added a field | safe: the extra recorded field is ignored |
+//! | remove a field beside a `None` skipped by `skip_serializing_if` | safe when the type that recorded it is compiled into this worker (see below); otherwise fails as a rename |
+//! | rename a field (made optional) | fails the run, unless the new field carries `#[serde(alias = "old")]` |
+//! | rename a required field, or change its type | fails the run (validation) |
+//! | any unknown field, on a `#[serde(deny_unknown_fields)]` type | fails the run |
+//!
+//! An optional field counts as lacking only if the type that recorded the value did not declare
+//! it, so a `None` left out by `#[serde(skip_serializing_if = "Option::is_none")]` is not a
+//! rename. That type is known when its schema was computed in this process (every schema is kept
+//! by its fingerprint); one recorded by another release, or without a fingerprint, is unknown,
+//! and then every absent optional field counts as lacking: the check would rather fail a run
+//! than let it read `None` where a value was recorded. Fields of `#[serde(flatten)]` parts and of
+//! the `allOf` / `anyOf` branches a value matches belong to the object they are flattened into.
+//! For a change that is none of the safe ones, start a new version with `v()`.
 //!
 //! ## Storage
 //!

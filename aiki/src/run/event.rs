@@ -26,7 +26,7 @@ impl<E: Event> EventWait<'_, E> {
     pub async fn wait(self) -> Result<E::Payload, WorkflowError> {
         let data = self.run.wait_event(E::NAME, None).await?;
         let data = data.expect("BUG: an event wait without timeout returned a timeout");
-        decode_event::<E>(data)
+        decode_event::<E>(self.run, data)
     }
 
     /// As [`wait`](EventWait::wait), giving up after `timeout`: `Ok(None)`. The timeout is
@@ -37,16 +37,20 @@ impl<E: Event> EventWait<'_, E> {
         timeout: Duration,
     ) -> Result<Option<E::Payload>, WorkflowError> {
         match self.run.wait_event(E::NAME, Some(timeout)).await? {
-            Some(data) => decode_event::<E>(data).map(Some),
+            Some(data) => decode_event::<E>(self.run, data).map(Some),
             None => Ok(None),
         }
     }
 }
 
-fn decode_event<E: Event>(data: Value) -> Result<E::Payload, WorkflowError> {
-    serde_json::from_value(data).map_err(|error| WorkflowError::EventPayloadMismatch {
-        event: E::NAME.to_owned(),
-        message: error.to_string(),
+/// A received payload, checked against the current payload type (recorded without a
+/// fingerprint, so always checked); a mismatch fails the run.
+fn decode_event<E: Event>(run: &Run, data: Value) -> Result<E::Payload, WorkflowError> {
+    crate::schema::decode_recorded(data, None).map_err(|message| {
+        run.fail_fatally(WorkflowError::EventPayloadMismatch {
+            event: E::NAME.to_owned(),
+            message,
+        })
     })
 }
 

@@ -11,7 +11,7 @@ use super::manifest::Slot;
 use super::suspend::Block;
 use crate::clock::millis;
 use crate::error::{TaskError, WorkflowError};
-use crate::schema::Schema;
+use crate::schema;
 use crate::task::{Task, TaskContext};
 
 /// Failed attempts whose retry delay is at most this long are retried in process; longer
@@ -255,21 +255,15 @@ impl Run {
     }
 
     /// Decodes a recorded output: trusted when its fingerprint is the current schema's,
-    /// validated otherwise. A mismatch fails the run.
-    pub(super) fn decode_recorded<
-        O: serde::de::DeserializeOwned + schemars::JsonSchema + 'static,
-    >(
+    /// checked otherwise ([`schema::decode_recorded`]). A mismatch fails the run.
+    pub(super) fn decode_recorded<O: schema::Recorded>(
         &self,
         what: String,
         address: &str,
         output: Value,
         fingerprint: Option<&str>,
     ) -> Result<O, WorkflowError> {
-        let schema = Schema::of::<O>();
-        let checked = schema
-            .check_recorded(&output, fingerprint)
-            .and_then(|()| serde_json::from_value::<O>(output).map_err(|error| error.to_string()));
-        checked.map_err(|mismatch| {
+        schema::decode_recorded::<O>(output, fingerprint).map_err(|mismatch| {
             self.fail_fatally(WorkflowError::OutputSchemaMismatch {
                 what,
                 address: address.to_owned(),

@@ -55,12 +55,14 @@ impl<W: Workflow> Registered for Erased<W> {
     ) -> BoxFuture<'a, Result<(Value, String), WorkflowError>> {
         let workflow = self.0.clone();
         Box::pin(async move {
-            let input: W::Input = serde_json::from_value(input).map_err(|error| {
-                WorkflowError::InputNotSerializable {
-                    what: format!("recorded input of {}", W::namespace()),
-                    message: error.to_string(),
-                }
-            })?;
+            // Recorded without a fingerprint: checked at every execution.
+            let input =
+                crate::schema::decode_recorded::<W::Input>(input, None).map_err(|mismatch| {
+                    WorkflowError::InputSchemaMismatch {
+                        namespace: W::namespace().to_string(),
+                        mismatch,
+                    }
+                })?;
             let output = workflow.run(run, input).await?;
             let json = serde_json::to_value(&output).map_err(|error| {
                 WorkflowError::InputNotSerializable {
