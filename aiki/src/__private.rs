@@ -22,9 +22,57 @@ pub fn valid_retry(build: impl FnOnce() -> Result<RetryPolicy, RetryPolicyError>
     build().unwrap_or_else(|error| panic!("BUG: #[aiki] validated this retry policy: {error}"))
 }
 
-/// Turns a task function's `Result<T, E>` into the runtime's `Result<T, TaskError>`.
-pub fn task_result<T, E: Into<TaskError>>(result: Result<T, E>) -> Result<T, TaskError> {
-    result.map_err(Into::into)
+/// A task function's error on its way to a [`TaskError`], converted by whichever of
+/// [`ViaInto`] and [`ViaAnyhow`] applies to its type. The generated code calls
+/// `(&&Failed::new(error)).take_task_error()`: method resolution tries `&&Failed<E>` first,
+/// which only [`ViaAnyhow`] implements (for `anyhow::Error`, with the `anyhow` feature), then
+/// `&Failed<E>`, which [`ViaInto`] implements for every `E: Into<TaskError>`. A blanket
+/// `From<E: Error>` beside a `From<anyhow::Error>` would not compile (the compiler must assume
+/// `anyhow::Error` may implement `Error` one day); resolving at the call site, where the type
+/// is known, does.
+pub struct Failed<E>(std::cell::Cell<Option<E>>);
+
+impl<E> core::fmt::Debug for Failed<E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Failed(..)")
+    }
+}
+
+impl<E> Failed<E> {
+    /// Wraps the error.
+    pub fn new(error: E) -> Self {
+        Failed(std::cell::Cell::new(Some(error)))
+    }
+
+    fn take(&self) -> E {
+        self.0.take().expect("BUG: a task error is converted once")
+    }
+}
+
+/// Converts an error that converts into [`TaskError`] (the default).
+pub trait ViaInto {
+    /// The error as a task error.
+    fn take_task_error(&self) -> TaskError;
+}
+
+impl<E: Into<TaskError>> ViaInto for Failed<E> {
+    fn take_task_error(&self) -> TaskError {
+        self.take().into()
+    }
+}
+
+/// Converts an `anyhow::Error` (feature `anyhow`), keeping its chain of contexts in the
+/// message (`outer: inner: root`).
+pub trait ViaAnyhow {
+    /// The error as a task error.
+    fn take_task_error(&self) -> TaskError;
+}
+
+#[cfg(feature = "anyhow")]
+impl ViaAnyhow for &Failed<anyhow::Error> {
+    fn take_task_error(&self) -> TaskError {
+        TaskError::new(format!("{:#}", self.take()))
+    }
 }
 
 /// What a `State<T>` argument of a `#[task]` needs: state of type `T`.

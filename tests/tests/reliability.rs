@@ -239,7 +239,51 @@ async fn a_task_needing_state_the_worker_lacks_fails_at_build(backend: Backend) 
     );
 }
 
+// Tasks returning `anyhow::Result` (feature `anyhow`) keep their error chain.
+#[aiki::task(name = "lookup")]
+async fn lookup(key: String) -> anyhow::Result<u32> {
+    use anyhow::Context;
+    let parsed: Result<u32, _> = key.parse();
+    parsed.context(format!("looking up `{key}`"))
+}
+
+#[aiki::task(name = "lookup-explicit")]
+async fn lookup_explicit(key: String) -> Result<u32, anyhow::Error> {
+    if key.is_empty() {
+        anyhow::bail!("an empty key");
+    }
+    Ok(key.len() as u32)
+}
+
+#[aiki::workflow(name = "lookups", version = "1")]
+async fn lookups(run: &Run, key: String) -> Result<u32, WorkflowError> {
+    let length = LookupExplicit.start(run, key.clone()).await?;
+    let value = Lookup.start(run, key).await?;
+    Ok(length + value)
+}
+
+async fn anyhow_task_errors_keep_their_chain(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Lookups)).await;
+    let good = h.client.start::<Lookups>("42".into()).await.unwrap();
+    assert_eq!(good.result().await.unwrap(), 44);
+    let bad = h.client.start::<Lookups>("forty-two".into()).await.unwrap();
+    let failed = h.reach(&bad, RunStatus::Failed).await;
+    let error = failed.error.expect("an error");
+    assert_eq!(error.kind, "task_failed", "{error}");
+    assert!(
+        error
+            .message
+            .contains("looking up `forty-two`: invalid digit"),
+        "the context and its cause: {error}"
+    );
+    let empty = h.client.start::<Lookups>(String::new()).await.unwrap();
+    let failed = h.reach(&empty, RunStatus::Failed).await;
+    assert!(failed.error.unwrap().message.contains("an empty key"));
+}
+
 on_every_backend!(
+    anyhow_task_errors_keep_their_chain,
     a_task_needing_state_the_worker_lacks_fails_at_build,
     an_input_that_breaks_its_schema_is_refused_at_start,
     a_child_input_that_breaks_its_schema_fails_the_parent,

@@ -33,7 +33,11 @@ pub(crate) fn task(attrs: &TaskAttrs, task: &TaskFn) -> TokenStream {
 
     let input_checks = input.as_ref().map(|ty| type_checks(ty, Role::TaskInput));
     let output_checks = type_checks(output, Role::TaskOutput);
-    let error_check = error_check(error.as_ref(), "TaskErrorType");
+    // `anyhow::Error` converts through `ViaAnyhow` (feature `anyhow`), not `Into<TaskError>`.
+    let error_check = error_check(
+        error.as_ref().filter(|ty| !is_anyhow_error(ty)),
+        "TaskErrorType",
+    );
     let input_ty = match input {
         Some(ty) => quote!(#ty),
         None => quote!(::aiki::NoInput),
@@ -125,9 +129,34 @@ pub(crate) fn task(attrs: &TaskAttrs, task: &TaskFn) -> TokenStream {
                     __aiki_ctx: ::aiki::TaskContext,
                 ) -> ::aiki::__private::core::result::Result<Self::Output, ::aiki::TaskError> {
                     #(#states)*
-                    ::aiki::__private::task_result(#fn_ident(#(#call_args),*).await)
+                    match #fn_ident(#(#call_args),*).await {
+                        ::aiki::__private::core::result::Result::Ok(__aiki_output) => {
+                            ::aiki::__private::core::result::Result::Ok(__aiki_output)
+                        }
+                        ::aiki::__private::core::result::Result::Err(__aiki_error) => {
+                            #[allow(unused_imports)]
+                            use ::aiki::__private::{ViaAnyhow as _, ViaInto as _};
+                            ::aiki::__private::core::result::Result::Err(
+                                (&&::aiki::__private::Failed::new(__aiki_error)).take_task_error(),
+                            )
+                        }
+                    }
                 }
             }
         };
     }
+}
+
+/// `anyhow::Error` (or `::anyhow::Error`), written as such.
+fn is_anyhow_error(ty: &syn::Type) -> bool {
+    let syn::Type::Path(path) = ty else {
+        return false;
+    };
+    let names: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    names == ["anyhow", "Error"]
 }

@@ -87,6 +87,7 @@ impl From<RunId> for Param<'_> {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl Param<'_> {
     /// A list parameter as a JSON array (SQLite's form).
     pub(crate) fn list_json(&self) -> Option<String> {
@@ -265,6 +266,7 @@ pub(crate) struct DialectStatements {
 }
 
 /// Drops every `::type` cast (`::uuid`, `::text[]`) from a statement: SQLite's rendering.
+#[cfg(any(feature = "sqlite", test))]
 pub(crate) fn strip_casts(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     let mut rest = sql;

@@ -50,6 +50,7 @@ pub(crate) fn map_error(error: sqlx::Error, is_transient: fn(&str) -> bool) -> S
 
 /// SQLite's transient codes: the `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6) families, extended
 /// codes included (`SQLITE_BUSY_SNAPSHOT` is 517, its low byte 5).
+#[cfg(any(feature = "sqlite", test))]
 pub(crate) fn sqlite_code_is_transient(code: &str) -> bool {
     code.parse::<i32>()
         .is_ok_and(|code| matches!(code & 0xff, 5 | 6))
@@ -58,6 +59,7 @@ pub(crate) fn sqlite_code_is_transient(code: &str) -> bool {
 /// PostgreSQL's transient SQLSTATEs: connection exceptions (class `08`), serialization
 /// failures and deadlocks (`40001`, `40P01`), too many connections (`53300`), shutdowns and
 /// "cannot connect now" (`57P01`–`57P03`), and a database that does not exist yet (`3D000`).
+#[cfg(any(feature = "postgres", test))]
 pub(crate) fn postgres_code_is_transient(code: &str) -> bool {
     code.starts_with("08")
         || matches!(

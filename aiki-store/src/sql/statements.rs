@@ -245,6 +245,7 @@ impl Statements {
 }
 
 /// Renders a shared statement for SQLite (see the module docs).
+#[cfg(any(feature = "sqlite", test))]
 pub(crate) fn render_for_sqlite(sql: &str) -> String {
     super::dialect::strip_casts(sql)
         .replace("json_build_object(", "json_object(")
