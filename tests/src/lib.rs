@@ -5,6 +5,7 @@
 //! backend, in modules named after the backend (`memory::`, `sqlite::`, `postgres::`).
 
 pub mod crash;
+pub mod processes;
 pub mod upgrade;
 
 use std::collections::HashMap;
