@@ -6,6 +6,7 @@
 
 pub mod crash;
 pub mod processes;
+pub mod soak;
 pub mod upgrade;
 
 use std::collections::HashMap;
