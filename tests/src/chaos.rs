@@ -13,12 +13,12 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiki::store::{EntryKind, EntryStatus, History};
-use aiki::{BoxStore, Client, Millis, RunId, RunStatus};
+use aiki::{BoxStore, Client, ClientError, Millis, RunId, RunStatus};
 
 use crate::processes::{WorkerProcesses, history};
 use crate::soak::{SideTable, Soak as SoakWorkflow, max_attempts};
@@ -61,7 +61,7 @@ pub struct Soak {
     pub budget: Duration,
     /// The end of the budget without kills, so that runs in flight can end.
     pub calm: Duration,
-    /// Done once, when a quarter of the runs have ended.
+    /// Done once, when half of the runs have been started.
     pub disruption: Option<Disruption>,
 }
 
@@ -131,36 +131,36 @@ impl Soak {
         };
         let began = Instant::now();
         let (stop, monkey) = chaos.start(self.workers);
-        let mut ids = Vec::with_capacity(self.runs);
-        for i in 0..self.runs {
-            let run = client.start::<SoakWorkflow>(format!("r{i}")).await;
-            ids.push(run.expect("the run starts").id());
-        }
+        let started = Arc::new(Mutex::new(Vec::with_capacity(self.runs)));
+        let starter = tokio::spawn(start_runs(
+            client,
+            self.runs,
+            started.clone(),
+            self.disruption,
+        ));
         let calm_at = began + self.budget.saturating_sub(self.calm);
         let end = began + self.budget;
-        let mut pending = ids.clone();
+        let mut ids = Vec::with_capacity(self.runs);
+        let mut pending = Vec::new();
         let mut completions = Completions::default();
-        let mut disruption = self.disruption;
-        let mut disrupting = None;
-        let mut in_flight_at_disruption = 0;
-        while !pending.is_empty() && Instant::now() < end {
+        while (ids.len() < self.runs || !pending.is_empty()) && Instant::now() < end {
             if Instant::now() >= calm_at {
                 stop.store(true, Ordering::Relaxed);
             }
+            let new: Vec<RunId> = std::mem::take(&mut *started.lock().expect("the started runs"));
+            ids.extend_from_slice(&new);
+            pending.extend(new);
             sweep(&store, &mut pending, &mut completions).await;
-            if (self.runs - pending.len()) * 4 >= self.runs
-                && let Some(disrupt) = disruption.take()
-            {
-                in_flight_at_disruption = pending.len();
-                disrupting = Some(std::thread::spawn(disrupt));
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let load = began.elapsed();
         stop.store(true, Ordering::Relaxed);
         let (workers, kills) = monkey.await.expect("the chaos task ends");
         drop(workers);
-        let disruption = disrupting.map(|thread| thread.join().expect("the disruption ran"));
+        let disruption = starter
+            .await
+            .expect("the runs were started")
+            .map(|thread| thread.join().expect("the disruption ran"));
         let starts = side_table.starts().await.expect("the side table reads");
         let mut counts = Counts {
             label: self.label,
@@ -169,7 +169,6 @@ impl Soak {
             workers: self.workers,
             kills,
             disruption,
-            in_flight_at_disruption,
             load,
             ..Counts::default()
         };
@@ -201,6 +200,42 @@ impl Completions {
             }
         }
     }
+}
+
+/// Starts `runs` soak runs (reference ids `r0`, `r1`, …, so a start retried through an outage
+/// is not doubled), handing each id to `started`; after half of them, begins the disruption
+/// on a thread of its own, so it hits a load in full flight.
+async fn start_runs(
+    client: Client,
+    runs: usize,
+    started: Arc<Mutex<Vec<RunId>>>,
+    mut disruption: Option<Disruption>,
+) -> Option<std::thread::JoinHandle<String>> {
+    let mut disrupting = None;
+    for i in 0..runs {
+        if i == runs / 2 {
+            disrupting = disruption.take().map(std::thread::spawn);
+        }
+        let key = format!("r{i}");
+        let deadline = Instant::now() + crate::processes::PATIENCE;
+        let id = loop {
+            match client
+                .start::<SoakWorkflow>(key.clone())
+                .reference_id(key.clone())
+                .await
+            {
+                Ok(run) => break run.id(),
+                Err(ClientError::Store(error))
+                    if error.is_transient() && Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(error) => panic!("run {key} did not start: {error}"),
+            }
+        };
+        started.lock().expect("the started runs").push(id);
+    }
+    disrupting
 }
 
 /// Reads the histories of the runs in `pending`, noting their completions, and moves the
@@ -291,8 +326,6 @@ pub struct Counts {
     pub kills: usize,
     /// What the disruption did, if one ran.
     pub disruption: Option<String>,
-    /// Runs not yet ended when the disruption began.
-    pub in_flight_at_disruption: usize,
     /// From the first start until every run ended (or the budget ran out).
     pub load: Duration,
     /// Runs completed.
@@ -366,9 +399,7 @@ impl Counts {
             ("workers kill -9ed and restarted", self.kills.to_string()),
             (
                 "disruption mid-load",
-                self.disruption.as_ref().map_or("none".to_owned(), |what| {
-                    format!("{what} ({} runs in flight)", self.in_flight_at_disruption)
-                }),
+                self.disruption.clone().unwrap_or_else(|| "none".to_owned()),
             ),
             ("load time", format!("{:.1} s", self.load.as_secs_f64())),
             ("runs completed", self.completed.to_string()),

@@ -153,7 +153,8 @@ pub struct SoakEnv {
     pub side_table: SideTable,
     /// This worker's id.
     pub worker: String,
-    /// How long a handler works after logging its start.
+    /// How long a handler works after logging its start (`AIKI_SOAK_TASK_MS`, default 100 ms:
+    /// long enough that a kill finds handlers mid-work).
     pub work: Duration,
 }
 

@@ -56,7 +56,7 @@ async fn postgres_soak_under_kill_9_and_a_restart() {
     soak.disruption = cluster.map(|cluster| {
         Box::new(move || {
             aiki_tests::pg_ctlcluster(&cluster, "restart");
-            "PostgreSQL restarted".to_owned()
+            "PostgreSQL restarted, half the runs started".to_owned()
         }) as aiki_tests::chaos::Disruption
     });
     let counts = soak.run().await;

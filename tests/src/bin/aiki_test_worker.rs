@@ -56,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
             side_table: SideTable::connect(&url)?,
             worker: worker_id.clone(),
             work: Duration::from_millis(
-                std::env::var("AIKI_SOAK_TASK_MS").map_or(Ok(10), |ms| ms.parse())?,
+                std::env::var("AIKI_SOAK_TASK_MS").map_or(Ok(100), |ms| ms.parse())?,
             ),
         });
     }
