@@ -4,7 +4,10 @@
 //! Every scenario is an `async fn(Backend)`; [`on_every_backend!`] stamps out one test per
 //! backend, in modules named after the backend (`memory::`, `sqlite::`, `postgres::`).
 
+pub mod chaos;
 pub mod crash;
+pub mod processes;
+pub mod soak;
 pub mod upgrade;
 
 use std::collections::HashMap;

@@ -8,12 +8,13 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use aiki::{Client, ClientError, RunHandle, RunStatus, Workflow};
+use aiki::{Client, RunStatus};
 use aiki_tests::Backend;
 use aiki_tests::crash::{FiveSteps, Long, LongOnce};
+use aiki_tests::processes::{WorkerProcesses, history, wait_for};
 
 /// Process tests share the machine's two cores and, for one of them, the PostgreSQL server:
 /// run them one at a time.
@@ -26,7 +27,7 @@ struct World {
     url: String,
     client: Client,
     effects: PathBuf,
-    workers: Vec<Child>,
+    workers: WorkerProcesses,
 }
 
 impl World {
@@ -39,36 +40,27 @@ impl World {
             url,
             client: Client::new(store).with_poll_interval(Duration::from_millis(20)),
             effects,
-            workers: Vec::new(),
+            workers: WorkerProcesses::default(),
         }
     }
 
     /// Starts a worker process; its long steps take `long_task`.
     fn spawn(&mut self, id: &str, long_task: Duration) -> usize {
-        let child = Command::new(env!("CARGO_BIN_EXE_aiki_test_worker"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_aiki_test_worker"));
+        command
             .env("AIKI_WORKER_STORE_URL", &self.url)
             .env("AIKI_SIDE_EFFECTS", &self.effects)
             .env("AIKI_WORKER_ID", id)
-            .env("AIKI_LONG_TASK_MS", long_task.as_millis().to_string())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("the worker process starts");
-        self.workers.push(child);
-        self.workers.len() - 1
+            .env("AIKI_LONG_TASK_MS", long_task.as_millis().to_string());
+        self.workers.spawn(command)
     }
 
     fn signal(&self, worker: usize, signal: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(self.workers[worker].id().to_string())
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -{signal} failed");
+        self.workers.signal(worker, signal);
     }
 
     fn kill_9(&mut self, worker: usize) {
-        self.workers[worker].kill().expect("SIGKILL");
-        self.workers[worker].wait().expect("reaped");
+        self.workers.kill_9(worker);
     }
 
     /// The side-effect lines, counted.
@@ -103,45 +95,9 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        for child in &mut self.workers {
-            if child.try_wait().ok().flatten().is_none() {
-                let _ = Command::new("kill")
-                    .arg("-CONT")
-                    .arg(child.id().to_string())
-                    .status();
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        }
+        // The workers first (they append to the file), then their side effects.
+        std::mem::take(&mut self.workers);
         let _ = std::fs::remove_file(&self.effects);
-    }
-}
-
-/// Waits for a status, riding out store outages (a restarting database).
-async fn wait_for<W: Workflow>(run: &RunHandle<W>, status: RunStatus) -> aiki::RunRecord {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        match run.wait_for_status_timeout(status, PATIENCE).await {
-            Ok(record) => return record,
-            Err(ClientError::Store(error)) if error.is_transient() && Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(error) => panic!("run {} did not reach `{status}`: {error}", run.id()),
-        }
-    }
-}
-
-/// A run's history, riding out a store outage (the restart test shares the server).
-async fn history(store: &aiki::BoxStore, id: aiki::RunId) -> aiki::store::History {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        match store.load_history(id).await {
-            Ok(history) => return history,
-            Err(error) if error.is_transient() && Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(error) => panic!("history of run {id}: {error}"),
-        }
     }
 }
 
@@ -224,7 +180,7 @@ async fn frozen_worker_is_fenced_when_it_wakes(backend: Backend) {
         "nothing worker A wrote after waking is in the history"
     );
     assert!(
-        world.workers[a].try_wait().unwrap().is_none(),
+        world.workers.is_running(a),
         "worker A stopped that run cleanly and is still serving"
     );
     assert_eq!(world.count_prefix("step z/after"), 1);
@@ -288,18 +244,7 @@ async fn workers_ride_out_a_postgres_restart(backend: Backend) {
     let runs = 400;
     let restart = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let status = Command::new("pg_ctlcluster")
-            .args([
-                "--skip-systemctl-redirect",
-                &cluster,
-                "main",
-                "restart",
-                "-m",
-                "fast",
-            ])
-            .status()
-            .expect("pg_ctlcluster runs");
-        assert!(status.success(), "PostgreSQL restarted");
+        aiki_tests::pg_ctlcluster(&cluster, "restart");
         println!("[Postgres] restarted the server under load");
     };
     let elapsed = five_step_load(&world, runs, restart).await;

@@ -1,6 +1,8 @@
 //! A worker process for the crash tests: serves the workflows of `aiki_tests::crash` on the
 //! store named by `AIKI_WORKER_STORE_URL`, and appends one line per task execution to the file
 //! named by `AIKI_SIDE_EFFECTS` (a side effect that survives the process, to count executions).
+//! With `AIKI_SOAK_SIDE_TABLE_URL` it serves the chaos soak's workflow (`aiki_tests::soak`)
+//! too, whose handlers log their starts to that database; either variable, or both.
 //!
 //! Claims are refreshed every 200 ms and released after 1 s without refresh. SIGTERM (or
 //! Ctrl-C) shuts the worker down gracefully; the tests also `kill -9` and `SIGSTOP` it.
@@ -9,6 +11,7 @@ use std::time::Duration;
 
 use aiki::Worker;
 use aiki_tests::crash::{Env, FiveSteps, Long, LongOnce};
+use aiki_tests::soak::{SideTable, Soak, SoakEnv, SoakStep};
 
 fn var(name: &str) -> anyhow::Result<String> {
     std::env::var(name).map_err(|_| anyhow::anyhow!("set {name}"))
@@ -18,13 +21,12 @@ fn var(name: &str) -> anyhow::Result<String> {
 async fn main() -> anyhow::Result<()> {
     let url = var("AIKI_WORKER_STORE_URL")?;
     let worker_id = var("AIKI_WORKER_ID")?;
-    let env = Env {
-        side_effects: var("AIKI_SIDE_EFFECTS")?.into(),
-        worker: worker_id.clone(),
-        long_task: Duration::from_millis(
-            std::env::var("AIKI_LONG_TASK_MS").map_or(Ok(2000), |ms| ms.parse())?,
-        ),
-    };
+    let crash = std::env::var("AIKI_SIDE_EFFECTS").ok();
+    let soak = std::env::var("AIKI_SOAK_SIDE_TABLE_URL").ok();
+    anyhow::ensure!(
+        crash.is_some() || soak.is_some(),
+        "set AIKI_SIDE_EFFECTS (the crash tests) or AIKI_SOAK_SIDE_TABLE_URL (the soak)"
+    );
     // The store may be restarting: keep trying, as a deployed worker would.
     let store = loop {
         match aiki::connect(&url).await {
@@ -35,11 +37,30 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     };
-    let worker = Worker::builder(store)
-        .register(FiveSteps)
-        .register(Long)
-        .register(LongOnce)
-        .state(env)
+    let mut builder = Worker::builder(store);
+    if let Some(side_effects) = crash {
+        builder = builder
+            .register(FiveSteps)
+            .register(Long)
+            .register(LongOnce)
+            .state(Env {
+                side_effects: side_effects.into(),
+                worker: worker_id.clone(),
+                long_task: Duration::from_millis(
+                    std::env::var("AIKI_LONG_TASK_MS").map_or(Ok(2000), |ms| ms.parse())?,
+                ),
+            });
+    }
+    if let Some(url) = soak {
+        builder = builder.register(Soak).task(SoakStep).state(SoakEnv {
+            side_table: SideTable::connect(&url)?,
+            worker: worker_id.clone(),
+            work: Duration::from_millis(
+                std::env::var("AIKI_SOAK_TASK_MS").map_or(Ok(100), |ms| ms.parse())?,
+            ),
+        });
+    }
+    let worker = builder
         .worker_id(worker_id.clone())
         .max_concurrent_runs(64)
         .poll_interval(Duration::from_millis(20))
