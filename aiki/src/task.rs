@@ -158,8 +158,8 @@ impl TaskContext {
     /// side effect once: unique per run, address and call index, and the same for every attempt
     /// and every replay of the call. 64 hex digits.
     ///
-    /// It is derived from the run's lineage: a run forked from another keeps the key of the
-    /// original's calls.
+    /// It is derived from the run's lineage, today the run itself; once runs can be forked,
+    /// from the first run of the lineage, so that a re-run call keeps the original's key.
     pub fn idempotency_key(&self) -> String {
         let lineage = self.run_id;
         sha256_hex(format!("aiki-task\n{lineage}\n{}\n{}", self.address, self.index).as_bytes())
