@@ -282,7 +282,80 @@ async fn anyhow_task_errors_keep_their_chain(backend: Backend) {
     assert!(failed.error.unwrap().message.contains("an empty key"));
 }
 
+/// Every warning logged in this test binary, as `target: message fields`.
+fn warnings() -> &'static Mutex<Vec<String>> {
+    static WARNINGS: std::sync::OnceLock<Mutex<Vec<String>>> = std::sync::OnceLock::new();
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        tracing::subscriber::set_global_default(WarningLog).expect("one global subscriber");
+    });
+    WARNINGS.get_or_init(Default::default)
+}
+
+/// A subscriber that keeps the text of `warn` events (no spans needed).
+struct WarningLog;
+
+impl tracing::Subscriber for WarningLog {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Text(String);
+        impl tracing::field::Visit for Text {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!(" {}={value:?}", field.name()));
+            }
+        }
+        let mut text = Text(event.metadata().target().to_owned());
+        event.record(&mut text);
+        warnings().lock().unwrap().push(text.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[aiki::workflow(name = "elsewhere-parent", version = "1")]
+async fn elsewhere_parent(run: &Run, quantity: u32) -> Result<u32, WorkflowError> {
+    let child = run.child::<Order>(Items { quantity }).await?;
+    child.wait().await
+}
+
+async fn a_child_this_worker_does_not_serve_is_warned_once(backend: Backend) {
+    let log = warnings();
+    let mut h = Harness::new(backend).await;
+    // This worker serves the parent only; `order@1` is another service's.
+    h.deploy(|w| w.register(ElsewhereParent)).await;
+    let first = h.client.start::<ElsewhereParent>(1).await.unwrap();
+    let second = h.client.start::<ElsewhereParent>(2).await.unwrap();
+    for run in [&first, &second] {
+        h.reach(run, RunStatus::AwaitingChildWorkflow).await;
+    }
+    let child = h
+        .store
+        .load_history(first.id())
+        .await
+        .unwrap()
+        .children
+        .remove(0);
+    assert_eq!(child.status, RunStatus::Queued, "nothing here serves it");
+    let seen: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|line| line.contains("does not register") && line.contains("order@1"))
+        .cloned()
+        .collect();
+    assert!(!seen.is_empty(), "warned: {seen:?}");
+    assert!(seen.len() <= 1, "once per process, not per start: {seen:?}");
+}
+
 on_every_backend!(
+    a_child_this_worker_does_not_serve_is_warned_once,
     anyhow_task_errors_keep_their_chain,
     a_task_needing_state_the_worker_lacks_fails_at_build,
     an_input_that_breaks_its_schema_is_refused_at_start,

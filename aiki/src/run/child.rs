@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use aiki_store::{
-    EntryKind, EntryRecord, EntryStatus, NewRun, ParentLink, RunId, RunRecord, RunStatus,
+    EntryKind, EntryRecord, EntryStatus, Namespace, NewRun, ParentLink, RunId, RunRecord, RunStatus,
 };
 use serde_json::Value;
 
@@ -76,6 +76,9 @@ impl Run {
                         namespace: W::namespace().to_string(),
                         message,
                     })?;
+                if !self.inner.served.contains(&W::namespace()) {
+                    warn_unserved(W::namespace());
+                }
                 let pool = pool.unwrap_or_else(|| self.inner.pool.clone());
                 let new = NewRun::new(W::namespace(), input, hash.clone(), now)
                     .reference_id(reference_id.clone())
@@ -187,6 +190,26 @@ impl Run {
             _ => None,
         };
         match self.block(Block::Child { id, deadline }).await {}
+    }
+}
+
+/// Warns, once per process and version, that a child is started for a workflow version this
+/// worker does not register: another service may serve it, but if none does, the child (and its
+/// parent) wait until it stalls.
+fn warn_unserved(namespace: Namespace) {
+    static WARNED: std::sync::Mutex<Option<std::collections::HashSet<Namespace>>> =
+        std::sync::Mutex::new(None);
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned
+        .get_or_insert_with(Default::default)
+        .insert(namespace.clone())
+    {
+        tracing::warn!(
+            child = %namespace,
+            "starting a child of a workflow version this worker does not register; it runs \
+             only if another worker serves it (register it with `Worker::builder(..).register(..)` \
+             if this service should)"
+        );
     }
 }
 

@@ -13,7 +13,7 @@ mod task_call;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -54,6 +54,9 @@ struct Inner {
     namespace: Namespace,
     /// The worker pool the run is routed to; its children inherit it.
     pool: String,
+    /// The workflow versions the executing worker serves (a child of another version is
+    /// left to another service, with a warning).
+    served: Arc<HashSet<Namespace>>,
     attempt: u32,
     revision: u64,
     store: BoxStore,
@@ -130,6 +133,7 @@ impl Run {
         store: BoxStore,
         clock: Arc<dyn Clock>,
         state: Arc<StateMap>,
+        served: Arc<HashSet<Namespace>>,
     ) -> Run {
         let replay = Replay {
             manifest: Manifest::new(history.entries),
@@ -152,6 +156,7 @@ impl Run {
                 store,
                 clock,
                 state,
+                served,
                 replay: Mutex::new(replay),
             },
         }

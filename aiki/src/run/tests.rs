@@ -22,6 +22,7 @@ async fn fresh_run() -> Run {
         store,
         Arc::new(ManualClock::new(0)),
         Arc::new(StateMap::default()),
+        Arc::default(),
     )
 }
 

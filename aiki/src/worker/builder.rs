@@ -224,6 +224,7 @@ impl WorkerBuilder {
             shared: Arc::new(Shared {
                 store: self.store,
                 clock: self.clock,
+                served: Arc::new(registry.keys().cloned().collect()),
                 registry,
                 state: Arc::new(self.state),
                 pool: self.pool,

@@ -42,6 +42,7 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
         shared.store.clone(),
         shared.clock.clone(),
         shared.state.clone(),
+        shared.served.clone(),
     );
     // The workflow future borrows the run; a panic while polling it is a workflow error.
     let mut future = workflow.execute(&run, input);

@@ -110,6 +110,8 @@ struct Shared {
     store: BoxStore,
     clock: Arc<dyn Clock>,
     registry: HashMap<Namespace, Arc<dyn Registered>>,
+    /// The registry's namespaces, for the runs this worker executes.
+    served: Arc<std::collections::HashSet<Namespace>>,
     state: Arc<StateMap>,
     pool: String,
     worker_id: String,
