@@ -533,9 +533,12 @@ async fn zombie_executor_is_fenced_by_the_revision(backend: Backend) {
     let gate = Arc::new(Gate::default());
     // The first worker keeps running (a zombie: alive but silent, its time frozen as in a
     // paused process, so it never refreshes its claim); a second takes over.
+    // Its one slot stays taken by the stuck execution, so it claims nothing else (a frozen
+    // process would not either): without that, it could claim the run again once released.
     let zombie = gated_worker(h.worker_builder(), Crashy, &gate)
         .clock(aiki::ManualClock::new(h.clock.now()))
         .daemons(false)
+        .max_concurrent_runs(1)
         .build()
         .unwrap()
         .start();
