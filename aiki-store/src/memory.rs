@@ -338,15 +338,14 @@ impl Store for MemoryStore {
         }
         state.events.insert(
             (event.run_id, event.name.clone(), next),
-            EventRecord {
-                run_id: event.run_id,
-                name: event.name,
-                index: next,
-                data: Some(event.data),
-                timed_out: false,
-                reference_id: event.reference_id,
-                received_at: event.now,
-            },
+            EventRecord::received(
+                event.run_id,
+                event.name,
+                next,
+                event.data,
+                event.reference_id,
+                event.now,
+            ),
         );
         let woke = state.runs[&event.run_id].status == RunStatus::AwaitingEvent;
         if woke {
@@ -373,15 +372,7 @@ impl Store for MemoryStore {
         let slot = state
             .events
             .entry((id, name.to_owned(), index))
-            .or_insert_with(|| EventRecord {
-                run_id: id,
-                name: name.to_owned(),
-                index,
-                data: None,
-                timed_out: true,
-                reference_id: None,
-                received_at: now,
-            });
+            .or_insert_with(|| EventRecord::timeout(id, name, index, now));
         Ok(slot.clone())
     }
 

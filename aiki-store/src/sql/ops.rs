@@ -333,15 +333,7 @@ impl<D: Dialect> SqlStore<D> {
             )
             .await?;
         if inserted == 1 {
-            return Ok(EventRecord {
-                run_id: id,
-                name: name.to_owned(),
-                index,
-                data: None,
-                timed_out: true,
-                reference_id: None,
-                received_at: now,
-            });
+            return Ok(EventRecord::timeout(id, name, index, now));
         }
         let mut row = self
             .fetch_optional(
