@@ -331,8 +331,12 @@ impl Harness {
     }
 
     /// Stops the current worker at once, as a crash would: runs it held stay `running`.
-    pub fn crash_worker(&mut self) {
-        self.worker = None;
+    /// Returns once none of its executions runs any more (a claim refresher still running
+    /// after the "crash" would keep the claim fresh through the next `advance`).
+    pub async fn crash_worker(&mut self) {
+        if let Some(worker) = self.worker.take() {
+            worker.abort().await;
+        }
     }
 
     /// Waits (real time, bounded) until the run reaches `status`.

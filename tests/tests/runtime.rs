@@ -496,7 +496,7 @@ async fn crashed_run_resumes_without_rerunning_recorded_tasks(backend: Backend) 
     h.deploy(|w| gated_worker(w, Crashy, &gate)).await;
     let run = h.client.start::<Crashy>("x".into()).await.unwrap();
     gate.entered.notified().await;
-    h.crash_worker();
+    h.crash_worker().await;
     h.deploy(|w| gated_worker(w, Crashy, &gate)).await;
     assert_eq!(
         run.status().await.unwrap(),
@@ -520,7 +520,7 @@ async fn interrupted_task_without_retries_fails_as_interrupted(backend: Backend)
     h.deploy(|w| gated_worker(w, CrashyOnce, &gate)).await;
     let run = h.client.start::<CrashyOnce>("x".into()).await.unwrap();
     gate.entered.notified().await;
-    h.crash_worker();
+    h.crash_worker().await;
     h.deploy(|w| gated_worker(w, CrashyOnce, &gate)).await;
     h.advance(IDLE + MINUTE);
     let record = h.reach(&run, RunStatus::Failed).await;

@@ -166,7 +166,7 @@ impl Worker {
 
     /// Starts the claim loop on the current tokio runtime.
     pub fn start(self) -> WorkerHandle {
-        let (stop_tx, stop_rx) = watch::channel(false);
+        let (stop_tx, stop_rx) = watch::channel(Stop::No);
         let task = tokio::spawn(self.run(stop_rx));
         WorkerHandle {
             stop: stop_tx,
@@ -174,7 +174,7 @@ impl Worker {
         }
     }
 
-    async fn run(self, mut stop: watch::Receiver<bool>) {
+    async fn run(self, mut stop: watch::Receiver<Stop>) {
         let namespaces: Vec<Namespace> = self.shared.registry.keys().cloned().collect();
         let mut executions = JoinSet::new();
         let mut backoff = Duration::from_millis(50);
@@ -183,7 +183,7 @@ impl Worker {
         let mut daemons_ran = tokio::time::Instant::now();
         let mut was_busy = false;
         loop {
-            if *stop.borrow() {
+            if *stop.borrow() != Stop::No {
                 break;
             }
             while let Some(joined) = executions.try_join_next() {
@@ -252,6 +252,11 @@ impl Worker {
                 _ = stop.changed() => {}
             }
         }
+        if *stop.borrow() == Stop::Now {
+            // As a crash: every execution stops where it is, nothing more is written.
+            executions.shutdown().await;
+            return;
+        }
         // Real time: how long a process takes to stop is not run timing.
         let drained = tokio::time::timeout(self.shutdown_timeout, async {
             while let Some(joined) = executions.join_next().await {
@@ -281,11 +286,22 @@ fn log_join_error(joined: Result<(), tokio::task::JoinError>) {
     }
 }
 
+/// How the claim loop is asked to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// Keep going.
+    No,
+    /// Stop claiming, let runs in progress finish (up to the shutdown timeout).
+    Gracefully,
+    /// Drop every execution where it is, as a crash would.
+    Now,
+}
+
 /// A started worker. Dropping it stops the worker at once; [`shutdown`](WorkerHandle::shutdown)
-/// stops it gracefully.
+/// stops it gracefully, [`abort`](WorkerHandle::abort) at once and waits until it has.
 #[derive(Debug)]
 pub struct WorkerHandle {
-    stop: watch::Sender<bool>,
+    stop: watch::Sender<Stop>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -293,7 +309,19 @@ impl WorkerHandle {
     /// Stops claiming, waits up to the shutdown timeout for runs in progress, and leaves the
     /// rest for claim recovery.
     pub async fn shutdown(mut self) {
-        let _ = self.stop.send(true);
+        let _ = self.stop.send(Stop::Gracefully);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// Stops the worker at once, as a crash would: every execution is dropped where it is,
+    /// and the runs it held stay `running` under its claim until claim recovery releases
+    /// them. Unlike dropping the handle (which stops it just as abruptly, but some moments
+    /// later), this returns only once nothing of the worker runs any more, so no claim of
+    /// it is refreshed afterwards.
+    pub async fn abort(mut self) {
+        let _ = self.stop.send(Stop::Now);
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
