@@ -114,7 +114,7 @@ impl Dialect for SqliteDialect {
 
     const DRIVER: Driver<Sqlite> = driver::SQLITE;
 
-    fn statements() -> DialectStatements {
+    fn statements(&self) -> DialectStatements {
         let run = render_for_sqlite(&run_doc(""));
         let terminal = status_list(RunStatus::is_terminal);
         let set = render_for_sqlite(TRANSITION_SET);

@@ -54,6 +54,12 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// Claims up to `limit` `queued` runs of the given namespaces and pool, oldest first: each
     /// becomes `running` with `owner` set, its heartbeat at `now` and its revision incremented.
     /// Concurrent claimers never get the same run.
+    ///
+    /// A store may time claims by a clock of its own instead of the callers' `now`
+    /// (heartbeats here and in [`refresh_claim`](Store::refresh_claim), staleness in
+    /// [`release_stale_claims`](Store::release_stale_claims)), so that workers whose clocks
+    /// disagree judge each other's claims alike: `PostgresStore` uses the server's clock
+    /// unless told otherwise.
     async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError>;
 
     /// Refreshes a claim: checks the revision and owner (without incrementing) and sets the
@@ -108,8 +114,9 @@ pub trait Store: Send + Sync + Debug + 'static {
     async fn wake_due(&self, now: Millis) -> Result<u64, StoreError>;
 
     /// Claim recovery: moves every `running` run whose last heartbeat is older than
-    /// `now - idle_timeout_ms` back to `queued`, clearing its owner and incrementing its
-    /// revision. Returns the released runs.
+    /// `now - idle_timeout_ms` (by the store's claim clock, see [`claim`](Store::claim)) back
+    /// to `queued`, clearing its owner and incrementing its revision. Returns the released
+    /// runs.
     async fn release_stale_claims(
         &self,
         now: Millis,

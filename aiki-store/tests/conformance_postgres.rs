@@ -9,7 +9,7 @@ mod support;
 
 use aiki_store::Store;
 use aiki_store::conformance::Fixture;
-use aiki_store::postgres::PostgresStore;
+use aiki_store::postgres::{ClaimClock, PostgresOptions, PostgresStore};
 
 /// A store on this binary's test database, or `None` (skipped) without a server.
 struct TestDatabase(Option<PostgresStore>);
@@ -25,7 +25,8 @@ async fn test_database() -> TestDatabase {
         return TestDatabase(None);
     };
     TestDatabase(Some(
-        PostgresStore::connect(&url)
+        // The suite passes its own times; the server's clock would not follow them.
+        PostgresStore::connect_with(PostgresOptions::new(url).claim_clock(ClaimClock::Caller))
             .await
             .expect("the PostgreSQL store opens"),
     ))

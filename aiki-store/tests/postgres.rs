@@ -478,3 +478,93 @@ async fn concurrent_entries_are_written_together_and_a_refused_one_fails_alone()
     let history = store.load_history(id).await.expect("history");
     assert_eq!(history.entries.len(), 249);
 }
+
+/// Milliseconds since the epoch by this machine's clock.
+fn wall_clock() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_millis() as i64
+}
+
+/// By default the server's clock times claims: a caller whose clock is far off (here: stuck in
+/// 1970, then an hour ahead) neither stamps its claims with its own time nor releases the
+/// claims of others as stale. With `aiki_claim_clock=caller` the same calls do release them.
+#[tokio::test]
+async fn the_database_clock_times_claims_whatever_the_callers_say() {
+    let Some(url) = pg::create_database().await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).await.expect("open");
+    let namespace = unique_namespace();
+    let id = store
+        .create_run(new_run(&namespace, 1))
+        .await
+        .expect("create")
+        .run()
+        .id;
+    let claimed = store
+        .claim(claim(&namespace, 2))
+        .await
+        .expect("claim")
+        .remove(0);
+    let stamped = claimed.heartbeat_at.expect("a claimed run has a heartbeat");
+    assert!(
+        (stamped - wall_clock()).abs() < 60_000,
+        "the heartbeat is the server's time ({stamped}), not the caller's (2)"
+    );
+    store
+        .refresh_claim(id, "w", claimed.revision, 3)
+        .await
+        .expect("refresh");
+    let refreshed = store.get_run(id).await.expect("read");
+    assert!(refreshed.heartbeat_at.expect("heartbeat") >= stamped);
+    let an_hour_ahead = wall_clock() + 3_600_000;
+    assert_eq!(
+        store
+            .release_stale_claims(an_hour_ahead, 30_000)
+            .await
+            .expect("sweep"),
+        Vec::<RunId>::new(),
+        "a caller an hour ahead does not release a claim refreshed a moment ago"
+    );
+    assert_eq!(
+        store.get_run(id).await.expect("read").status,
+        RunStatus::Running
+    );
+
+    let callers = PostgresStore::connect(&format!("{url}?aiki_claim_clock=caller"))
+        .await
+        .expect("open");
+    assert_eq!(
+        callers
+            .release_stale_claims(an_hour_ahead, 30_000)
+            .await
+            .expect("sweep"),
+        vec![id],
+        "by the caller's clock the same claim is an hour old"
+    );
+    store.close().await;
+    callers.close().await;
+    pg::drop_database(&url).await;
+}
+
+#[tokio::test]
+async fn an_unknown_aiki_parameter_is_refused() {
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    for (parameter, named) in [
+        ("aiki_claim_clock=server", "aiki_claim_clock=server"),
+        ("aiki_schemas=x", "aiki_schemas"),
+    ] {
+        let error = PostgresStore::connect(&format!("{url}?{parameter}"))
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(error, StoreError::UnsupportedUrl { .. }),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains(named), "{error}");
+    }
+}

@@ -140,6 +140,17 @@ impl Backend {
     }
 }
 
+/// The URL with claims timed by the caller's clock on PostgreSQL (by default they are timed
+/// by the server's): a test whose manual clock moves time decides staleness by it.
+pub fn caller_claim_clock(url: &str) -> String {
+    if url.starts_with("postgres") {
+        let separator = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{separator}aiki_claim_clock=caller")
+    } else {
+        url.to_owned()
+    }
+}
+
 /// Creates an empty schema `aiki_e2e_<unix seconds>_<random>` for one scenario, after dropping
 /// the ones earlier runs left behind more than ten minutes ago (no scenario runs that long).
 async fn fresh_schema(url: &str) -> String {
@@ -296,7 +307,9 @@ impl Harness {
     /// The store a URL names (from [`Backend::fresh_url`], for a test that also reaches the
     /// database directly) and no worker yet.
     pub async fn on_url(url: &str) -> Harness {
-        let store = aiki::connect(url).await.expect("the store opens");
+        let store = aiki::connect(&caller_claim_clock(url))
+            .await
+            .expect("the store opens");
         let clock = ManualClock::starting_now();
         let client = Client::new(store.clone())
             .with_clock(clock.clone())

@@ -2,14 +2,21 @@
 //! are mid-flight, for 10 s and for 120 s (four times the claim idle timeout), and every run
 //! completes, none failed as interrupted, no task run twice. Real clock, one in-process
 //! worker with its daemons; the server is this machine's cluster, stopped with pg_ctlcluster
-//! (as root; a loud skip otherwise, a failure under `CI=true`). Its own test binary, the two
+//! (as root; a loud skip otherwise, a failure under `CI=true`). Its own test binary, the
 //! tests one after the other, so nothing else shares the server while it is down.
+//!
+//! Nor does a worker whose clock is off: claims are timed by the server's clock, so a worker
+//! an hour ahead does not release the runs of a live one (and, with claims timed by the
+//! callers' clocks, it does: the reason for the default).
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 use std::time::{Duration, Instant};
 
-use aiki::{Client, Run, RunStatus, State, TaskError, Worker, WorkflowError};
+use std::sync::Arc;
+
+use aiki::store::Millis;
+use aiki::{Client, Clock, Run, RunStatus, State, SystemClock, TaskError, Worker, WorkflowError};
 use aiki_tests::{Backend, Executions};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -97,5 +104,98 @@ async fn runs_complete_when_postgres_is_down_for_10_seconds() {
 async fn runs_complete_when_postgres_is_down_for_120_seconds_past_the_idle_timeout() {
     if aiki_tests::postgres_available().await {
         runs_complete_across_an_outage_of(Duration::from_secs(120)).await;
+    }
+}
+
+/// This machine's clock, off by a fixed amount.
+#[derive(Debug)]
+struct Skewed(Millis);
+
+impl Clock for Skewed {
+    fn now(&self) -> Millis {
+        SystemClock.now() + self.0
+    }
+}
+
+/// Holds its run until the gate opens.
+#[aiki::task(name = "held")]
+async fn held(
+    State(gate): State<Arc<tokio::sync::Notify>>,
+    State(executions): State<Executions>,
+) -> Result<(), TaskError> {
+    executions.record("held");
+    gate.notified().await;
+    Ok(())
+}
+
+#[aiki::workflow(name = "held-flow", version = "1")]
+async fn held_flow(run: &Run) -> Result<(), WorkflowError> {
+    Held.start(run).await
+}
+
+/// A live worker holds a run while a daemons-only worker whose clock is an hour ahead sweeps
+/// for stale claims for three idle timeouts; returns whether the run was taken from it.
+async fn a_skewed_worker_sweeps(url: &str) -> bool {
+    let _serial = SERIAL.lock().await;
+    let store = aiki::connect(url).await.expect("the store opens");
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let executions = Executions::default();
+    let idle = Duration::from_millis(1500);
+    let worker = |configure: fn(aiki::WorkerBuilder) -> aiki::WorkerBuilder| {
+        configure(
+            Worker::builder(store.clone())
+                .poll_interval(Duration::from_millis(20))
+                .claim_refresh_interval(Duration::from_millis(300))
+                .claim_idle_timeout(idle),
+        )
+    };
+    let live = worker(|w| w.register(HeldFlow))
+        .state(gate.clone())
+        .state(executions.clone())
+        .build()
+        .expect("worker config")
+        .start();
+    let skewed = worker(|w| w.clock(Skewed(3_600_000)))
+        .build()
+        .expect("worker config")
+        .start();
+    let client = Client::new(store).with_poll_interval(Duration::from_millis(20));
+    let run = client.start::<HeldFlow>(aiki::NoInput).await.unwrap();
+    let claimed = run
+        .wait_for_status_timeout(RunStatus::Running, Duration::from_secs(30))
+        .await
+        .expect("the live worker claims the run");
+    tokio::time::sleep(idle * 3).await;
+    let after = run.record().await.unwrap();
+    let taken = after.revision != claimed.revision;
+    gate.notify_one();
+    if !taken {
+        run.result().await.expect("the run completes");
+        assert_eq!(executions.count("held"), 1);
+    }
+    skewed.abort().await;
+    live.abort().await;
+    taken
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_with_a_skewed_clock_leaves_live_claims_alone() {
+    if aiki_tests::postgres_available().await {
+        let url = Backend::Postgres.fresh_url().await;
+        assert!(
+            !a_skewed_worker_sweeps(&url).await,
+            "claims are timed by the server: the live claim stays"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_claims_timed_by_the_callers_a_skewed_clock_releases_live_claims() {
+    if aiki_tests::postgres_available().await {
+        let url = aiki_tests::caller_claim_clock(&Backend::Postgres.fresh_url().await);
+        assert!(
+            a_skewed_worker_sweeps(&url).await,
+            "by the skewed clock, the live claim looks an hour old"
+        );
     }
 }

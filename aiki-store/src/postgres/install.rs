@@ -16,30 +16,6 @@ const TABLES: [&str; 4] = ["aiki_runs", "aiki_entries", "aiki_sleeps", "aiki_eve
 /// The function of v0.1.0's trigger (migration 0002).
 const FUNCTIONS: [&str; 1] = ["aiki_wake_parent()"];
 
-/// Splits the `aiki_schema=NAME` parameter (Aiki's, not the driver's) off a URL.
-pub(super) fn take_schema_parameter(url: &str) -> (String, Option<String>) {
-    let Some((base, query)) = url.split_once('?') else {
-        return (url.to_owned(), None);
-    };
-    let mut schema = None;
-    let rest: Vec<&str> = query
-        .split('&')
-        .filter(|pair| match pair.strip_prefix("aiki_schema=") {
-            Some(name) => {
-                schema = Some(name.to_owned());
-                false
-            }
-            None => !pair.is_empty(),
-        })
-        .collect();
-    let url = if rest.is_empty() {
-        base.to_owned()
-    } else {
-        format!("{base}?{}", rest.join("&"))
-    };
-    (url, schema)
-}
-
 /// Letters, digits and `_`, not starting with a digit: a name that needs no quoting rules.
 pub(super) fn is_plain_identifier(name: &str) -> bool {
     let mut chars = name.chars();
@@ -136,25 +112,6 @@ pub(super) async fn move_install(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_schema_parameter_is_aikis_not_the_drivers() {
-        assert_eq!(
-            take_schema_parameter("postgres://u@h/db?aiki_schema=runs_1&sslmode=disable"),
-            (
-                "postgres://u@h/db?sslmode=disable".to_owned(),
-                Some("runs_1".to_owned())
-            )
-        );
-        assert_eq!(
-            take_schema_parameter("postgres://u@h/db?aiki_schema=x"),
-            ("postgres://u@h/db".to_owned(), Some("x".to_owned()))
-        );
-        assert_eq!(
-            take_schema_parameter("postgres://u@h/db"),
-            ("postgres://u@h/db".to_owned(), None)
-        );
-    }
 
     #[test]
     fn schema_names_are_plain_identifiers() {

@@ -28,6 +28,7 @@ use crate::sql::{Dialect, SqlStore, Tx, setters, store_impl};
 use crate::{MigrationMode, RunStatus, StoreError};
 
 mod install;
+mod url;
 
 /// The embedded migrations of the PostgreSQL schema.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -51,6 +52,30 @@ pub struct PostgresOptions {
     pub schema: String,
     /// What connecting does with the schema (default [`MigrationMode::Apply`]).
     pub migration: MigrationMode,
+    /// Whose clock claims are taken, refreshed and judged stale by (default
+    /// [`ClaimClock::Database`]; a URL may say `aiki_claim_clock=caller`).
+    pub claim_clock: ClaimClock,
+}
+
+/// Whose clock times a claim: when it was taken, when it was last refreshed, and whether it
+/// has gone stale.
+///
+/// With [`Database`](ClaimClock::Database) (the default on PostgreSQL), the server's `now()`
+/// stamps every claim and heartbeat and is what recovery compares them with, so a worker
+/// machine whose clock is off by minutes neither releases the runs of live workers nor keeps
+/// a dead worker's runs for longer. Every other time the runtime stores (wake-ups, retries,
+/// when something happened) still comes from the worker's own clock.
+/// [`Caller`](ClaimClock::Caller) uses the `now` each call passes instead, so a test's
+/// manual clock decides staleness too. All processes on one database should use the same
+/// setting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClaimClock {
+    /// The database server's clock.
+    #[default]
+    Database,
+    /// The `now` the caller of each store operation passes (its worker's clock).
+    Caller,
 }
 
 impl PostgresOptions {
@@ -62,6 +87,7 @@ impl PostgresOptions {
             acquire_timeout: Duration::from_secs(30),
             schema: DEFAULT_SCHEMA.to_owned(),
             migration: MigrationMode::Apply,
+            claim_clock: ClaimClock::Database,
         }
     }
 
@@ -76,6 +102,8 @@ impl PostgresOptions {
         acquire_timeout: Duration,
         /// Sets what connecting does with the schema.
         migration: MigrationMode,
+        /// Sets whose clock times claims.
+        claim_clock: ClaimClock,
     }
 
     /// Sets the schema that holds Aiki's tables.
@@ -105,6 +133,8 @@ pub(crate) struct PgDialect {
     pool: PgPool,
     /// Where Aiki's tables live.
     schema: String,
+    /// Whose clock times claims.
+    claim_clock: ClaimClock,
     /// Where the connection's own search path put them before they had a schema of their own
     /// (an install of v0.1.0), if that is elsewhere.
     legacy_schema: Option<String>,
@@ -115,7 +145,7 @@ impl Dialect for PgDialect {
 
     const DRIVER: Driver<Postgres> = driver::POSTGRES;
 
-    fn statements() -> DialectStatements {
+    fn statements(&self) -> DialectStatements {
         let run = run_doc("r.");
         let terminal = status_list(RunStatus::is_terminal);
         DialectStatements {
@@ -124,10 +154,11 @@ impl Dialect for PgDialect {
                  AND namespace = ANY($4::text[]) AND NOT (id = ANY($6::uuid[])) \
                  ORDER BY queued_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED) \
-                 UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = $2, \
+                 UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = {now}, \
                  revision = r.revision + 1, due_at = NULL, updated_at = $2 \
                  FROM picked WHERE r.id = picked.id AND r.status = 'queued' \
-                 RETURNING {run}::text"
+                 RETURNING {run}::text",
+                now = self.claim_time("$2")
             ),
             transition: format!(
                 "WITH w AS (SELECT ($12 AND (\
@@ -192,6 +223,16 @@ impl Dialect for PgDialect {
 
     driver::dialect_methods!(self => (&self.pool, &self.pool));
 
+    fn claim_time(&self, now: &str) -> String {
+        match self.claim_clock {
+            // `now` stays in the statement (ignored) so that it binds the same parameters.
+            ClaimClock::Database => {
+                format!("COALESCE((EXTRACT(EPOCH FROM now()) * 1000)::bigint, {now})")
+            }
+            ClaimClock::Caller => now.to_owned(),
+        }
+    }
+
     /// Creates Aiki's schema if missing and moves an earlier release's install into it, in one
     /// transaction under an advisory lock; then the migrator (which holds its own advisory
     /// lock) brings the schema up to date.
@@ -253,8 +294,9 @@ impl PostgresStore {
             url: options.url.clone(),
             reason,
         };
-        let (url, named) = install::take_schema_parameter(&options.url);
-        let schema = named.unwrap_or_else(|| options.schema.clone());
+        let (url, named) = url::take_aiki_parameters(&options.url).map_err(unsupported)?;
+        let schema = named.schema.unwrap_or_else(|| options.schema.clone());
+        let claim_clock = named.claim_clock.unwrap_or(options.claim_clock);
         if !install::is_plain_identifier(&schema) {
             return Err(unsupported(format!(
                 "`{schema}` is not a plain schema name (letters, digits and `_`, not starting \
@@ -287,6 +329,7 @@ impl PostgresStore {
                 pool,
                 legacy_schema: current.filter(|current| *current != schema),
                 schema,
+                claim_clock,
             }),
         };
         store.inner.prepare(options.migration).await?;

@@ -196,7 +196,14 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     const DRIVER: super::driver::Driver<Self::Db>;
 
     /// Statements that differ in more than placeholders and casts, in this database's syntax.
-    fn statements() -> DialectStatements;
+    fn statements(&self) -> DialectStatements;
+
+    /// The SQL for the time a claim is taken or refreshed at, and claims are judged stale
+    /// against, given the placeholder of the caller's `now`: the caller's time unless the
+    /// store reads the database's clock (see `ClaimClock`).
+    fn claim_time(&self, now: &str) -> String {
+        now.to_owned()
+    }
 
     /// Opens a transaction that holds the write lock from its first statement on.
     fn begin(&self) -> impl Future<Output = Result<Tx<Self>, StoreError>> + Send;

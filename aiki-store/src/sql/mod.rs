@@ -56,7 +56,7 @@ impl<D: Dialect> SqlStore<D> {
     /// A store over a connected dialect.
     pub(crate) fn new(dialect: D) -> Self {
         let statements = Arc::new(StatementCounter::default());
-        let sql = Arc::new(Statements::new::<D>());
+        let sql = Arc::new(Statements::new(&dialect));
         SqlStore {
             entries: EntryBatcher::new(Entries {
                 dialect: dialect.clone(),

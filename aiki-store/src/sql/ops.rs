@@ -362,7 +362,7 @@ impl<D: Dialect> SqlStore<D> {
             .fetch(
                 On::Write,
                 &self.sql.release_stale,
-                &params![now, now.saturating_sub(idle_timeout_ms)],
+                &params![now, idle_timeout_ms],
             )
             .await?;
         let ids = rows

@@ -116,7 +116,8 @@ pub(crate) struct Statements {
     pub(crate) lock_status: String,
     /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`.
     pub(crate) upsert_entry: String,
-    /// Refreshes the claim of run `$1` at revision `$2` held by `$3`: heartbeat `$4`.
+    /// Refreshes the claim of run `$1` at revision `$2` held by `$3`: heartbeat `$4` (or the
+    /// database's clock, see [`Dialect::claim_time`]).
     pub(crate) refresh_claim: String,
     /// Upserts a sleep if run `$1` has revision `$7`.
     pub(crate) put_sleep: String,
@@ -129,7 +130,8 @@ pub(crate) struct Statements {
     pub(crate) wake_due: String,
     /// Wakes run `$1` for an event, at `$5` (see [`WAKE_FOR_EVENT`]).
     pub(crate) wake_for_event: String,
-    /// Releases `running` runs whose heartbeat is older than `$2`, at `$1`; returns their ids.
+    /// Releases `running` runs at `$1` whose heartbeat is more than `$2` ms old (by
+    /// [`Dialect::claim_time`]); returns their ids.
     pub(crate) release_stale: String,
     /// Stalls runs queued since before `$2`, at `$1`.
     pub(crate) stall: String,
@@ -139,13 +141,13 @@ pub(crate) struct Statements {
 
 impl Statements {
     /// The shared statements in `D`'s syntax.
-    pub(crate) fn new<D: Dialect>() -> Self {
+    pub(crate) fn new<D: Dialect>(dialect: &D) -> Self {
         let run = run_doc("");
         let run_r = run_doc("r.");
         let timers = status_list(RunStatus::wakes_on_timer);
         let render = |sql: String| (D::DRIVER.render)(&sql);
         Statements {
-            own: D::statements(),
+            own: dialect.statements(),
             insert_run: render(format!(
                 "INSERT INTO aiki_runs (id, namespace, workflow, version, input, input_hash, \
                  reference_id, pool, status, revision, attempts, due_at, queued_at, \
@@ -189,11 +191,11 @@ impl Statements {
                  FROM aiki_runs WHERE id = $1::uuid AND revision = $13 FOR SHARE \
                  {ENTRY_CONFLICT}"
             )),
-            refresh_claim: render(
-                "UPDATE aiki_runs SET heartbeat_at = $4 \
-                 WHERE id = $1::uuid AND revision = $2 AND owner = $3"
-                    .to_owned(),
-            ),
+            refresh_claim: render(format!(
+                "UPDATE aiki_runs SET heartbeat_at = {} \
+                 WHERE id = $1::uuid AND revision = $2 AND owner = $3",
+                dialect.claim_time("$4")
+            )),
             put_sleep: render(
                 "INSERT INTO aiki_sleeps (run_id, name, idx, duration_ms, wake_at, cancelled) \
                  SELECT $1::uuid, $2, $3, $4, $5, $6 \
@@ -222,13 +224,13 @@ impl Statements {
                  heartbeat_at = NULL WHERE status IN {timers} AND due_at <= $1"
             )),
             wake_for_event: render(WAKE_FOR_EVENT.to_owned()),
-            release_stale: render(
+            release_stale: render(format!(
                 "UPDATE aiki_runs SET status = 'queued', revision = revision + 1, \
                  due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
-                 heartbeat_at = NULL WHERE status = 'running' AND (heartbeat_at < $2 \
-                 OR (heartbeat_at IS NULL AND updated_at < $2)) RETURNING id::text"
-                    .to_owned(),
-            ),
+                 heartbeat_at = NULL WHERE status = 'running' AND (heartbeat_at < {} - $2 \
+                 OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) RETURNING id::text",
+                dialect.claim_time("$1")
+            )),
             applied_migrations: render(
                 "SELECT version, (CASE WHEN success THEN 1 ELSE 0 END)::bigint \
                  FROM _sqlx_migrations ORDER BY version"
