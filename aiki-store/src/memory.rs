@@ -8,7 +8,8 @@ use async_trait::async_trait;
 
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    NewEvent, NewRun, RunId, RunRecord, RunStatus, SleepRecord, Store, StoreError, Transition,
+    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, Store,
+    StoreError, Transition,
 };
 
 /// The in-memory backend. Every call takes one lock, so every call is atomic.
@@ -426,5 +427,28 @@ impl Store for MemoryStore {
             state.set_status(*id, RunStatus::Stalled, None, now);
         }
         Ok(stalled.len() as u64)
+    }
+
+    async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
+        let state = self.lock();
+        let mut counts: BTreeMap<(&str, &str), (u64, Millis)> = BTreeMap::new();
+        for run in state.runs.values() {
+            if run.status == RunStatus::Queued {
+                let since = run.queued_at.unwrap_or(run.created_at);
+                let key = (
+                    run.namespace.workflow.as_str(),
+                    run.namespace.version.as_str(),
+                );
+                let (queued, oldest) = counts.entry(key).or_insert((0, since));
+                *queued += 1;
+                *oldest = (*oldest).min(since);
+            }
+        }
+        Ok(counts
+            .into_iter()
+            .map(|((workflow, version), (queued, oldest))| {
+                RunCounts::new(Namespace::new(workflow, version), queued, Some(oldest))
+            })
+            .collect())
     }
 }

@@ -208,7 +208,8 @@ impl Dialect for SqliteDialect {
         &MIGRATOR
     }
 
-    const OLDEST_READABLE: i64 = 1;
+    // Run documents read the `traceparent` column of migration 0003.
+    const OLDEST_READABLE: i64 = 3;
 
     async fn close(&self) {
         self.reader.close().await;

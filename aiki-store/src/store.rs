@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    NewEvent, NewRun, RunId, RunRecord, SleepRecord, StoreError, Transition,
+    NewEvent, NewRun, RunCounts, RunId, RunRecord, SleepRecord, StoreError, Transition,
 };
 
 /// A shared, type-erased store.
@@ -125,4 +125,8 @@ pub trait Store: Send + Sync + Debug + 'static {
 
     /// Moves every run `queued` since before `now - max_age_ms` to `stalled`. Returns how many.
     async fn stall_undelivered(&self, now: Millis, max_age_ms: i64) -> Result<u64, StoreError>;
+
+    /// Per workflow version with queued runs: how many are `queued` and since when the
+    /// oldest has been, ordered by workflow and version. One read, for a metrics scrape.
+    async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError>;
 }

@@ -287,6 +287,10 @@ impl aiki::Store for Counting {
         self.count("stall_undelivered");
         self.inner.stall_undelivered(now, max_age_ms).await
     }
+    async fn run_counts(&self) -> Result<Vec<aiki::store::RunCounts>, StoreError> {
+        self.count("run_counts");
+        self.inner.run_counts().await
+    }
 }
 
 /// The store calls a ten-step run costs: exactly two entry writes per step (the `running`

@@ -35,6 +35,7 @@ use crate::{
 
 mod claims;
 mod concurrency;
+mod counts;
 mod entries;
 mod events;
 mod runs;
@@ -43,6 +44,7 @@ mod sweeps;
 
 pub use claims::*;
 pub use concurrency::*;
+pub use counts::*;
 pub use entries::*;
 pub use events::*;
 pub use runs::*;
@@ -109,6 +111,7 @@ macro_rules! conformance_tests {
             check_wake_due,
             check_release_stale_claims,
             check_stall_undelivered,
+            check_run_counts,
             check_zombie_executor_is_fenced,
             check_concurrent_claimers_never_share_a_run,
             check_concurrent_put_entry_outcomes_are_each_their_own,
@@ -145,6 +148,7 @@ fn new_run(namespace: &Namespace, status: RunStatus, now: Millis) -> NewRun {
         status,
         due_at: None,
         parent: None,
+        traceparent: None,
         now,
     }
 }

@@ -14,6 +14,7 @@ pub async fn check_create_run(store: &dyn Store) {
     let mut new = new_run(&namespace, RunStatus::Queued, now);
     new.reference_id = Some(format!("ref-{}", RunId::new()));
     new.pool = "gpu".to_owned();
+    new.traceparent = Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned());
     let run = create(store, new.clone()).await;
     assert_eq!(run.id, new.id);
     assert_eq!(run.namespace, namespace);
@@ -21,6 +22,7 @@ pub async fn check_create_run(store: &dyn Store) {
     assert_eq!(run.input_hash, new.input_hash);
     assert_eq!(run.reference_id, new.reference_id);
     assert_eq!(run.pool, "gpu");
+    assert_eq!(run.traceparent, new.traceparent);
     assert_eq!(run.status, RunStatus::Queued);
     assert_eq!((run.revision, run.attempts), (1, 1));
     assert_eq!(run.queued_at, Some(now));

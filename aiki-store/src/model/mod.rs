@@ -1,5 +1,6 @@
 //! The records a run's history is made of.
 
+mod counts;
 mod entry;
 mod event;
 mod ids;
@@ -7,6 +8,7 @@ mod run;
 mod sleep;
 mod transition;
 
+pub use counts::*;
 pub use entry::*;
 pub use event::*;
 pub use ids::*;

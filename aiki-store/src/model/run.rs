@@ -48,6 +48,9 @@ pub struct NewRun {
     pub due_at: Option<Millis>,
     /// The parent run, for a child run.
     pub parent: Option<ParentLink>,
+    /// The W3C `traceparent` of the trace the run belongs to (see
+    /// [`RunRecord::traceparent`]).
+    pub traceparent: Option<String>,
     /// Creation time.
     pub now: Millis,
 }
@@ -71,6 +74,7 @@ impl NewRun {
             status: RunStatus::Queued,
             due_at: None,
             parent: None,
+            traceparent: None,
             now,
         }
     }
@@ -119,6 +123,12 @@ impl NewRun {
         self
     }
 
+    /// Sets the W3C `traceparent` the run's executions link to.
+    pub fn traceparent(mut self, traceparent: Option<String>) -> Self {
+        self.traceparent = traceparent;
+        self
+    }
+
     /// The run as [`Store::create_run`](crate::Store::create_run) stores it: revision 1,
     /// attempt 1, `queued_at` set for a queued run, created and updated at `now`.
     pub fn into_record(self) -> RunRecord {
@@ -140,6 +150,7 @@ impl NewRun {
             output_fingerprint: None,
             error: None,
             parent: self.parent,
+            traceparent: self.traceparent,
             created_at: self.now,
             updated_at: self.now,
         }
@@ -203,6 +214,12 @@ pub struct RunRecord {
     pub error: Option<Failure>,
     /// The parent, for a child run.
     pub parent: Option<ParentLink>,
+    /// The W3C `traceparent` current when the run was started (a child's is its parent's):
+    /// every execution of the run links to it, so a run that resumes days later on another
+    /// machine stays one story in a tracing backend. `None` for runs started outside a trace
+    /// (and before this was stored).
+    #[serde(default)]
+    pub traceparent: Option<String>,
     /// Creation time.
     pub created_at: Millis,
     /// Time of the last transition.

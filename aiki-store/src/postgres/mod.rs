@@ -275,7 +275,8 @@ impl Dialect for PgDialect {
         &MIGRATOR
     }
 
-    const OLDEST_READABLE: i64 = 1;
+    // Run documents read the `traceparent` column of migration 0004.
+    const OLDEST_READABLE: i64 = 4;
 
     async fn close(&self) {
         self.pool.close().await;

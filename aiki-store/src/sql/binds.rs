@@ -8,7 +8,7 @@ use super::decode::{json_text, revision};
 use super::dialect::{Param, params};
 
 /// The parameters of `Statements::insert_run`.
-pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 14] {
+pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 15] {
     params![
         run.id,
         run.namespace.to_string(),
@@ -24,6 +24,7 @@ pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 14] {
         run.parent.as_ref().map(|parent| parent.run_id.to_string()),
         run.parent.as_ref().map(|parent| parent.address.as_str()),
         run.now,
+        &run.traceparent,
     ]
 }
 

@@ -82,6 +82,8 @@ pub(crate) struct RunRow {
     error_message: Option<String>,
     parent_run_id: Option<String>,
     parent_address: Option<String>,
+    #[serde(default)]
+    traceparent: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -121,6 +123,7 @@ impl RunRow {
             output_fingerprint: self.output_fingerprint,
             error: failure(self.error_kind, self.error_message),
             parent,
+            traceparent: self.traceparent,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })

@@ -390,6 +390,10 @@ macro_rules! store_impl {
             ) -> Result<u64, $crate::StoreError> {
                 self.inner.stall_undelivered(now, max_age_ms).await
             }
+
+            async fn run_counts(&self) -> Result<Vec<$crate::RunCounts>, $crate::StoreError> {
+                self.inner.run_counts().await
+            }
         }
     };
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    NewEvent, NewRun, RunId, RunRecord, SleepRecord, StoreError, Transition,
+    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, SleepRecord, StoreError, Transition,
 };
 
 use super::decode::{self, revision};
@@ -370,6 +370,23 @@ impl<D: Dialect> SqlStore<D> {
             .map(|row| Ok(row.text(0)?.unwrap_or_default()))
             .collect::<Result<Vec<_>, StoreError>>()?;
         decode::parse_ids(&ids)
+    }
+
+    pub(crate) async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
+        let rows = self.fetch(On::Read, &self.sql.run_counts, &[]).await?;
+        rows.iter()
+            .map(|row| {
+                let queued = row.int(2)?.unwrap_or_default();
+                Ok(RunCounts::new(
+                    Namespace::new(
+                        row.text(0)?.unwrap_or_default(),
+                        row.text(1)?.unwrap_or_default(),
+                    ),
+                    u64::try_from(queued).unwrap_or_default(),
+                    row.int(3)?,
+                ))
+            })
+            .collect()
     }
 
     pub(crate) async fn stall_undelivered(

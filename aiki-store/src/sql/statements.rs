@@ -44,7 +44,8 @@ pub(crate) fn run_doc(alias: &str) -> String {
          'output', {a}output, 'output_fingerprint', {a}output_fingerprint, \
          'error_kind', {a}error_kind, 'error_message', {a}error_message, \
          'parent_run_id', {a}parent_run_id::text, 'parent_address', {a}parent_address, \
-         'created_at', {a}created_at, 'updated_at', {a}updated_at)"
+         'traceparent', {a}traceparent, 'created_at', {a}created_at, \
+         'updated_at', {a}updated_at)"
     )
 }
 
@@ -137,6 +138,8 @@ pub(crate) struct Statements {
     pub(crate) stall: String,
     /// `(version, 1 if it succeeded)` of every applied migration, in version order.
     pub(crate) applied_migrations: String,
+    /// `(workflow, version, queued runs, oldest queued time)` per workflow version.
+    pub(crate) run_counts: String,
 }
 
 impl Statements {
@@ -151,9 +154,9 @@ impl Statements {
             insert_run: render(format!(
                 "INSERT INTO aiki_runs (id, namespace, workflow, version, input, input_hash, \
                  reference_id, pool, status, revision, attempts, due_at, queued_at, \
-                 parent_run_id, parent_address, created_at, updated_at) \
+                 parent_run_id, parent_address, traceparent, created_at, updated_at) \
                  VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, 1, 1, $10, $11, $12::uuid, \
-                 $13, $14, $14) \
+                 $13, $15, $14, $14) \
                  ON CONFLICT (namespace, reference_id) DO NOTHING RETURNING {run}::text"
             )),
             select_by_reference: render(format!(
@@ -234,6 +237,12 @@ impl Statements {
             applied_migrations: render(
                 "SELECT version, (CASE WHEN success THEN 1 ELSE 0 END)::bigint \
                  FROM _sqlx_migrations ORDER BY version"
+                    .to_owned(),
+            ),
+            run_counts: render(
+                "SELECT workflow, version, COUNT(*)::bigint, \
+                 MIN(COALESCE(queued_at, created_at))::bigint FROM aiki_runs \
+                 WHERE status = 'queued' GROUP BY workflow, version ORDER BY workflow, version"
                     .to_owned(),
             ),
             stall: render(
