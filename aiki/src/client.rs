@@ -13,6 +13,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::ClientError;
 use crate::handle::RunHandle;
 use crate::schema::Schema;
+use crate::trace::Traceparent;
 use crate::workflow::Workflow;
 
 /// What a start does when its reference id already names a run with a different input.
@@ -74,6 +75,7 @@ impl Client {
             conflict_policy: ConflictPolicy::Error,
             pool: "default".to_owned(),
             start_at: None,
+            traceparent: None,
             _workflow: PhantomData,
         }
     }
@@ -94,6 +96,7 @@ pub struct Start<'c, W: Workflow> {
     conflict_policy: ConflictPolicy,
     pool: String,
     start_at: Option<Millis>,
+    traceparent: Option<Traceparent>,
     _workflow: PhantomData<fn() -> W>,
 }
 
@@ -123,6 +126,14 @@ impl<'c, W: Workflow> Start<'c, W> {
         self
     }
 
+    /// The trace the run belongs to: every execution of the run links to it (default: the
+    /// current OpenTelemetry context with the `otel` feature, none without). For a run
+    /// started on behalf of a request that carried a W3C `traceparent` header.
+    pub fn traceparent(mut self, traceparent: Traceparent) -> Self {
+        self.traceparent = Some(traceparent);
+        self
+    }
+
     async fn send(self) -> Result<RunHandle<W>, ClientError> {
         let namespace = W::namespace();
         let invalid = |message: String| ClientError::InvalidInput {
@@ -140,7 +151,12 @@ impl<'c, W: Workflow> Start<'c, W> {
             .create_run({
                 let new = NewRun::new(namespace.clone(), input, hash.clone(), now)
                     .reference_id(self.reference_id.clone())
-                    .pool(self.pool);
+                    .pool(self.pool)
+                    .traceparent(
+                        self.traceparent
+                            .or_else(crate::trace::current_traceparent)
+                            .map(|traceparent| traceparent.to_string()),
+                    );
                 match scheduled {
                     Some(at) => new.scheduled_at(at),
                     None => new,
@@ -149,6 +165,7 @@ impl<'c, W: Workflow> Start<'c, W> {
             .await?;
         let run = match outcome {
             CreateOutcome::Created(run) => {
+                crate::metrics::run_started(&run.namespace);
                 crate::wake::work_available();
                 run
             }

@@ -204,12 +204,14 @@ mod client;
 mod clock;
 mod error;
 mod handle;
+pub mod metrics;
 mod panic;
 mod retry;
 mod run;
 mod schema;
 mod subscriber;
 mod task;
+mod trace;
 mod wake;
 mod worker;
 mod workflow;
@@ -231,6 +233,7 @@ pub use subscriber::{PollingSubscriber, Subscriber};
 /// `async_trait` methods.
 pub use async_trait::async_trait;
 pub use task::{State, StateNeed, Task, TaskContext};
+pub use trace::{InvalidTraceparent, Traceparent};
 pub use worker::{Worker, WorkerBuilder, WorkerHandle};
 pub use workflow::{Event, EventSpec, Workflow};
 

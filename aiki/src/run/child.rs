@@ -83,7 +83,8 @@ impl Run {
                 let new = NewRun::new(W::namespace(), input, hash.clone(), now)
                     .reference_id(reference_id.clone())
                     .pool(pool)
-                    .parent(ParentLink::new(self.inner.id, address.clone()));
+                    .parent(ParentLink::new(self.inner.id, address.clone()))
+                    .traceparent(self.inner.traceparent.clone());
                 let entry = EntryRecord::new(
                     self.inner.id,
                     address.clone(),
@@ -101,6 +102,11 @@ impl Run {
                     })
                     .await?;
                 crate::wake::work_available();
+                // Not a child another run started first under the same reference id.
+                let ours = child.parent.as_ref().map(|parent| parent.run_id) == Some(self.inner.id);
+                if ours && child.created_at == now {
+                    crate::metrics::run_started(&child.namespace);
+                }
                 self.replay().children.insert(child.id, child.clone());
                 child
             }

@@ -54,6 +54,8 @@ struct Inner {
     namespace: Namespace,
     /// The worker pool the run is routed to; its children inherit it.
     pool: String,
+    /// The trace the run was started in; its children inherit it.
+    traceparent: Option<String>,
     /// The workflow versions the executing worker serves (a child of another version is
     /// left to another service, with a warning).
     served: Arc<HashSet<Namespace>>,
@@ -151,6 +153,7 @@ impl Run {
                 id: history.run.id,
                 namespace: history.run.namespace.clone(),
                 pool: history.run.pool.clone(),
+                traceparent: history.run.traceparent.clone(),
                 attempt: history.run.attempts,
                 revision: history.run.revision,
                 store,
@@ -217,6 +220,27 @@ impl Run {
     /// Keeps the first fatal error for the executor (with its kind) and gives the workflow an
     /// equal copy, so that a workflow swallowing it changes nothing.
     fn record_fatal(&self, replay: &mut Replay, error: WorkflowError) -> WorkflowError {
+        match &error {
+            WorkflowError::NonDeterminism {
+                new_address,
+                unconsumed,
+            } => tracing::warn!(
+                %new_address,
+                unconsumed = ?unconsumed,
+                "replay diverged: a new task address while recorded results are unconsumed"
+            ),
+            WorkflowError::OutputSchemaMismatch {
+                what,
+                address,
+                mismatch,
+            } => tracing::warn!(
+                what = %what,
+                %address,
+                %mismatch,
+                "a recorded output does not match its current schema"
+            ),
+            other => tracing::debug!(error = %other, "the run cannot go on"),
+        }
         let copy = match &error {
             WorkflowError::NonDeterminism {
                 new_address,
@@ -264,6 +288,8 @@ impl Run {
                 // recovery (after which the revision fence refuses the write, and the run is
                 // lost to this executor, not failed).
                 Err(error) if error.is_transient() => {
+                    crate::metrics::store_error("write", &error);
+                    crate::metrics::store_retry("write");
                     if attempt == 1 || attempt.is_power_of_two() {
                         tracing::warn!(
                             run_id = %self.inner.id,
@@ -276,7 +302,10 @@ impl Run {
                     delay = (delay * 2).min(Duration::from_secs(5));
                     attempt += 1;
                 }
-                Err(error) => return Err(self.fail_fatally(WorkflowError::Lost(error))),
+                Err(error) => {
+                    crate::metrics::store_error("write", &error);
+                    return Err(self.fail_fatally(WorkflowError::Lost(error)));
+                }
             }
         }
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use aiki_store::{EntryKind, EntryRecord, EntryStatus, Millis};
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::Run;
 use super::manifest::Slot;
@@ -38,7 +39,11 @@ async fn attempt_once<T: Task>(
     let Some(owned) = task.spawnable() else {
         return crate::panic::caught(task.execute(input, ctx)).await;
     };
-    let mut handle = AbortOnDrop(tokio::spawn(async move { owned.execute(input, ctx).await }));
+    // The attempt's own task logs inside the attempt's span, to the same subscriber.
+    let attempt = crate::trace::in_current_dispatch(
+        async move { owned.execute(input, ctx).await }.in_current_span(),
+    );
+    let mut handle = AbortOnDrop(tokio::spawn(attempt));
     match (&mut handle.0).await {
         Ok(result) => Ok(result),
         Err(error) if error.is_panic() => Err(crate::panic::message(&*error.into_panic())),
@@ -73,6 +78,7 @@ impl Run {
             Slot::Fresh(index) => (index, 0),
             Slot::Recorded(entry) => match entry.status {
                 EntryStatus::Completed => {
+                    tracing::debug!(task = T::NAME, %address, "task replayed");
                     return self.decode_recorded::<T::Output>(
                         what(),
                         &address,
@@ -178,16 +184,25 @@ impl Run {
                     })?,
             };
             let ctx = self.context(T::NAME, &address, index, attempt);
-            let (result, panicked) = match attempt_once(task, this_input, ctx).await {
+            let span = crate::trace::task_span(T::NAME, &address, attempt);
+            let started = std::time::Instant::now();
+            let attempted = attempt_once(task, this_input, ctx)
+                .instrument(span.clone())
+                .await;
+            let (result, panicked) = match attempted {
                 Ok(result) => (result, false),
-                Err(panic) => {
-                    tracing::warn!(task = T::NAME, attempt, %panic, "task attempt panicked");
-                    (
-                        Err(TaskError::new(format!("the task panicked: {panic}"))),
-                        true,
-                    )
-                }
+                Err(panic) => (
+                    Err(TaskError::new(format!("the task panicked: {panic}"))),
+                    true,
+                ),
             };
+            let outcome = match (&result, panicked) {
+                (Ok(_), _) => "completed",
+                (Err(_), false) => "failed",
+                (Err(_), true) => "panicked",
+            };
+            span.record("outcome", outcome);
+            crate::metrics::task_attempt(T::NAME, outcome, started.elapsed());
             self.check_fatal()?;
             match result {
                 Ok(output) => {
@@ -214,6 +229,17 @@ impl Run {
                     } else {
                         None
                     };
+                    span.in_scope(|| {
+                        tracing::warn!(
+                            task = T::NAME,
+                            %address,
+                            attempt,
+                            kind,
+                            error = error.message(),
+                            retry_in = ?delay,
+                            "task attempt failed"
+                        );
+                    });
                     match delay {
                         None => {
                             self.put_entry(

@@ -64,10 +64,11 @@ impl Worker {
         sweep: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
         let result = sweep.await;
-        if let Err(error) = &result
-            && error.is_transient()
-        {
-            self.shared.recovery().store_unreachable();
+        if let Err(error) = &result {
+            crate::metrics::store_error("sweep", error);
+            if error.is_transient() {
+                self.shared.recovery().store_unreachable();
+            }
         }
         result
     }

@@ -10,6 +10,7 @@ use aiki_store::{
     EntryStatus, Failure, Millis, RunId, RunRecord, RunStatus, StoreError, Transition,
 };
 use serde_json::Value;
+use tracing::{Instrument, Span};
 
 use super::Shared;
 use crate::clock::millis;
@@ -24,8 +25,19 @@ enum Outcome {
     Lost,
 }
 
-/// Executes one claimed run until it completes, fails, suspends or is lost.
+/// Executes one claimed run until it completes, fails, suspends or is lost, inside its
+/// execution span.
 pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
+    let span = crate::trace::execution_span(&claimed, &shared.worker_id);
+    drive(shared, claimed).instrument(span).await;
+}
+
+/// Records how the current execution ended on its span.
+fn outcome(outcome: &str) {
+    Span::current().record("outcome", outcome);
+}
+
+async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
     let id = claimed.id;
     let Some(workflow) = shared.registry.get(&claimed.namespace).cloned() else {
         tracing::error!(run_id = %id, "BUG: claimed a run of an unregistered namespace");
@@ -33,8 +45,11 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
     };
     let history = match shared.store.load_history(id).await {
         Ok(history) if history.run.revision == claimed.revision => history,
-        Ok(_) => return,
-        Err(error) => return unreadable_history(&shared, &claimed, error).await,
+        Ok(_) => return outcome("lost"),
+        Err(error) => {
+            crate::metrics::store_error("load_history", &error);
+            return unreadable_history(&shared, &claimed, error).await;
+        }
     };
     let input = history.run.input.clone();
     let run = Run::from_history(
@@ -69,10 +84,15 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
     drop(future);
     let now = shared.clock.now();
     let result = match outcome {
-        Outcome::Lost => return,
+        Outcome::Lost => return self::outcome("lost"),
         Outcome::Suspend(suspension) => match run.take_fatal() {
             Some(error) => Err(error),
             None => {
+                tracing::debug!(
+                    status = %suspension.status,
+                    due_at = ?suspension.due_at,
+                    "run suspended"
+                );
                 let mut transition = Transition::to(suspension.status, now).wait(suspension.wait);
                 transition.due_at = suspension.due_at;
                 finish(&run, transition).await;
@@ -93,7 +113,8 @@ pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
             finish(&run, transition).await;
         }
         Err(WorkflowError::Lost(error)) => {
-            tracing::info!(run_id = %id, %error, "run lost by this executor; stopping");
+            self::outcome("lost");
+            tracing::warn!(run_id = %id, %error, "run lost by this executor; stopping");
         }
         Err(error) => fail_or_retry(&shared, &run, workflow.retry(), error).await,
     }
@@ -150,7 +171,13 @@ async fn fail_or_retry(shared: &Arc<Shared>, run: &Run, policy: RetryPolicy, err
     } else {
         None
     };
-    tracing::info!(run_id = %run.id(), %error, retry = ?delay, "workflow attempt failed");
+    tracing::warn!(
+        run_id = %run.id(),
+        kind = error.kind(),
+        error = %error,
+        retry_in = ?delay,
+        "workflow attempt failed"
+    );
     let Some(delay) = delay else {
         finish(
             run,
@@ -209,10 +236,18 @@ async fn finish(run: &Run, transition: Transition) {
         .await;
     match written {
         Ok(record) => {
+            outcome(record.status.as_str());
+            if record.status.is_terminal() {
+                let kind = record.error.as_ref().map(|error| error.kind.as_str());
+                crate::metrics::run_ended(&record.namespace, record.status, kind);
+            }
             tracing::debug!(run_id = %id, status = %record.status, "run moved");
             work_available();
         }
-        Err(error) => tracing::info!(run_id = %id, %error, "final write refused; stopping"),
+        Err(error) => {
+            outcome("lost");
+            tracing::warn!(run_id = %id, %error, "final write refused; stopping");
+        }
     }
 }
 
@@ -232,13 +267,16 @@ async fn refresh_claim(shared: &Shared, id: RunId, revision: u64) {
             .refresh_claim(id, &shared.worker_id, revision, shared.clock.now())
             .await;
         shared.subscriber.heartbeat(id).await;
+        if let Err(error) = &result {
+            crate::metrics::store_error("refresh_claim", error);
+        }
         match result {
             Ok(()) => {}
             Err(error) if error.is_transient() => {
                 tracing::warn!(run_id = %id, %error, "claim refresh failed; will retry");
             }
             Err(error) => {
-                tracing::info!(run_id = %id, %error, "claim lost");
+                tracing::warn!(run_id = %id, %error, "claim lost");
                 return;
             }
         }

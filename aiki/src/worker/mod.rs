@@ -167,7 +167,8 @@ impl Worker {
     /// Starts the claim loop on the current tokio runtime.
     pub fn start(self) -> WorkerHandle {
         let (stop_tx, stop_rx) = watch::channel(Stop::No);
-        let task = tokio::spawn(self.run(stop_rx));
+        // The worker and its executions report to the subscriber current where it starts.
+        let task = tokio::spawn(crate::trace::in_current_dispatch(self.run(stop_rx)));
         WorkerHandle {
             stop: stop_tx,
             task: Some(task),
@@ -212,10 +213,18 @@ impl Worker {
                             )
                             .skip(self.shared.skipped()),
                         )
-                        .await?;
+                        .await
+                        .inspect_err(|error| crate::metrics::store_error("claim", error))?;
                     busy |= claimed.len() == free.min(64);
+                    let now = self.shared.clock.now();
                     for run in claimed {
-                        executions.spawn(execute(self.shared.clone(), run));
+                        let queued_at = run.queued_at.unwrap_or(run.created_at);
+                        let waited = u64::try_from(now.saturating_sub(queued_at)).unwrap_or(0);
+                        crate::metrics::claimed(&run.namespace, Duration::from_millis(waited));
+                        executions.spawn(crate::trace::in_current_dispatch(execute(
+                            self.shared.clone(),
+                            run,
+                        )));
                     }
                 }
                 if self.daemons && (!was_busy || daemons_ran.elapsed() >= self.poll_interval) {
