@@ -37,7 +37,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::clock::{Clock, SystemClock};
 
@@ -116,69 +116,71 @@ struct Metrics {
     scrape: Mutex<()>,
 }
 
+/// `metric`, registered under `name`.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
-    let mut registry = Registry::default();
-    let metrics = Metrics {
-        runs_started: Family::default(),
-        runs_ended: Family::default(),
-        task_attempts: Family::default(),
-        task_seconds: Family::new_with_constructor(seconds),
-        claim_latency: Family::new_with_constructor(seconds),
-        store_errors: Family::default(),
-        store_retries: Family::default(),
-        queue_depth: Family::default(),
-        queue_age: Family::default(),
-        registry: Registry::default(),
-        scrape: Mutex::new(()),
-    };
-    registry.register(
-        "aiki_runs_started",
-        "Runs started by this process",
-        metrics.runs_started.clone(),
-    );
-    registry.register(
-        "aiki_runs_ended",
-        "Runs this process's executions completed or failed",
-        metrics.runs_ended.clone(),
-    );
-    registry.register(
-        "aiki_task_attempts",
-        "Task attempts run by this process",
-        metrics.task_attempts.clone(),
-    );
-    registry.register(
-        "aiki_task_attempt_seconds",
-        "How long task attempts ran",
-        metrics.task_seconds.clone(),
-    );
-    registry.register(
-        "aiki_claim_latency_seconds",
-        "From queued to claimed, per run claimed by this process",
-        metrics.claim_latency.clone(),
-    );
-    registry.register(
-        "aiki_store_errors",
-        "Store calls of this process that failed",
-        metrics.store_errors.clone(),
-    );
-    registry.register(
-        "aiki_store_retries",
-        "Store calls of this process retried after a transient error",
-        metrics.store_retries.clone(),
-    );
-    registry.register(
-        "aiki_queue_depth",
-        "Queued runs per workflow version, read from the store at scrape time",
-        metrics.queue_depth.clone(),
-    );
-    registry.register(
-        "aiki_queue_oldest_age_seconds",
-        "How long the oldest queued run of each workflow version has waited",
-        metrics.queue_age.clone(),
-    );
+    let mut r = Registry::default();
     Metrics {
-        registry,
-        ..metrics
+        runs_started: registered(
+            &mut r,
+            "aiki_runs_started",
+            "Runs started by this process",
+            Family::default(),
+        ),
+        runs_ended: registered(
+            &mut r,
+            "aiki_runs_ended",
+            "Runs this process's executions completed or failed",
+            Family::default(),
+        ),
+        task_attempts: registered(
+            &mut r,
+            "aiki_task_attempts",
+            "Task attempts run by this process",
+            Family::default(),
+        ),
+        task_seconds: registered(
+            &mut r,
+            "aiki_task_attempt_seconds",
+            "How long task attempts ran",
+            Family::new_with_constructor(seconds),
+        ),
+        claim_latency: registered(
+            &mut r,
+            "aiki_claim_latency_seconds",
+            "From queued to claimed, per run claimed by this process",
+            Family::new_with_constructor(seconds),
+        ),
+        store_errors: registered(
+            &mut r,
+            "aiki_store_errors",
+            "Store calls of this process that failed",
+            Family::default(),
+        ),
+        store_retries: registered(
+            &mut r,
+            "aiki_store_retries",
+            "Store calls of this process retried after a transient error",
+            Family::default(),
+        ),
+        queue_depth: registered(
+            &mut r,
+            "aiki_queue_depth",
+            "Queued runs per workflow version, read from the store at scrape time",
+            Family::default(),
+        ),
+        queue_age: registered(
+            &mut r,
+            "aiki_queue_oldest_age_seconds",
+            "How long the oldest queued run of each workflow version has waited",
+            Family::default(),
+        ),
+        registry: r,
+        scrape: Mutex::new(()),
     }
 });
 
