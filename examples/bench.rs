@@ -21,6 +21,10 @@
 //! * **latency**: start → completed of one-task runs (p50, p99), and the wake-up latency of a
 //!   sleeping run after its timer and of a waiting run after `send` (p50).
 //!
+//! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
+//!   one worker process, five times with a subscriber recording at `info` and five times with
+//!   none, interleaved; median and spread of each (see `bench/tracing_cost.rs`).
+//!
 //! PostgreSQL: `AIKI_TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`);
 //! every phase gets a fresh schema, dropped at the end. When no server answers, the backend is
 //! skipped. The benchmark asserts nothing about speed.
@@ -38,6 +42,9 @@ use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+#[path = "bench/tracing_cost.rs"]
+mod tracing_cost;
 
 // ---------------------------------------------------------------------------------------------
 // Workflows and tasks
@@ -168,6 +175,7 @@ impl Backend {
 #[derive(Debug)]
 struct Options {
     quick: bool,
+    tracing_cost: bool,
     json: Option<PathBuf>,
     backends: Vec<Backend>,
 }
@@ -197,6 +205,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
     let mut args = std::env::args().skip(1);
     let mut options = Options {
         quick: false,
+        tracing_cost: false,
         json: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
     };
@@ -207,6 +216,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
                 return Ok(Err(url));
             }
             "--quick" => options.quick = true,
+            "--tracing-cost" => options.tracing_cost = true,
             "--json" => options.json = Some(args.next().context("--json needs a path")?.into()),
             "--backends" => {
                 options.backends = args
@@ -223,8 +233,8 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
                     .collect::<anyhow::Result<_>>()?;
             }
             other => anyhow::bail!(
-                "unknown argument `{other}`; usage: bench [--quick] [--json out.json] \
-                 [--backends sqlite,postgres]"
+                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost] \
+                 [--json out.json] [--backends sqlite,postgres]"
             ),
         }
     }
@@ -237,6 +247,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
 
 /// `--worker <url>`: serves the bench workflows until stdin closes.
 async fn worker_process(url: String) -> anyhow::Result<()> {
+    tracing_cost::install_if_asked();
     let store = aiki::connect(&url).await?;
     let worker = Worker::builder(store)
         .register(Chain)
@@ -260,9 +271,18 @@ struct WorkerProcess {
 impl WorkerProcess {
     /// Starts one and waits until it serves.
     async fn start(url: &str) -> anyhow::Result<WorkerProcess> {
+        Self::start_traced(url, false).await
+    }
+
+    /// Starts one, with a subscriber recording at `info` if `traced`.
+    async fn start_traced(url: &str, traced: bool) -> anyhow::Result<WorkerProcess> {
         let mut child = tokio::process::Command::new(std::env::current_exe()?)
             .arg("--worker")
             .arg(url)
+            .env(
+                tracing_cost::TRACING_ENV,
+                if traced { "info" } else { "none" },
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -560,11 +580,21 @@ async fn wait_for<W: Workflow>(
 
 /// Phase 2: `runs` runs of ten tasks on `workers` worker processes.
 async fn throughput(url: &str, runs: u64, workers: usize) -> anyhow::Result<Value> {
+    throughput_traced(url, runs, workers, false).await
+}
+
+/// [`throughput`], the worker processes recording at `info` if `traced`.
+async fn throughput_traced(
+    url: &str,
+    runs: u64,
+    workers: usize,
+    traced: bool,
+) -> anyhow::Result<Value> {
     let store = aiki::connect(url).await?; // migrates before the workers start
     let client = Client::new(store).with_poll_interval(Duration::from_millis(5));
     let mut processes = Vec::new();
     for _ in 0..workers {
-        processes.push(WorkerProcess::start(url).await?);
+        processes.push(WorkerProcess::start_traced(url, traced).await?);
     }
     let bar = ProgressBar::new(runs).with_message(format!("{workers} worker(s)"));
     let t0 = now_ms();
@@ -834,6 +864,35 @@ async fn latency_phase(url: &str, runs: usize, wakes: usize) -> anyhow::Result<V
 }
 
 /// Every phase on one backend.
+/// `--tracing-cost` on one backend.
+async fn tracing_cost_backend(backend: Backend, options: &Options) -> anyhow::Result<Value> {
+    let mut stores = Stores::new(backend)?;
+    let result = async {
+        eprintln!("[{}] raw commits", backend.name());
+        let raw = raw_commits(&mut stores, options.raw_seconds()).await?;
+        let (mut without, mut with) = (Vec::new(), Vec::new());
+        for repetition in 0..tracing_cost::REPETITIONS {
+            for traced in tracing_cost::order(repetition) {
+                eprintln!(
+                    "[{}] throughput, {} runs x 10 tasks, subscriber: {}",
+                    backend.name(),
+                    options.runs(),
+                    if traced { "info" } else { "none" }
+                );
+                let url = stores.fresh_url("tracing").await?;
+                let row = throughput_traced(&url, options.runs(), 1, traced).await?;
+                if traced { &mut with } else { &mut without }.push(f(&row["steps_per_s"]));
+            }
+        }
+        let mut cost = tracing_cost::report(raw, without, with);
+        cost["backend"] = json!(backend.name());
+        anyhow::Ok(cost)
+    }
+    .await;
+    stores.cleanup().await?;
+    result
+}
+
 async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Value> {
     let mut stores = Stores::new(backend)?;
     let result = async {
@@ -1008,7 +1067,12 @@ async fn main() -> anyhow::Result<()> {
     let clock = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut replay = Vec::new();
-    for changed in [false, true] {
+    let phases = if options.tracing_cost {
+        Vec::new()
+    } else {
+        vec![false, true]
+    };
+    for changed in phases {
         eprintln!(
             "[memory] replay of {} recorded tasks{}",
             options.replay(),
@@ -1031,7 +1095,13 @@ async fn main() -> anyhow::Result<()> {
             skipped.push(json!(line));
             continue;
         }
-        backends.push(bench_backend(backend, &options).await?);
+        if options.tracing_cost {
+            let cost = tracing_cost_backend(backend, &options).await?;
+            tracing_cost::print(backend.name(), &cost);
+            backends.push(cost);
+        } else {
+            backends.push(bench_backend(backend, &options).await?);
+        }
     }
     let report = json!({
         "mode": if options.quick { "quick" } else { "full" },
@@ -1041,7 +1111,9 @@ async fn main() -> anyhow::Result<()> {
         "backends": backends,
         "seconds": clock.elapsed().as_secs_f64(),
     });
-    print_report(&report);
+    if !options.tracing_cost {
+        print_report(&report);
+    }
     if let Some(path) = &options.json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
         println!("  wrote {}", path.display());

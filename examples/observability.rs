@@ -72,7 +72,10 @@ async fn main() -> anyhow::Result<()> {
 
     // The application: a run started while handling a request; its execution links to it.
     let store = aiki::connect("memory:").await?;
-    let worker = Worker::builder(store.clone()).register(Greeter).build()?.start();
+    let worker = Worker::builder(store.clone())
+        .register(Greeter)
+        .build()?
+        .start();
     let client = Client::new(store.clone());
     let run = async { client.start::<Greeter>("world".to_owned()).await }
         .instrument(tracing::info_span!("handle-request"))
@@ -96,14 +99,21 @@ async fn main() -> anyhow::Result<()> {
         let received = received.lock().expect("the collector's counts").clone();
         println!("the stand-in collector received: {received:?}");
         anyhow::ensure!(
-            received.iter().any(|(path, bytes)| path == "/v1/traces" && *bytes > 0),
+            received
+                .iter()
+                .any(|(path, bytes)| path == "/v1/traces" && *bytes > 0),
             "no spans reached the collector"
         );
         anyhow::ensure!(
-            received.iter().any(|(path, bytes)| path == "/v1/metrics" && *bytes > 0),
+            received
+                .iter()
+                .any(|(path, bytes)| path == "/v1/metrics" && *bytes > 0),
             "no metrics reached the collector"
         );
-        anyhow::ensure!(started.ends_with(" 1"), "the Prometheus text counts the run");
+        anyhow::ensure!(
+            started.ends_with(" 1"),
+            "the Prometheus text counts the run"
+        );
     }
     Ok(())
 }
