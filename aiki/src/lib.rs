@@ -194,6 +194,23 @@
 //! the `allOf` / `anyOf` branches a value matches belong to the object they are flattened into.
 //! For a change that is none of the safe ones, start a new version with `v()`.
 //!
+//! ## Seeing what runs do
+//!
+//! Every execution attempt of a run is a `tracing` span named `aiki.execution` (fields
+//! `run_id`, `workflow`, `version`, `attempt`, `revision`, `worker`, `traceparent`,
+//! `outcome`), and every task attempt that runs is an `aiki.task` span inside it (`task`,
+//! `address`, `attempt`, `outcome`); what a task logs lands inside its attempt's span. Replayed
+//! tasks and suspensions are `debug` events; divergences, schema mismatches, lost claims and
+//! failed attempts are `warn` events. A worker and its executions report to the subscriber
+//! that is current where [`WorkerHandle`] is started.
+//!
+//! A run keeps the W3C [`Traceparent`] it was started in ([`Start::traceparent`], or the
+//! current OpenTelemetry context with the `otel` feature), children inherit their parent's,
+//! and with `otel` every execution span links to it: each execution is a trace of its own,
+//! linked to the request that started the run, however many days and machines apart.
+//! [`metrics`] has the counters, histograms and queue gauges, as Prometheus text and (with
+//! `otel`) through OpenTelemetry's global meter provider.
+//!
 //! ## Storage
 //!
 //! [`connect`] takes a URL: `sqlite://aiki.db` (embedded, the default), `postgres://…` (many

@@ -90,6 +90,17 @@ async fn runs_complete_across_an_outage_of(down: Duration) {
         runs as usize * 2,
         "each task ran exactly once"
     );
+    // The outage shows in the metrics: writes retried after transient errors.
+    let text = aiki::metrics::prometheus_text(&*store).await.unwrap();
+    let retried = text
+        .lines()
+        .find_map(|line| line.strip_prefix(r#"aiki_store_retries_total{operation="write"} "#))
+        .map(|count| count.parse::<f64>().unwrap());
+    assert!(retried.is_some_and(|n| n >= 1.0), "{text}");
+    assert!(
+        text.contains(r#"aiki_store_errors_total{operation="write",kind="transient"}"#),
+        "{text}"
+    );
     worker.shutdown().await;
 }
 
