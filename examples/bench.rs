@@ -21,6 +21,9 @@
 //! * **latency**: start → completed of one-task runs (p50, p99), and the wake-up latency of a
 //!   sleeping run after its timer and of a waiting run after `send` (p50).
 //!
+//! * **listing** (`--list`, instead of the phases above): a page of 50 of 100,000 runs (10,000
+//!   with `--quick`) filtered by workflow version and status, p50 and p99, beside the same
+//!   query sent raw; and the query plans (see `bench/listing.rs`).
 //! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
 //!   one worker process, five times with a subscriber recording at `info` and five times with
 //!   none, interleaved; median and spread of each (see `bench/tracing_cost.rs`).
@@ -43,6 +46,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
+#[path = "bench/listing.rs"]
+mod listing;
 #[path = "bench/tracing_cost.rs"]
 mod tracing_cost;
 
@@ -176,6 +181,7 @@ impl Backend {
 struct Options {
     quick: bool,
     tracing_cost: bool,
+    list: bool,
     json: Option<PathBuf>,
     backends: Vec<Backend>,
 }
@@ -206,6 +212,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
     let mut options = Options {
         quick: false,
         tracing_cost: false,
+        list: false,
         json: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
     };
@@ -217,6 +224,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
             }
             "--quick" => options.quick = true,
             "--tracing-cost" => options.tracing_cost = true,
+            "--list" => options.list = true,
             "--json" => options.json = Some(args.next().context("--json needs a path")?.into()),
             "--backends" => {
                 options.backends = args
@@ -233,7 +241,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
                     .collect::<anyhow::Result<_>>()?;
             }
             other => anyhow::bail!(
-                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost] \
+                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list] \
                  [--json out.json] [--backends sqlite,postgres]"
             ),
         }
@@ -1067,7 +1075,7 @@ async fn main() -> anyhow::Result<()> {
     let clock = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut replay = Vec::new();
-    let phases = if options.tracing_cost {
+    let phases = if options.tracing_cost || options.list {
         Vec::new()
     } else {
         vec![false, true]
@@ -1095,7 +1103,18 @@ async fn main() -> anyhow::Result<()> {
             skipped.push(json!(line));
             continue;
         }
-        if options.tracing_cost {
+        if options.list {
+            let mut stores = Stores::new(backend)?;
+            eprintln!("[{}] listing", backend.name());
+            let url = stores.fresh_url("listing").await?;
+            let runs = if options.quick { 10_000 } else { 100_000 };
+            let result = listing::measure(&url, runs).await;
+            stores.cleanup().await?;
+            let mut result = result?;
+            listing::print(backend.name(), &result);
+            result["backend"] = json!(backend.name());
+            backends.push(result);
+        } else if options.tracing_cost {
             let cost = tracing_cost_backend(backend, &options).await?;
             tracing_cost::print(backend.name(), &cost);
             backends.push(cost);
@@ -1111,7 +1130,7 @@ async fn main() -> anyhow::Result<()> {
         "backends": backends,
         "seconds": clock.elapsed().as_secs_f64(),
     });
-    if !options.tracing_cost {
+    if !options.tracing_cost && !options.list {
         print_report(&report);
     }
     if let Some(path) = &options.json {

@@ -7,9 +7,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::{
-    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, Store,
-    StoreError, Transition,
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, ListRuns,
+    MAX_PAGE, Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, RunStatus,
+    SleepRecord, Store, StoreError, Transition,
 };
 
 /// The in-memory backend. Every call takes one lock, so every call is atomic.
@@ -429,26 +429,43 @@ impl Store for MemoryStore {
         Ok(stalled.len() as u64)
     }
 
+    async fn list_runs(&self, request: ListRuns) -> Result<RunPage, StoreError> {
+        let limit = request.limit.min(MAX_PAGE);
+        let state = self.lock();
+        let mut runs: Vec<&RunRecord> = state
+            .runs
+            .values()
+            .filter(|run| request.filter.matches(run))
+            .filter(|run| {
+                request
+                    .after
+                    .is_none_or(|cursor| (run.created_at, run.id) < (cursor.created_at, cursor.id))
+            })
+            .collect();
+        runs.sort_by_key(|run| std::cmp::Reverse((run.created_at, run.id)));
+        let page = runs.into_iter().take(limit as usize + 1).cloned().collect();
+        Ok(RunPage::of(page, limit))
+    }
+
     async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
         let state = self.lock();
-        let mut counts: BTreeMap<(&str, &str), (u64, Millis)> = BTreeMap::new();
+        let mut counts: BTreeMap<(&str, &str), RunCounts> = BTreeMap::new();
         for run in state.runs.values() {
+            let key = (
+                run.namespace.workflow.as_str(),
+                run.namespace.version.as_str(),
+            );
+            let entry = counts
+                .remove(&key)
+                .unwrap_or_else(|| RunCounts::new(run.namespace.clone()));
+            let mut entry = entry.add(run.status, 1);
             if run.status == RunStatus::Queued {
                 let since = run.queued_at.unwrap_or(run.created_at);
-                let key = (
-                    run.namespace.workflow.as_str(),
-                    run.namespace.version.as_str(),
-                );
-                let (queued, oldest) = counts.entry(key).or_insert((0, since));
-                *queued += 1;
-                *oldest = (*oldest).min(since);
+                let oldest = entry.oldest_queued_at.map_or(since, |at| at.min(since));
+                entry = entry.oldest_queued_at(Some(oldest));
             }
+            counts.insert(key, entry);
         }
-        Ok(counts
-            .into_iter()
-            .map(|((workflow, version), (queued, oldest))| {
-                RunCounts::new(Namespace::new(workflow, version), queued, Some(oldest))
-            })
-            .collect())
+        Ok(counts.into_values().collect())
     }
 }

@@ -4,8 +4,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    NewEvent, NewRun, RunCounts, RunId, RunRecord, SleepRecord, StoreError, Transition,
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, ListRuns,
+    Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord, StoreError,
+    Transition,
 };
 
 /// A shared, type-erased store.
@@ -126,7 +127,13 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// Moves every run `queued` since before `now - max_age_ms` to `stalled`. Returns how many.
     async fn stall_undelivered(&self, now: Millis, max_age_ms: i64) -> Result<u64, StoreError>;
 
-    /// Per workflow version with queued runs: how many are `queued` and since when the
-    /// oldest has been, ordered by workflow and version. One read, for a metrics scrape.
+    /// Per workflow version with any runs: how many are in each status, and since when the
+    /// oldest queued one has waited; ordered by workflow and version. One read, for a metrics
+    /// scrape or an overview of every version.
     async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError>;
+
+    /// One page of the runs passing the request's filter, newest first (by creation time, then
+    /// id), starting after its cursor. Paging through never repeats or skips a run whose
+    /// filtered fields do not change meanwhile.
+    async fn list_runs(&self, request: ListRuns) -> Result<RunPage, StoreError>;
 }

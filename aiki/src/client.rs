@@ -6,7 +6,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{BoxStore, CreateOutcome, Millis, NewRun, RunId};
+use aiki_store::{
+    BoxStore, CreateOutcome, ListRuns, Millis, NewRun, RunCursor, RunFilter, RunId, RunPage,
+};
 
 use crate::address::input_hash;
 use crate::clock::{Clock, SystemClock};
@@ -83,6 +85,38 @@ impl Client {
     /// A handle on an existing run of `W`.
     pub fn handle<W: Workflow>(&self, id: RunId) -> RunHandle<W> {
         RunHandle::new(self.clone(), id)
+    }
+
+    /// One page of up to `limit` runs passing `filter`, newest first, starting after `after`
+    /// (the previous page's [`RunPage::next`]; `None` for the first page).
+    ///
+    /// ```
+    /// # async fn list(client: aiki::Client) -> Result<(), aiki::ClientError> {
+    /// use aiki::RunStatus;
+    /// use aiki::store::RunFilter;
+    ///
+    /// let failed = RunFilter::default().workflow("order-processing").status(RunStatus::Failed);
+    /// let mut after = None;
+    /// loop {
+    ///     let page = client.list_runs(failed.clone(), after, 50).await?;
+    ///     for run in &page.runs {
+    ///         println!("{} {}", run.id, run.error.as_ref().map_or("", |e| &e.message));
+    ///     }
+    ///     after = page.next;
+    ///     if after.is_none() {
+    ///         break;
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_runs(
+        &self,
+        filter: RunFilter,
+        after: Option<RunCursor>,
+        limit: u32,
+    ) -> Result<RunPage, ClientError> {
+        let request = ListRuns::new(filter, limit).after(after);
+        Ok(self.store.list_runs(request).await?)
     }
 }
 

@@ -291,6 +291,13 @@ impl aiki::Store for Counting {
         self.count("run_counts");
         self.inner.run_counts().await
     }
+    async fn list_runs(
+        &self,
+        request: aiki::store::ListRuns,
+    ) -> Result<aiki::store::RunPage, StoreError> {
+        self.count("list_runs");
+        self.inner.list_runs(request).await
+    }
 }
 
 /// The store calls a ten-step run costs: exactly two entry writes per step (the `running`

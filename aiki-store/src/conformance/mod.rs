@@ -112,6 +112,8 @@ macro_rules! conformance_tests {
             check_release_stale_claims,
             check_stall_undelivered,
             check_run_counts,
+            check_list_runs_pages_newest_first,
+            check_list_runs_filters,
             check_zombie_executor_is_fenced,
             check_concurrent_claimers_never_share_a_run,
             check_concurrent_put_entry_outcomes_are_each_their_own,

@@ -15,6 +15,7 @@ pub(crate) mod decode;
 pub(crate) mod dialect;
 pub(crate) mod driver;
 pub(crate) mod error;
+mod listing;
 mod ops;
 pub(crate) mod statements;
 
@@ -393,6 +394,13 @@ macro_rules! store_impl {
 
             async fn run_counts(&self) -> Result<Vec<$crate::RunCounts>, $crate::StoreError> {
                 self.inner.run_counts().await
+            }
+
+            async fn list_runs(
+                &self,
+                request: $crate::ListRuns,
+            ) -> Result<$crate::RunPage, $crate::StoreError> {
+                self.inner.list_runs(request).await
             }
         }
     };

@@ -2,11 +2,14 @@
 //! Each is one statement or one transaction; their costs in statements are pinned by the
 //! backends' tests.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, SleepRecord, StoreError, Transition,
+    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, StoreError,
+    Transition,
 };
 
 use super::decode::{self, revision};
@@ -374,19 +377,30 @@ impl<D: Dialect> SqlStore<D> {
 
     pub(crate) async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
         let rows = self.fetch(On::Read, &self.sql.run_counts, &[]).await?;
-        rows.iter()
-            .map(|row| {
-                let queued = row.int(2)?.unwrap_or_default();
-                Ok(RunCounts::new(
-                    Namespace::new(
-                        row.text(0)?.unwrap_or_default(),
-                        row.text(1)?.unwrap_or_default(),
-                    ),
-                    u64::try_from(queued).unwrap_or_default(),
-                    row.int(3)?,
-                ))
-            })
-            .collect()
+        let mut counts: BTreeMap<(String, String), RunCounts> = BTreeMap::new();
+        for row in rows {
+            let (workflow, version) = (
+                row.text(0)?.unwrap_or_default(),
+                row.text(1)?.unwrap_or_default(),
+            );
+            let key = (workflow.clone(), version.clone());
+            let entry = counts
+                .remove(&key)
+                .unwrap_or_else(|| RunCounts::new(Namespace::new(workflow, version)));
+            let entry = match row.text(2)? {
+                Some(status) => {
+                    let status: RunStatus =
+                        status.parse().map_err(|error| StoreError::Incompatible {
+                            message: format!("counting runs: {error}"),
+                        })?;
+                    let count = u64::try_from(row.int(3)?.unwrap_or_default()).unwrap_or(0);
+                    entry.add(status, count)
+                }
+                None => entry.oldest_queued_at(row.int(4)?),
+            };
+            counts.insert(key, entry);
+        }
+        Ok(counts.into_values().collect())
     }
 
     pub(crate) async fn stall_undelivered(

@@ -138,7 +138,8 @@ pub(crate) struct Statements {
     pub(crate) stall: String,
     /// `(version, 1 if it succeeded)` of every applied migration, in version order.
     pub(crate) applied_migrations: String,
-    /// `(workflow, version, queued runs, oldest queued time)` per workflow version.
+    /// Rows `(workflow, version, status, count, NULL)` per workflow version and status, and
+    /// `(workflow, version, NULL, NULL, oldest queued time)` per version with queued runs.
     pub(crate) run_counts: String,
 }
 
@@ -240,9 +241,11 @@ impl Statements {
                     .to_owned(),
             ),
             run_counts: render(
-                "SELECT workflow, version, COUNT(*)::bigint, \
+                "SELECT workflow, version, status, COUNT(*)::bigint, NULL::bigint \
+                 FROM aiki_runs GROUP BY workflow, version, status \
+                 UNION ALL SELECT workflow, version, NULL::text, NULL::bigint, \
                  MIN(COALESCE(queued_at, created_at))::bigint FROM aiki_runs \
-                 WHERE status = 'queued' GROUP BY workflow, version ORDER BY workflow, version"
+                 WHERE status = 'queued' GROUP BY workflow, version"
                     .to_owned(),
             ),
             stall: render(

@@ -11,7 +11,8 @@
 //! | `aiki_claim_latency_seconds` | workflow, version | from queued to claimed, per claimed run (histogram) |
 //! | `aiki_store_errors_total` | operation, kind | store calls that failed (`transient` or `permanent`) |
 //! | `aiki_store_retries_total` | operation | store calls retried after a transient error |
-//! | `aiki_queue_depth` | workflow, version | queued runs, read from the store at scrape time |
+//! | `aiki_runs` | workflow, version, status | runs in each status, read from the store at scrape time |
+//! | `aiki_queue_depth` | workflow, version | queued runs (0 for a version with runs but none queued) |
 //! | `aiki_queue_oldest_age_seconds` | workflow, version | how long the oldest of them has waited |
 //!
 //! The queue gauges come from one store read ([`Store::run_counts`]) per scrape: serve them
@@ -64,6 +65,13 @@ impl VersionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    workflow: String,
+    version: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EndLabels {
     workflow: String,
     version: String,
@@ -110,6 +118,7 @@ struct Metrics {
     claim_latency: Histograms<VersionLabels>,
     store_errors: Family<StoreLabels, Counter>,
     store_retries: Family<OperationLabels, Counter>,
+    runs: Family<StatusLabels, Gauge>,
     queue_depth: Family<VersionLabels, Gauge>,
     queue_age: Family<VersionLabels, Gauge<f64, AtomicU64>>,
     /// One scrape at a time sets the queue gauges and encodes.
@@ -165,6 +174,12 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             &mut r,
             "aiki_store_retries",
             "Store calls of this process retried after a transient error",
+            Family::default(),
+        ),
+        runs: registered(
+            &mut r,
+            "aiki_runs",
+            "Runs per workflow version and status, read from the store at scrape time",
             Family::default(),
         ),
         queue_depth: registered(
@@ -281,15 +296,25 @@ pub async fn prometheus_text(store: &dyn Store) -> Result<String, StoreError> {
         .scrape
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    // Versions whose queue emptied drop out rather than linger at their last value.
+    // Series that no longer exist drop out rather than linger at their last value.
+    metrics.runs.clear();
     metrics.queue_depth.clear();
     metrics.queue_age.clear();
+    let gauge = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
     for counts in &counts {
         let labels = VersionLabels::of(&counts.namespace);
+        for (status, count) in &counts.by_status {
+            let labels = StatusLabels {
+                workflow: labels.workflow.clone(),
+                version: labels.version.clone(),
+                status: status.as_str().to_owned(),
+            };
+            metrics.runs.get_or_create(&labels).set(gauge(*count));
+        }
         metrics
             .queue_depth
             .get_or_create(&labels)
-            .set(i64::try_from(counts.queued).unwrap_or(i64::MAX));
+            .set(gauge(counts.queued()));
         if let Some(oldest) = counts.oldest_queued_at {
             let age = now.saturating_sub(oldest).max(0) as f64 / 1000.0;
             metrics.queue_age.get_or_create(&labels).set(age);

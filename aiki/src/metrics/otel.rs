@@ -138,7 +138,7 @@ pub fn report_run_counts(
                     let now = SystemClock.now();
                     for counts in counts {
                         let labels = version(&counts.namespace);
-                        INSTRUMENTS.queue_depth.record(counts.queued, &labels);
+                        INSTRUMENTS.queue_depth.record(counts.queued(), &labels);
                         if let Some(oldest) = counts.oldest_queued_at {
                             let age = now.saturating_sub(oldest).max(0) as f64 / 1000.0;
                             INSTRUMENTS.queue_age.record(age, &labels);

@@ -144,13 +144,26 @@ async fn prometheus_text_counts_runs_tasks_and_the_queue_at_scrape_time() {
     );
     let age = at(r#"aiki_queue_oldest_age_seconds{workflow="prom-queued",version="2"}"#);
     assert!((0.0..60.0).contains(&age), "{age}");
+    assert_eq!(
+        at(r#"aiki_queue_depth{workflow="prom-flow",version="1"}"#),
+        0.0,
+        "a version with runs, none of them queued"
+    );
+    assert_eq!(
+        at(r#"aiki_runs{workflow="prom-flow",version="1",status="completed"}"#),
+        3.0
+    );
+    assert_eq!(
+        at(r#"aiki_runs{workflow="prom-queued",version="2",status="queued"}"#),
+        2.0
+    );
     assert!(
         sample(
             &text,
-            r#"aiki_queue_depth{workflow="prom-flow",version="1"}"#
+            r#"aiki_runs{workflow="prom-flow",version="1",status="queued"}"#
         )
         .is_none(),
-        "an empty queue is no sample"
+        "a status without runs is no sample"
     );
     assert!(text.ends_with("# EOF\n"), "OpenMetrics text");
 
