@@ -13,7 +13,7 @@ use aiki_store::{
 use crate::address::input_hash;
 use crate::clock::{Clock, SystemClock};
 use crate::error::ClientError;
-use crate::handle::RunHandle;
+use crate::handle::{AnyRun, RunHandle};
 use crate::schema::Schema;
 use crate::trace::Traceparent;
 use crate::workflow::Workflow;
@@ -85,6 +85,12 @@ impl Client {
     /// A handle on an existing run of `W`.
     pub fn handle<W: Workflow>(&self, id: RunId) -> RunHandle<W> {
         RunHandle::new(self.clone(), id)
+    }
+
+    /// A handle on an existing run of any workflow, for what an operator does to runs whose
+    /// code it does not have.
+    pub fn any_run(&self, id: RunId) -> AnyRun {
+        AnyRun::new(self.clone(), id)
     }
 
     /// One page of up to `limit` runs passing `filter`, newest first, starting after `after`

@@ -4,12 +4,17 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use aiki_store::{AppendOutcome, NewEvent, RunId, RunRecord, RunStatus, StoreError, Transition};
+use aiki_store::{AppendOutcome, NewEvent, RunId, RunRecord, RunStatus, StoreError};
 use serde_json::Value;
 
 use crate::client::Client;
 use crate::error::ClientError;
 use crate::workflow::{Event, Workflow};
+
+mod any;
+
+use any::Action;
+pub use any::AnyRun;
 
 /// A handle on one run of workflow version `W`.
 pub struct RunHandle<W> {
@@ -51,13 +56,7 @@ impl<W: Workflow> RunHandle<W> {
     /// The run as stored now.
     pub async fn record(&self) -> Result<RunRecord, ClientError> {
         let run = self.client.store.get_run(self.id).await?;
-        if run.namespace != W::namespace() {
-            return Err(ClientError::WrongWorkflow {
-                run_id: self.id,
-                expected: W::namespace().to_string(),
-                actual: run.namespace.to_string(),
-            });
-        }
+        self.check(&run)?;
         Ok(run)
     }
 
@@ -205,150 +204,48 @@ impl<W: Workflow> RunHandle<W> {
 
     /// Ends the run's current durable sleep early: the sleep returns `cancelled = true`.
     pub async fn wakeup(&self) -> Result<RunRecord, ClientError> {
-        self.act("wake up", &[RunStatus::Sleeping], |_| {
-            Transition::to(RunStatus::Scheduled, 0).cancel_sleeps()
-        })
-        .await
+        self.any().act(Action::Wakeup, &|run| self.check(run)).await
     }
 
     /// Pauses the run. An executor running it loses it at its next write; `resume` brings it
     /// back.
     pub async fn pause(&self) -> Result<RunRecord, ClientError> {
-        let pausable: Vec<RunStatus> = RunStatus::ALL
-            .into_iter()
-            .filter(|status| status.can_move_to(RunStatus::Paused))
-            .collect();
-        self.act("pause", &pausable, |_| Transition::to(RunStatus::Paused, 0))
-            .await
+        self.any().act(Action::Pause, &|run| self.check(run)).await
     }
 
     /// Resumes a paused run.
     pub async fn resume(&self) -> Result<RunRecord, ClientError> {
-        self.act("resume", &[RunStatus::Paused], |_| {
-            Transition::to(RunStatus::Scheduled, 0)
-        })
-        .await
+        self.any().act(Action::Resume, &|run| self.check(run)).await
     }
 
     /// Puts a stalled run back into delivery, with a fresh `max_age` clock.
     pub async fn requeue(&self) -> Result<RunRecord, ClientError> {
-        self.act("requeue", &[RunStatus::Stalled], |_| {
-            Transition::to(RunStatus::Queued, 0)
-        })
-        .await
+        self.any()
+            .act(Action::Requeue, &|run| self.check(run))
+            .await
     }
 
     /// Cancels the run and every child run it started that has not ended. Cancelling a run
     /// that has already ended (`completed`, `failed` or `cancelled`) changes nothing and
     /// returns it as it is.
     pub async fn cancel(&self) -> Result<RunRecord, ClientError> {
-        let cancellable: Vec<RunStatus> = RunStatus::ALL
-            .into_iter()
-            .filter(|status| !status.is_terminal())
-            .collect();
-        let cancelled = self
-            .act("cancel", &cancellable, |_| {
-                Transition::to(RunStatus::Cancelled, 0)
-            })
-            .await;
-        let run = match cancelled {
-            Err(ClientError::InvalidAction { status, .. }) if status.is_terminal() => {
-                return self.record().await;
-            }
-            other => other?,
-        };
-        let mut pending = vec![self.id];
-        while let Some(parent) = pending.pop() {
-            let history = self.client.store.load_history(parent).await?;
-            for child in history.children {
-                pending.push(child.id);
-                if !child.status.is_terminal() {
-                    let child_handle = UntypedHandle {
-                        client: &self.client,
-                        id: child.id,
-                    };
-                    match child_handle
-                        .act("cancel", &cancellable, |_| {
-                            Ok(Transition::to(RunStatus::Cancelled, 0))
-                        })
-                        .await
-                    {
-                        // It ended meanwhile: nothing left to cancel.
-                        Ok(_) | Err(ClientError::InvalidAction { .. }) => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-            }
-        }
-        Ok(run)
+        self.any().cancel_checked(&|run| self.check(run)).await
     }
 
-    async fn act(
-        &self,
-        action: &'static str,
-        from: &[RunStatus],
-        transition: impl Fn(&RunRecord) -> Transition,
-    ) -> Result<RunRecord, ClientError> {
-        UntypedHandle {
-            client: &self.client,
-            id: self.id,
-        }
-        .act(action, from, |run| {
-            if run.namespace != W::namespace() {
-                return Err(ClientError::WrongWorkflow {
-                    run_id: self.id,
-                    expected: W::namespace().to_string(),
-                    actual: run.namespace.to_string(),
-                });
-            }
-            Ok(transition(run))
-        })
-        .await
+    /// The same run, without its workflow type.
+    fn any(&self) -> AnyRun {
+        AnyRun::new(self.client.clone(), self.id)
     }
-}
 
-struct UntypedHandle<'c> {
-    client: &'c Client,
-    id: RunId,
-}
-
-impl UntypedHandle<'_> {
-    /// Applies an operator action with a compare-and-set loop on the revision; the run must be
-    /// in one of the `from` statuses, and `transition` may refuse it.
-    async fn act(
-        &self,
-        action: &'static str,
-        from: &[RunStatus],
-        transition: impl Fn(&RunRecord) -> Result<Transition, ClientError>,
-    ) -> Result<RunRecord, ClientError> {
-        loop {
-            let run = self.client.store.get_run(self.id).await?;
-            let mut change = transition(&run)?;
-            if !from.contains(&run.status) {
-                return Err(ClientError::InvalidAction {
-                    run_id: self.id,
-                    action,
-                    status: run.status,
-                    expected: from.to_vec(),
-                });
-            }
-            change.now = self.client.clock.now();
-            if change.to == RunStatus::Scheduled {
-                change.due_at = Some(change.now);
-            }
-            match self
-                .client
-                .store
-                .transition(self.id, run.revision, change)
-                .await
-            {
-                Ok(run) => {
-                    crate::wake::work_available();
-                    return Ok(run);
-                }
-                Err(StoreError::RevisionConflict { .. }) => continue,
-                Err(error) => return Err(error.into()),
-            }
+    /// Refuses a run of another workflow version than `W`.
+    fn check(&self, run: &RunRecord) -> Result<(), ClientError> {
+        if run.namespace != W::namespace() {
+            return Err(ClientError::WrongWorkflow {
+                run_id: self.id,
+                expected: W::namespace().to_string(),
+                actual: run.namespace.to_string(),
+            });
         }
+        Ok(())
     }
 }

@@ -1,0 +1,132 @@
+//! The `aiki` command: list, inspect and operate the runs of an Aiki store.
+//!
+//! ```text
+//! aiki --url sqlite://aiki.db runs list --status failed
+//! aiki runs show 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+//! aiki workflows
+//! ```
+//!
+//! The store is named by `--url` or `AIKI_URL` (a `sqlite://`, `postgres://` or `memory:`
+//! URL). Every command but `migrate` opens it in check mode: it never migrates, and refuses a
+//! schema it would misread; `aiki migrate` applies pending migrations.
+//!
+//! Output: `-o table` (the default when standard output is a terminal), `-o json` (the default
+//! otherwise) or `-o jsonl` (one object per line); `--no-payloads` leaves inputs, outputs and
+//! event data out. JSON documents: `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}`
+//! (`jsonl`: one `RUN` per line, then `{"next": CURSOR}` if there is a next page); `runs show`
+//! prints `{"run": RUN, "entries": [...], "sleeps": [...], "events": [...], "children":
+//! [RUN, ...]}`; the actions print the run as it is afterwards; `workflows` prints
+//! `[{"workflow", "version", "by_status": {STATUS: COUNT}, "oldest_queued_at"}]`. A `RUN` is
+//! the store's run record (`aiki::RunRecord`) as JSON.
+//!
+//! Exit codes: 0 done; 1 the command failed (one line on standard error says why); 2 a usage
+//! error (an unknown flag, a malformed id, an unknown status). `runs result`: 0 completed (the
+//! output is printed), 3 failed, 4 cancelled, 5 still running when `--timeout` passed.
+//!
+//! [`main`] is the whole program; a binary of the user's own, with the workflows compiled in,
+//! can call it to offer the same commands.
+
+mod args;
+mod output;
+mod runs;
+mod workflows;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::Cli;
+
+/// Exit code: a command failed.
+pub const EXIT_ERROR: u8 = 1;
+/// Exit code: a usage error.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code of `runs result`: the run failed.
+pub const EXIT_FAILED: u8 = 3;
+/// Exit code of `runs result`: the run was cancelled.
+pub const EXIT_CANCELLED: u8 = 4;
+/// Exit code of `runs result`: the run had not ended when `--timeout` passed.
+pub const EXIT_TIMED_OUT: u8 = 5;
+
+/// A failed command: the one line to print, and the exit code.
+#[derive(Debug)]
+pub struct Failure {
+    /// What went wrong, and what to do.
+    pub message: String,
+    /// The exit code.
+    pub code: u8,
+}
+
+impl Failure {
+    pub(crate) fn error(message: impl std::fmt::Display) -> Self {
+        Failure {
+            message: message.to_string(),
+            code: EXIT_ERROR,
+        }
+    }
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Failure::error(error)
+    }
+}
+
+/// Runs the `aiki` command with these arguments (the first is the program's name), printing
+/// to standard output and error; returns the exit code.
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => return usage(error),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(Failure::error(error)),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => fail(failure),
+    }
+}
+
+/// Runs a parsed command; the exit code, or the failure to report.
+pub async fn run(cli: Cli) -> Result<u8, Failure> {
+    let mut out = std::io::stdout().lock();
+    let format = cli.format();
+    match &cli.command {
+        args::Command::Runs(command) => runs::run(&cli, command, format, &mut out).await,
+        args::Command::Workflows => workflows::list(&cli, format, &mut out).await,
+        args::Command::Migrate => workflows::migrate(&cli, &mut out).await,
+    }
+}
+
+/// Prints a usage error in one line (help and version go to standard output as they are).
+fn usage(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = error.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = error.to_string();
+    let line = text.lines().next().unwrap_or("usage error");
+    eprintln!("{line} (see --help)");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn fail(failure: Failure) -> ExitCode {
+    let line = failure.message.replace('\n', " ");
+    eprintln!("error: {line}");
+    ExitCode::from(failure.code)
+}

@@ -1,0 +1,357 @@
+//! `aiki runs …`.
+
+use std::io::Write;
+use std::time::Duration;
+
+use aiki::{Client, MigrationMode, RunRecord, RunStatus};
+use aiki_store::{History, RunFilter, TimeRange};
+use serde_json::{Value, json};
+
+use crate::args::{Cli, Format, ListArgs, RunsCommand};
+use crate::output::{Table, json, relative, run_json};
+use crate::{EXIT_CANCELLED, EXIT_FAILED, EXIT_TIMED_OUT, Failure};
+
+/// Opens the store in check mode (it never migrates).
+pub(crate) async fn client(cli: &Cli) -> Result<Client, Failure> {
+    let store = aiki::connect_with_mode(cli.url()?, MigrationMode::Check).await?;
+    Ok(Client::new(store).with_poll_interval(Duration::from_millis(100)))
+}
+
+pub(crate) async fn run(
+    cli: &Cli,
+    command: &RunsCommand,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let client = client(cli).await?;
+    match command {
+        RunsCommand::List(args) => list(cli, &client, args, format, out).await?,
+        RunsCommand::Show { id } => {
+            let history = client.store().load_history(*id).await?;
+            show(cli, &history, format, out)?;
+        }
+        RunsCommand::Result { id, timeout } => {
+            return result(cli, &client, *id, *timeout, format, out).await;
+        }
+        RunsCommand::Cancel { id } => acted(cli, client.any_run(*id).cancel().await?, format, out)?,
+        RunsCommand::Pause { id } => acted(cli, client.any_run(*id).pause().await?, format, out)?,
+        RunsCommand::Resume { id } => acted(cli, client.any_run(*id).resume().await?, format, out)?,
+        RunsCommand::Wake { id } => acted(cli, client.any_run(*id).wakeup().await?, format, out)?,
+        RunsCommand::Requeue { id } => {
+            acted(cli, client.any_run(*id).requeue().await?, format, out)?
+        }
+    }
+    Ok(0)
+}
+
+fn filter(args: &ListArgs) -> RunFilter {
+    let mut filter = RunFilter::default();
+    filter.workflow = args.workflow.clone();
+    filter.version = args.version.clone();
+    filter.statuses = args.status.clone();
+    filter.reference_id = args.reference_id.clone();
+    filter.parent = args.parent;
+    filter.pool = args.pool.clone();
+    filter.error_kind = args.error_kind.clone();
+    if let Some(since) = args.since {
+        let now = aiki::Clock::now(&aiki::SystemClock);
+        filter.created = TimeRange {
+            from: Some(now - since.as_millis() as i64),
+            until: None,
+        };
+    }
+    filter
+}
+
+async fn list(
+    cli: &Cli,
+    client: &Client,
+    args: &ListArgs,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let page = client
+        .list_runs(filter(args), args.after, args.limit)
+        .await?;
+    let next = page.next.map(|cursor| cursor.to_string());
+    match format {
+        Format::Table => {
+            let mut table = Table::new(&[
+                "id", "workflow", "version", "status", "created", "updated", "error",
+            ]);
+            for run in &page.runs {
+                table.row(vec![
+                    run.id.to_string(),
+                    run.namespace.workflow.clone(),
+                    run.namespace.version.clone(),
+                    run.status.to_string(),
+                    relative(run.created_at),
+                    relative(run.updated_at),
+                    run.error.as_ref().map_or(String::new(), |e| e.kind.clone()),
+                ]);
+            }
+            table.print(out)?;
+            if let Some(next) = &next {
+                writeln!(out, "next page: --after {next}")?;
+            }
+        }
+        Format::Json => {
+            let runs: Vec<Value> = page
+                .runs
+                .iter()
+                .map(|run| run_json(run, cli.no_payloads))
+                .collect();
+            json(out, format, &json!({ "runs": runs, "next": next }))?;
+        }
+        Format::Jsonl => {
+            for run in &page.runs {
+                json(out, format, &run_json(run, cli.no_payloads))?;
+            }
+            if let Some(next) = next {
+                json(out, format, &json!({ "next": next }))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a run in `status` is doing, in words, from its record and history.
+fn doing(history: &History) -> String {
+    let run = &history.run;
+    let due = || run.due_at.map(relative).unwrap_or_default();
+    match run.status {
+        RunStatus::Sleeping => {
+            let sleep = history
+                .sleeps
+                .iter()
+                .filter(|sleep| !sleep.cancelled)
+                .max_by_key(|sleep| sleep.wake_at);
+            match sleep {
+                Some(sleep) => format!(
+                    "sleeping (`{}`), wakes {}",
+                    sleep.name,
+                    relative(sleep.wake_at)
+                ),
+                None => format!("sleeping, wakes {}", due()),
+            }
+        }
+        RunStatus::AwaitingEvent => match run.due_at {
+            Some(at) => format!("waiting on an event, times out {}", relative(at)),
+            None => "waiting on an event".to_owned(),
+        },
+        RunStatus::AwaitingChildWorkflow => {
+            let open: Vec<String> = history
+                .children
+                .iter()
+                .filter(|child| !child.status.is_terminal())
+                .map(|child| format!("{} ({})", child.id, child.status))
+                .collect();
+            format!("waiting on child runs: {}", open.join(", "))
+        }
+        RunStatus::AwaitingRetry => format!("retrying {}", due()),
+        RunStatus::Scheduled => format!("scheduled, due {}", due()),
+        RunStatus::Queued => format!(
+            "queued {} for a worker serving {} in pool `{}`",
+            relative(run.queued_at.unwrap_or(run.created_at)),
+            run.namespace,
+            run.pool
+        ),
+        RunStatus::Running => format!(
+            "running on {}",
+            run.owner.as_deref().unwrap_or("an unknown worker")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn show(cli: &Cli, history: &History, format: Format, out: &mut impl Write) -> Result<(), Failure> {
+    let run = &history.run;
+    if format != Format::Table {
+        let mut entries = serde_json::to_value(&history.entries)?;
+        let mut events = serde_json::to_value(&history.events)?;
+        if cli.no_payloads {
+            for entry in entries.as_array_mut().into_iter().flatten() {
+                entry.as_object_mut().map(|o| o.remove("output"));
+            }
+            for event in events.as_array_mut().into_iter().flatten() {
+                event.as_object_mut().map(|o| o.remove("data"));
+            }
+        }
+        let children: Vec<Value> = history
+            .children
+            .iter()
+            .map(|child| run_json(child, cli.no_payloads))
+            .collect();
+        let document = json!({
+            "run": run_json(run, cli.no_payloads),
+            "doing": doing(history),
+            "entries": entries,
+            "sleeps": history.sleeps,
+            "events": events,
+            "children": children,
+        });
+        return json(out, format, &document);
+    }
+    writeln!(out, "run       {}", run.id)?;
+    writeln!(out, "workflow  {} (pool `{}`)", run.namespace, run.pool)?;
+    writeln!(
+        out,
+        "status    {} (attempt {}, revision {})",
+        run.status, run.attempts, run.revision
+    )?;
+    writeln!(out, "          {}", doing(history))?;
+    writeln!(
+        out,
+        "created   {}, last change {}",
+        relative(run.created_at),
+        relative(run.updated_at)
+    )?;
+    if let Some(reference_id) = &run.reference_id {
+        writeln!(out, "reference {reference_id}")?;
+    }
+    if let Some(parent) = &run.parent {
+        writeln!(out, "parent    {} (at {})", parent.run_id, parent.address)?;
+    }
+    if let Some(error) = &run.error {
+        writeln!(out, "error     {}: {}", error.kind, error.message)?;
+    }
+    if !cli.no_payloads {
+        writeln!(out, "input     {}", run.input)?;
+        if let Some(output) = &run.output {
+            writeln!(out, "output    {output}")?;
+        }
+    }
+    if !history.entries.is_empty() {
+        writeln!(out)?;
+        let mut table = Table::new(&["address", "index", "kind", "status", "attempts", "error"]);
+        for entry in &history.entries {
+            table.row(vec![
+                entry.address.clone(),
+                entry.index.to_string(),
+                name(&entry.kind),
+                name(&entry.status),
+                entry.attempts.to_string(),
+                entry
+                    .error
+                    .as_ref()
+                    .map_or(String::new(), |e| format!("{}: {}", e.kind, e.message)),
+            ]);
+        }
+        table.print(out)?;
+    }
+    if !history.sleeps.is_empty() {
+        writeln!(out)?;
+        let mut table = Table::new(&["sleep", "index", "wakes", "cancelled"]);
+        for sleep in &history.sleeps {
+            table.row(vec![
+                sleep.name.clone(),
+                sleep.index.to_string(),
+                relative(sleep.wake_at),
+                sleep.cancelled.to_string(),
+            ]);
+        }
+        table.print(out)?;
+    }
+    if !history.events.is_empty() {
+        writeln!(out)?;
+        let mut table = Table::new(&["event", "index", "received", "timed out"]);
+        for event in &history.events {
+            table.row(vec![
+                event.name.clone(),
+                event.index.to_string(),
+                relative(event.received_at),
+                event.timed_out.to_string(),
+            ]);
+        }
+        table.print(out)?;
+    }
+    if !history.children.is_empty() {
+        writeln!(out)?;
+        let mut table = Table::new(&["child", "workflow", "status"]);
+        for child in &history.children {
+            table.row(vec![
+                child.id.to_string(),
+                child.namespace.to_string(),
+                child.status.to_string(),
+            ]);
+        }
+        table.print(out)?;
+    }
+    Ok(())
+}
+
+/// How a value names itself in JSON (`awaiting_retry`), for a table.
+fn name(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Prints a run after an action.
+fn acted(cli: &Cli, run: RunRecord, format: Format, out: &mut impl Write) -> Result<(), Failure> {
+    match format {
+        Format::Table => writeln!(out, "{} is now {}", run.id, run.status)?,
+        _ => json(out, format, &run_json(&run, cli.no_payloads))?,
+    }
+    Ok(())
+}
+
+async fn result(
+    cli: &Cli,
+    client: &Client,
+    id: aiki::RunId,
+    timeout: Option<Duration>,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let run = client.any_run(id);
+    let wait = async {
+        loop {
+            let record = run.record().await?;
+            if record.status.is_terminal() {
+                return Ok::<RunRecord, Failure>(record);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let record = match timeout {
+        Some(limit) => match tokio::time::timeout(limit, wait).await {
+            Ok(record) => record?,
+            Err(_) => {
+                let status = run.record().await?.status;
+                return Err(Failure {
+                    message: format!("run {id} is still `{status}` after {limit:?}"),
+                    code: EXIT_TIMED_OUT,
+                });
+            }
+        },
+        None => wait.await?,
+    };
+    match record.status {
+        RunStatus::Completed => {
+            let output = record.output.clone().unwrap_or(Value::Null);
+            match format {
+                Format::Table => writeln!(out, "{output}")?,
+                _ => json(out, format, &output)?,
+            }
+            Ok(0)
+        }
+        status => {
+            let why = record
+                .error
+                .as_ref()
+                .map_or(String::new(), |e| format!(": {}: {}", e.kind, e.message));
+            let _ = cli;
+            Err(Failure {
+                message: format!("run {id} ended `{status}`{why}"),
+                code: if status == RunStatus::Cancelled {
+                    EXIT_CANCELLED
+                } else {
+                    EXIT_FAILED
+                },
+            })
+        }
+    }
+}

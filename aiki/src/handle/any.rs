@@ -1,0 +1,190 @@
+//! A handle on a run whatever its workflow: what an operator tool (the `aiki` CLI, later the
+//! server) does to runs it has no code for. The typed [`RunHandle`](super::RunHandle) adds the
+//! check that the run is of its workflow version, and its typed results and events.
+
+use std::fmt;
+
+use aiki_store::{RunId, RunRecord, RunStatus, StoreError, Transition};
+
+use crate::client::Client;
+use crate::error::ClientError;
+
+/// A handle on one run of any workflow: its record and the operator actions.
+#[derive(Clone)]
+pub struct AnyRun {
+    client: Client,
+    id: RunId,
+}
+
+impl fmt::Debug for AnyRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnyRun").field("id", &self.id).finish()
+    }
+}
+
+/// An operator action that moves a run from some statuses to another.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Action {
+    Wakeup,
+    Pause,
+    Resume,
+    Requeue,
+    Cancel,
+}
+
+impl Action {
+    fn name(self) -> &'static str {
+        match self {
+            Action::Wakeup => "wake up",
+            Action::Pause => "pause",
+            Action::Resume => "resume",
+            Action::Requeue => "requeue",
+            Action::Cancel => "cancel",
+        }
+    }
+
+    /// The statuses the action applies to.
+    fn from(self) -> Vec<RunStatus> {
+        match self {
+            Action::Wakeup => vec![RunStatus::Sleeping],
+            Action::Pause => RunStatus::ALL
+                .into_iter()
+                .filter(|status| status.can_move_to(RunStatus::Paused))
+                .collect(),
+            Action::Resume => vec![RunStatus::Paused],
+            Action::Requeue => vec![RunStatus::Stalled],
+            Action::Cancel => RunStatus::ALL
+                .into_iter()
+                .filter(|status| !status.is_terminal())
+                .collect(),
+        }
+    }
+
+    fn transition(self) -> Transition {
+        match self {
+            Action::Wakeup => Transition::to(RunStatus::Scheduled, 0).cancel_sleeps(),
+            Action::Pause => Transition::to(RunStatus::Paused, 0),
+            Action::Resume => Transition::to(RunStatus::Scheduled, 0),
+            Action::Requeue => Transition::to(RunStatus::Queued, 0),
+            Action::Cancel => Transition::to(RunStatus::Cancelled, 0),
+        }
+    }
+}
+
+/// No check: any workflow's run.
+fn any_workflow(_: &RunRecord) -> Result<(), ClientError> {
+    Ok(())
+}
+
+impl AnyRun {
+    pub(crate) fn new(client: Client, id: RunId) -> Self {
+        AnyRun { client, id }
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// The run as stored now.
+    pub async fn record(&self) -> Result<RunRecord, ClientError> {
+        Ok(self.client.store.get_run(self.id).await?)
+    }
+
+    /// Ends the run's current durable sleep early (see [`RunHandle::wakeup`](super::RunHandle::wakeup)).
+    pub async fn wakeup(&self) -> Result<RunRecord, ClientError> {
+        self.act(Action::Wakeup, &any_workflow).await
+    }
+
+    /// Pauses the run (see [`RunHandle::pause`](super::RunHandle::pause)).
+    pub async fn pause(&self) -> Result<RunRecord, ClientError> {
+        self.act(Action::Pause, &any_workflow).await
+    }
+
+    /// Resumes a paused run.
+    pub async fn resume(&self) -> Result<RunRecord, ClientError> {
+        self.act(Action::Resume, &any_workflow).await
+    }
+
+    /// Puts a stalled run back into delivery.
+    pub async fn requeue(&self) -> Result<RunRecord, ClientError> {
+        self.act(Action::Requeue, &any_workflow).await
+    }
+
+    /// Cancels the run and its children that have not ended (see
+    /// [`RunHandle::cancel`](super::RunHandle::cancel)).
+    pub async fn cancel(&self) -> Result<RunRecord, ClientError> {
+        self.cancel_checked(&any_workflow).await
+    }
+
+    /// Cancels the run if `check` accepts it, then its children that have not ended.
+    pub(super) async fn cancel_checked(
+        &self,
+        check: &(dyn Fn(&RunRecord) -> Result<(), ClientError> + Sync),
+    ) -> Result<RunRecord, ClientError> {
+        let run = match self.act(Action::Cancel, check).await {
+            Err(ClientError::InvalidAction { status, .. }) if status.is_terminal() => {
+                let run = self.record().await?;
+                check(&run)?;
+                return Ok(run);
+            }
+            other => other?,
+        };
+        let mut pending = vec![self.id];
+        while let Some(parent) = pending.pop() {
+            let history = self.client.store.load_history(parent).await?;
+            for child in history.children {
+                pending.push(child.id);
+                if !child.status.is_terminal() {
+                    let child = AnyRun::new(self.client.clone(), child.id);
+                    match child.act(Action::Cancel, &any_workflow).await {
+                        // It ended meanwhile: nothing left to cancel.
+                        Ok(_) | Err(ClientError::InvalidAction { .. }) => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+        }
+        Ok(run)
+    }
+
+    /// Applies an operator action with a compare-and-set loop on the revision; the run must be
+    /// in one of the action's statuses, and `check` may refuse it.
+    pub(super) async fn act(
+        &self,
+        action: Action,
+        check: &(dyn Fn(&RunRecord) -> Result<(), ClientError> + Sync),
+    ) -> Result<RunRecord, ClientError> {
+        let from = action.from();
+        loop {
+            let run = self.client.store.get_run(self.id).await?;
+            check(&run)?;
+            if !from.contains(&run.status) {
+                return Err(ClientError::InvalidAction {
+                    run_id: self.id,
+                    action: action.name(),
+                    status: run.status,
+                    expected: from,
+                });
+            }
+            let mut change = action.transition();
+            change.now = self.client.clock.now();
+            if change.to == RunStatus::Scheduled {
+                change.due_at = Some(change.now);
+            }
+            match self
+                .client
+                .store
+                .transition(self.id, run.revision, change)
+                .await
+            {
+                Ok(run) => {
+                    crate::wake::work_available();
+                    return Ok(run);
+                }
+                Err(StoreError::RevisionConflict { .. }) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+}
