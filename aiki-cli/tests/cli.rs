@@ -166,6 +166,11 @@ fn aiki(url: &str, args: &[&str]) -> Output {
     }
 }
 
+/// `aiki runs COMMAND ID -o FORMAT`.
+fn on(url: &str, command: &str, id: RunId, format: &str) -> Output {
+    aiki(url, &["runs", command, &id.to_string(), "-o", format])
+}
+
 fn ids(list: &Value) -> Vec<String> {
     list["runs"]
         .as_array()
@@ -325,11 +330,7 @@ async fn shows_what_each_run_does(backend: Backend) {
         "{}",
         queued.stdout
     );
-    let failed = aiki(
-        &f.url,
-        &["runs", "show", &f.failed.to_string(), "-o", "json"],
-    )
-    .json();
+    let failed = on(&f.url, "show", f.failed, "json").json();
     assert_eq!(failed["run"]["status"], "failed");
     assert_eq!(failed["entries"][0]["status"], "failed");
     assert!(
@@ -356,10 +357,7 @@ async fn shows_what_each_run_does(backend: Backend) {
 
 async fn acts_waits_and_says_how_runs_ended(backend: Backend) {
     let f = fixture(backend).await;
-    let result = aiki(
-        &f.url,
-        &["runs", "result", &f.done.to_string(), "-o", "json"],
-    );
+    let result = on(&f.url, "result", f.done, "json");
     assert_eq!(result.json(), Value::from(2));
     let failed = aiki(&f.url, &["runs", "result", &f.failed.to_string()]);
     assert!(
@@ -377,33 +375,18 @@ async fn acts_waits_and_says_how_runs_ended(backend: Backend) {
         pending.stderr
     );
     // Actions print the run afterwards.
-    let paused = aiki(
-        &f.url,
-        &["runs", "pause", &f.waiting.to_string(), "-o", "json"],
-    )
-    .json();
+    let paused = on(&f.url, "pause", f.waiting, "json").json();
     assert_eq!(paused["status"], "paused");
-    let resumed = aiki(
-        &f.url,
-        &["runs", "resume", &f.waiting.to_string(), "-o", "table"],
-    );
+    let resumed = on(&f.url, "resume", f.waiting, "table");
     assert_eq!(resumed.code, 0);
     assert!(
         resumed.stdout.contains("is now scheduled"),
         "{}",
         resumed.stdout
     );
-    let woken = aiki(
-        &f.url,
-        &["runs", "wake", &f.sleeping.to_string(), "-o", "json"],
-    )
-    .json();
+    let woken = on(&f.url, "wake", f.sleeping, "json").json();
     assert_eq!(woken["status"], "scheduled");
-    let cancelled = aiki(
-        &f.url,
-        &["runs", "cancel", &f.parent.to_string(), "-o", "json"],
-    )
-    .json();
+    let cancelled = on(&f.url, "cancel", f.parent, "json").json();
     assert_eq!(cancelled["status"], "cancelled");
     let children = aiki(
         &f.url,
