@@ -8,7 +8,7 @@ use aiki_store::{History, RunFilter, TimeRange};
 use serde_json::{Value, json};
 
 use crate::args::{Cli, Format, ListArgs, RunsCommand};
-use crate::output::{Table, json, relative, run_json};
+use crate::output::{Table, json, relative, run_json, span};
 use crate::{EXIT_CANCELLED, EXIT_FAILED, EXIT_TIMED_OUT, Failure};
 
 /// Opens the store in check mode (it never migrates).
@@ -151,8 +151,8 @@ fn doing(history: &History) -> String {
         RunStatus::AwaitingRetry => format!("retrying {}", due()),
         RunStatus::Scheduled => format!("scheduled, due {}", due()),
         RunStatus::Queued => format!(
-            "queued {} for a worker serving {} in pool `{}`",
-            relative(run.queued_at.unwrap_or(run.created_at)),
+            "queued for {}, waiting for a worker serving {} in pool `{}`",
+            span(aiki::Clock::now(&aiki::SystemClock) - run.queued_at.unwrap_or(run.created_at)),
             run.namespace,
             run.pool
         ),

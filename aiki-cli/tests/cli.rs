@@ -326,7 +326,7 @@ async fn shows_what_each_run_does(backend: Backend) {
     assert!(
         queued
             .stdout
-            .contains("for a worker serving cli-unserved@1 in pool `default`"),
+            .contains("waiting for a worker serving cli-unserved@1 in pool `default`"),
         "{}",
         queued.stdout
     );
