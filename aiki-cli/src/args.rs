@@ -179,8 +179,10 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "d" => 86_400,
         _ => return Err(bad()),
     };
+    // At most a century: further back than any run, and far from overflowing.
     number
         .checked_mul(seconds)
+        .filter(|seconds| *seconds <= 100 * 365 * 86_400)
         .map(Duration::from_secs)
         .ok_or_else(bad)
 }
@@ -194,7 +196,16 @@ mod tests {
         assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
-        for bad in ["", "5", "m", "5w", "-5m", "1.5h", "99999999999999999999d"] {
+        for bad in [
+            "",
+            "5",
+            "m",
+            "5w",
+            "-5m",
+            "1.5h",
+            "99999999999999999999d",
+            "36501d",
+        ] {
             let error = parse_duration(bad).unwrap_err();
             assert!(error.contains("not a duration"), "{bad}: {error}");
         }

@@ -14,8 +14,8 @@
 //! otherwise) or `-o jsonl` (one object per line); `--no-payloads` leaves inputs, outputs and
 //! event data out. JSON documents: `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}`
 //! (`jsonl`: one `RUN` per line, then `{"next": CURSOR}` if there is a next page); `runs show`
-//! prints `{"run": RUN, "entries": [...], "sleeps": [...], "events": [...], "children":
-//! [RUN, ...]}`; the actions print the run as it is afterwards; `workflows` prints
+//! prints `{"run": RUN, "doing": "what it does, in words", "entries": [...], "sleeps": [...],
+//! "events": [...], "children": [RUN, ...]}`; the actions print the run as it is afterwards; `workflows` prints
 //! `[{"workflow", "version", "by_status": {STATUS: COUNT}, "oldest_queued_at"}]`. A `RUN` is
 //! the store's run record (`aiki::RunRecord`) as JSON.
 //!
@@ -112,12 +112,16 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
 /// Prints a usage error in one line (help and version go to standard output as they are).
 fn usage(error: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(
-        error.kind(),
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
-    ) {
-        let _ = error.print();
-        return ExitCode::SUCCESS;
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("error: a command is required (see --help)");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        _ => {}
     }
     let text = error.to_string();
     let line = text.lines().next().unwrap_or("usage error");

@@ -56,7 +56,7 @@ fn filter(args: &ListArgs) -> RunFilter {
     if let Some(since) = args.since {
         let now = aiki::Clock::now(&aiki::SystemClock);
         filter.created = TimeRange {
-            from: Some(now - since.as_millis() as i64),
+            from: Some(now.saturating_sub(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))),
             until: None,
         };
     }

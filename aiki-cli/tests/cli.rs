@@ -442,6 +442,27 @@ async fn bad_input_gets_one_line_and_an_exit_code(backend: Backend) {
     assert!(duration.failed(2).contains("is not a duration"));
     let flag = aiki(&f.url, &["runs", "list", "--colour"]);
     flag.failed(2);
+    let none = aiki(&f.url, &[]);
+    assert!(
+        none.failed(2).contains("requires a subcommand"),
+        "{}",
+        none.stderr
+    );
+    let half = aiki(&f.url, &["runs"]);
+    assert!(
+        half.failed(2).contains("requires a subcommand"),
+        "{}",
+        half.stderr
+    );
+    let secret = aiki(
+        "postgres://app:s3cr3t@127.0.0.1:1/x?aiki_nonsense=1",
+        &["workflows"],
+    );
+    let line = secret.failed(1);
+    assert!(
+        line.contains("aiki_nonsense") && !line.contains("s3cr3t"),
+        "{line}"
+    );
     let nothing = Command::new(env!("CARGO_BIN_EXE_aiki"))
         .env_remove("AIKI_URL")
         .args(["workflows"])

@@ -20,7 +20,7 @@ pub async fn connect(url: &str) -> Result<BoxStore, StoreError> {
 /// release use, and refuse a schema they would misread.
 pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStore, StoreError> {
     let unsupported = |reason: &str| StoreError::UnsupportedUrl {
-        url: url.to_owned(),
+        url: crate::error::redact(url),
         reason: reason.to_owned(),
     };
     if url == "memory:" {

@@ -116,3 +116,36 @@ impl StoreError {
         }
     }
 }
+
+/// `url` with the password of its user info (`postgres://user:secret@host`) replaced by `***`,
+/// for error messages, which end up in logs and terminals.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let Some((user_info, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match user_info.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod redaction {
+    use super::redact;
+
+    #[test]
+    fn passwords_are_left_out_of_urls() {
+        assert_eq!(
+            redact("postgres://app:s3cr3t@db:5432/runs?aiki_x=1"),
+            "postgres://app:***@db:5432/runs?aiki_x=1"
+        );
+        assert_eq!(redact("postgres://app@db/runs"), "postgres://app@db/runs");
+        assert_eq!(redact("sqlite://a@b.db"), "sqlite://a@b.db");
+        assert_eq!(redact("memory:"), "memory:");
+    }
+}

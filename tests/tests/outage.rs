@@ -166,16 +166,23 @@ async fn a_skewed_worker_sweeps(url: &str) -> bool {
         .build()
         .expect("worker config")
         .start();
+    let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(20));
+    let run = client.start::<HeldFlow>(aiki::NoInput).await.unwrap();
+    // The skewed worker starts once the live one holds the run, its task under way.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while executions.count("held") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the live worker did not start the task"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let claimed = run.record().await.unwrap();
+    assert_eq!(claimed.status, RunStatus::Running);
     let skewed = worker(|w| w.clock(Skewed(3_600_000)))
         .build()
         .expect("worker config")
         .start();
-    let client = Client::new(store).with_poll_interval(Duration::from_millis(20));
-    let run = client.start::<HeldFlow>(aiki::NoInput).await.unwrap();
-    let claimed = run
-        .wait_for_status_timeout(RunStatus::Running, Duration::from_secs(30))
-        .await
-        .expect("the live worker claims the run");
     tokio::time::sleep(idle * 3).await;
     let after = run.record().await.unwrap();
     let taken = after.revision != claimed.revision;

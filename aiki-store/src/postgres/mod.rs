@@ -64,7 +64,8 @@ pub struct PostgresOptions {
 /// stamps every claim and heartbeat and is what recovery compares them with, so a worker
 /// machine whose clock is off by minutes neither releases the runs of live workers nor keeps
 /// a dead worker's runs for longer. Every other time the runtime stores (wake-ups, retries,
-/// when something happened) still comes from the worker's own clock.
+/// when something happened) still comes from the worker's own clock, and so does the rare
+/// `running` row without a heartbeat, which recovery judges by its last change.
 /// [`Caller`](ClaimClock::Caller) uses the `now` each call passes instead, so a test's
 /// manual clock decides staleness too. All processes on one database should use the same
 /// setting.
@@ -292,7 +293,7 @@ impl PostgresStore {
     /// Connects with the given options.
     pub async fn connect_with(options: PostgresOptions) -> Result<Self, StoreError> {
         let unsupported = |reason: String| StoreError::UnsupportedUrl {
-            url: options.url.clone(),
+            url: crate::error::redact(&options.url),
             reason,
         };
         let (url, named) = url::take_aiki_parameters(&options.url).map_err(unsupported)?;

@@ -139,10 +139,11 @@ pub fn report_run_counts(
                     for counts in counts {
                         let labels = version(&counts.namespace);
                         INSTRUMENTS.queue_depth.record(counts.queued(), &labels);
-                        if let Some(oldest) = counts.oldest_queued_at {
-                            let age = now.saturating_sub(oldest).max(0) as f64 / 1000.0;
-                            INSTRUMENTS.queue_age.record(age, &labels);
-                        }
+                        // 0 once the queue is empty, not the last age for good.
+                        let age = counts.oldest_queued_at.map_or(0.0, |oldest| {
+                            now.saturating_sub(oldest).max(0) as f64 / 1000.0
+                        });
+                        INSTRUMENTS.queue_age.record(age, &labels);
                     }
                 }
                 Err(error) => tracing::warn!(%error, "could not read the queue depths"),

@@ -12,18 +12,30 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tracing::Dispatch;
+use tracing::subscriber::NoSubscriber;
 
 /// A future that runs, and is dropped, with `dispatch` as the default subscriber.
 pub(crate) struct Dispatched<F> {
     future: Option<Pin<Box<F>>>,
-    dispatch: Dispatch,
+    /// `None` when no subscriber was current: the future then reports to whatever is the
+    /// default where it runs (a global subscriber set later included), as any future does.
+    dispatch: Option<Dispatch>,
 }
 
 /// `future`, reporting to the subscriber current now.
 pub(crate) fn in_current_dispatch<F: Future>(future: F) -> Dispatched<F> {
+    let dispatch = tracing::dispatcher::get_default(Dispatch::clone);
     Dispatched {
         future: Some(Box::pin(future)),
-        dispatch: tracing::dispatcher::get_default(Dispatch::clone),
+        dispatch: (!dispatch.is::<NoSubscriber>()).then_some(dispatch),
+    }
+}
+
+/// Runs `f` with `dispatch` as the default subscriber, if there is one.
+fn under<T>(dispatch: &Option<Dispatch>, f: impl FnOnce() -> T) -> T {
+    match dispatch {
+        Some(dispatch) => tracing::dispatcher::with_default(dispatch, f),
+        None => f(),
     }
 }
 
@@ -36,11 +48,11 @@ impl<F: Future> Future for Dispatched<F> {
             .future
             .as_mut()
             .expect("BUG: a dispatched future polled after it completed");
-        let polled = tracing::dispatcher::with_default(&this.dispatch, || future.as_mut().poll(cx));
+        let polled = under(&this.dispatch, || future.as_mut().poll(cx));
         if polled.is_ready() {
             // Dropped here, under its subscriber, like any other end.
             let done = this.future.take();
-            tracing::dispatcher::with_default(&this.dispatch, || drop(done));
+            under(&this.dispatch, || drop(done));
         }
         polled
     }
@@ -49,7 +61,7 @@ impl<F: Future> Future for Dispatched<F> {
 impl<F> Drop for Dispatched<F> {
     fn drop(&mut self) {
         if let Some(future) = self.future.take() {
-            tracing::dispatcher::with_default(&self.dispatch, || drop(future));
+            under(&self.dispatch, || drop(future));
         }
     }
 }

@@ -37,6 +37,15 @@ fn outcome(outcome: &str) {
     Span::current().record("outcome", outcome);
 }
 
+/// Records where the execution moved the run: on its span, and in the metrics if it ended.
+fn moved(record: &RunRecord) {
+    outcome(record.status.as_str());
+    if record.status.is_terminal() {
+        let kind = record.error.as_ref().map(|error| error.kind.as_str());
+        crate::metrics::run_ended(&record.namespace, record.status, kind);
+    }
+}
+
 async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
     let id = claimed.id;
     let Some(workflow) = shared.registry.get(&claimed.namespace).cloned() else {
@@ -149,16 +158,21 @@ async fn unreadable_history(shared: &Shared, claimed: &RunRecord, error: StoreEr
             Transition::to(RunStatus::Queued, now)
         }
         error => {
+            outcome("lost");
             tracing::warn!(run_id = %id, %error, "could not load history; the claim will expire");
             return;
         }
     };
-    if let Err(error) = shared
+    match shared
         .store
         .transition(id, claimed.revision, transition)
         .await
     {
-        tracing::warn!(run_id = %id, %error, "could not record the unreadable history; the claim will expire");
+        Ok(record) => moved(&record),
+        Err(error) => {
+            outcome("lost");
+            tracing::warn!(run_id = %id, %error, "could not record the unreadable history; the claim will expire");
+        }
     }
 }
 
@@ -236,11 +250,7 @@ async fn finish(run: &Run, transition: Transition) {
         .await;
     match written {
         Ok(record) => {
-            outcome(record.status.as_str());
-            if record.status.is_terminal() {
-                let kind = record.error.as_ref().map(|error| error.kind.as_str());
-                crate::metrics::run_ended(&record.namespace, record.status, kind);
-            }
+            moved(&record);
             tracing::debug!(run_id = %id, status = %record.status, "run moved");
             work_available();
         }

@@ -195,7 +195,7 @@ impl Worker {
             let jumped = self.shared.clock.jumped();
             tokio::pin!(ended);
             let mut busy = false;
-            let result: Result<(), StoreError> = async {
+            let pass = async {
                 // Claim first: a run already queued starts without waiting for the daemons;
                 // runs the daemons make due are claimed on the next pass (`busy`).
                 let free = self.max_concurrent_runs.saturating_sub(executions.len());
@@ -231,9 +231,13 @@ impl Worker {
                     daemons_ran = tokio::time::Instant::now();
                     busy |= self.daemons_once().await? > 0;
                 }
-                Ok(())
-            }
-            .await;
+                Ok::<(), StoreError>(())
+            };
+            // A pass waiting on the store (a claim, a sweep) does not hold up an abort.
+            let result = tokio::select! {
+                result = pass => result,
+                Ok(_) = stop.wait_for(|stop| *stop == Stop::Now) => break,
+            };
             match result {
                 Ok(()) => backoff = Duration::from_millis(50),
                 Err(error) => {
@@ -327,8 +331,10 @@ impl WorkerHandle {
     /// Stops the worker at once, as a crash would: every execution is dropped where it is,
     /// and the runs it held stay `running` under its claim until claim recovery releases
     /// them. Unlike dropping the handle (which stops it just as abruptly, but some moments
-    /// later), this returns only once nothing of the worker runs any more, so no claim of
-    /// it is refreshed afterwards.
+    /// later), this returns only once the claim loop and every execution (with its claim
+    /// refresher) have stopped, so this worker starts no claim refresh afterwards. Task
+    /// attempts running on tokio tasks of their own are cancelled and stop at their next
+    /// `.await`; a store statement already sent may still complete on the server.
     pub async fn abort(mut self) {
         let _ = self.stop.send(Stop::Now);
         if let Some(task) = self.task.take() {
