@@ -31,7 +31,7 @@ pub(crate) async fn run(
             show(cli, &history, format, out)?;
         }
         RunsCommand::Result { id, timeout } => {
-            return result(cli, &client, *id, *timeout, format, out).await;
+            return result(&client, *id, *timeout, format, out).await;
         }
         RunsCommand::Cancel { id } => acted(cli, client.any_run(*id).cancel().await?, format, out)?,
         RunsCommand::Pause { id } => acted(cli, client.any_run(*id).pause().await?, format, out)?,
@@ -299,7 +299,6 @@ fn acted(cli: &Cli, run: RunRecord, format: Format, out: &mut impl Write) -> Res
 }
 
 async fn result(
-    cli: &Cli,
     client: &Client,
     id: aiki::RunId,
     timeout: Option<Duration>,
@@ -307,15 +306,7 @@ async fn result(
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
     let run = client.any_run(id);
-    let wait = async {
-        loop {
-            let record = run.record().await?;
-            if record.status.is_terminal() {
-                return Ok::<RunRecord, Failure>(record);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
+    let wait = async { Ok::<RunRecord, Failure>(run.wait_until_ended().await?) };
     let record = match timeout {
         Some(limit) => match tokio::time::timeout(limit, wait).await {
             Ok(record) => record?,
@@ -343,7 +334,6 @@ async fn result(
                 .error
                 .as_ref()
                 .map_or(String::new(), |e| format!(": {}: {}", e.kind, e.message));
-            let _ = cli;
             Err(Failure {
                 message: format!("run {id} ended `{status}`{why}"),
                 code: if status == RunStatus::Cancelled {

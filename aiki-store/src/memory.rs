@@ -456,15 +456,14 @@ impl Store for MemoryStore {
                 run.namespace.version.as_str(),
             );
             let entry = counts
-                .remove(&key)
-                .unwrap_or_else(|| RunCounts::new(run.namespace.clone()));
-            let mut entry = entry.add(run.status, 1);
+                .entry(key)
+                .or_insert_with(|| RunCounts::new(run.namespace.clone()));
+            entry.record(run.status, 1);
             if run.status == RunStatus::Queued {
                 let since = run.queued_at.unwrap_or(run.created_at);
                 let oldest = entry.oldest_queued_at.map_or(since, |at| at.min(since));
-                entry = entry.oldest_queued_at(Some(oldest));
+                entry.oldest_queued_at = Some(oldest);
             }
-            counts.insert(key, entry);
         }
         Ok(counts.into_values().collect())
     }

@@ -30,11 +30,16 @@ impl RunCounts {
 
     /// Adds `count` runs in `status`, keeping [`by_status`](RunCounts::by_status) in order.
     pub fn add(mut self, status: RunStatus, count: u64) -> Self {
+        self.record(status, count);
+        self
+    }
+
+    /// As [`add`](RunCounts::add), in place (for a store tallying rows).
+    pub fn record(&mut self, status: RunStatus, count: u64) {
         match self.by_status.binary_search_by_key(&status, |(s, _)| *s) {
             Ok(at) => self.by_status[at].1 += count,
             Err(at) => self.by_status.insert(at, (status, count)),
         }
-        self
     }
 
     /// Sets since when the oldest queued run has waited.

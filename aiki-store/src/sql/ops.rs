@@ -383,22 +383,20 @@ impl<D: Dialect> SqlStore<D> {
                 row.text(0)?.unwrap_or_default(),
                 row.text(1)?.unwrap_or_default(),
             );
-            let key = (workflow.clone(), version.clone());
             let entry = counts
-                .remove(&key)
-                .unwrap_or_else(|| RunCounts::new(Namespace::new(workflow, version)));
-            let entry = match row.text(2)? {
+                .entry((workflow.clone(), version.clone()))
+                .or_insert_with(|| RunCounts::new(Namespace::new(workflow, version)));
+            match row.text(2)? {
                 Some(status) => {
                     let status: RunStatus =
                         status.parse().map_err(|error| StoreError::Incompatible {
                             message: format!("counting runs: {error}"),
                         })?;
                     let count = u64::try_from(row.int(3)?.unwrap_or_default()).unwrap_or(0);
-                    entry.add(status, count)
+                    entry.record(status, count);
                 }
-                None => entry.oldest_queued_at(row.int(4)?),
-            };
-            counts.insert(key, entry);
+                None => entry.oldest_queued_at = row.int(4)?,
+            }
         }
         Ok(counts.into_values().collect())
     }

@@ -91,6 +91,37 @@ impl AnyRun {
         Ok(self.client.store.get_run(self.id).await?)
     }
 
+    /// Waits until the run has ended (`completed`, `failed` or `cancelled`) and returns it.
+    /// A store that is briefly unreachable does not end the wait.
+    pub async fn wait_until_ended(&self) -> Result<RunRecord, ClientError> {
+        self.poll_until(&any_workflow, |run| run.status.is_terminal())
+            .await
+    }
+
+    /// Polls the run (at the client's poll interval) until `done` accepts it; `check` may
+    /// refuse it. A transient store error is waited out, not returned.
+    pub(super) async fn poll_until(
+        &self,
+        check: &(dyn Fn(&RunRecord) -> Result<(), ClientError> + Sync),
+        done: impl Fn(&RunRecord) -> bool,
+    ) -> Result<RunRecord, ClientError> {
+        loop {
+            match self.record().await {
+                Ok(run) => {
+                    check(&run)?;
+                    if done(&run) {
+                        return Ok(run);
+                    }
+                }
+                Err(ClientError::Store(error)) if error.is_transient() => {
+                    tracing::debug!(run_id = %self.id, %error, "store unavailable; waiting on");
+                }
+                Err(error) => return Err(error),
+            }
+            tokio::time::sleep(self.client.poll_interval).await;
+        }
+    }
+
     /// Ends the run's current durable sleep early (see [`RunHandle::wakeup`](super::RunHandle::wakeup)).
     pub async fn wakeup(&self) -> Result<RunRecord, ClientError> {
         self.act(Action::Wakeup, &any_workflow).await

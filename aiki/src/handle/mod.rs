@@ -71,29 +71,21 @@ impl<W: Workflow> RunHandle<W> {
     /// A store that is briefly unreachable (a restarting database) does not end the wait: the
     /// run is looked at again at the next poll.
     pub async fn wait_for_status(&self, status: RunStatus) -> Result<RunRecord, ClientError> {
-        loop {
-            let run = match self.record().await {
-                Ok(run) => run,
-                Err(ClientError::Store(error)) if error.is_transient() => {
-                    tracing::debug!(run_id = %self.id, %error, "store unavailable; waiting on");
-                    tokio::time::sleep(self.client.poll_interval).await;
-                    continue;
-                }
-                Err(error) => return Err(error),
-            };
-            if run.status == status {
-                return Ok(run);
-            }
-            if run.status.is_terminal() {
-                return Err(ClientError::EndedInOtherStatus {
-                    run_id: self.id,
-                    status: run.status,
-                    wanted: status,
-                    error: run.error,
-                });
-            }
-            tokio::time::sleep(self.client.poll_interval).await;
+        let run = self
+            .any()
+            .poll_until(&|run| self.check(run), |run| {
+                run.status == status || run.status.is_terminal()
+            })
+            .await?;
+        if run.status != status {
+            return Err(ClientError::EndedInOtherStatus {
+                run_id: self.id,
+                status: run.status,
+                wanted: status,
+                error: run.error,
+            });
         }
+        Ok(run)
     }
 
     /// As [`wait_for_status`](RunHandle::wait_for_status), giving up after `timeout` (real

@@ -4,181 +4,14 @@
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-use std::process::Command;
-use std::time::Duration;
+mod support;
 
-use aiki::{Client, NoInput, Run, RunId, RunStatus, TaskError, Worker, WorkflowError};
+use std::process::Command;
+
+use aiki::RunId;
 use aiki_tests::Backend;
 use serde_json::Value;
-
-#[aiki::task(name = "cli-step")]
-async fn cli_step(n: u32) -> Result<u32, TaskError> {
-    Ok(n + 1)
-}
-
-#[aiki::task(name = "cli-broken")]
-async fn cli_broken() -> Result<u32, TaskError> {
-    Err(TaskError::new("the provider said no"))
-}
-
-#[aiki::workflow(name = "cli-done", version = "1")]
-async fn cli_done(run: &Run, n: u32) -> Result<u32, WorkflowError> {
-    CliStep.start(run, n).await
-}
-
-#[aiki::workflow(name = "cli-fails", version = "1")]
-async fn cli_fails(run: &Run) -> Result<u32, WorkflowError> {
-    CliBroken.start(run).await
-}
-
-#[aiki::workflow(name = "cli-sleeps", version = "1")]
-async fn cli_sleeps(run: &Run, n: u32) -> Result<u32, WorkflowError> {
-    let n = CliStep.start(run, n).await?;
-    run.sleep("cool-down", Duration::from_secs(3 * 3600))
-        .await?;
-    Ok(n)
-}
-
-#[aiki::workflow(name = "cli-waits", version = "1", events(payment_received = u32))]
-async fn cli_waits(run: &Run) -> Result<u32, WorkflowError> {
-    run.events().payment_received().wait().await
-}
-
-/// No worker serves it.
-#[aiki::workflow(name = "cli-unserved", version = "1")]
-async fn cli_unserved(_run: &Run) -> Result<(), WorkflowError> {
-    Ok(())
-}
-
-#[aiki::workflow(name = "cli-parent", version = "1")]
-async fn cli_parent(run: &Run) -> Result<(), WorkflowError> {
-    run.child::<CliUnserved>(NoInput)
-        .start()
-        .await?
-        .wait()
-        .await
-}
-
-/// The runs of one store, by what they do.
-struct Fixture {
-    url: String,
-    done: RunId,
-    failed: RunId,
-    sleeping: RunId,
-    waiting: RunId,
-    queued: RunId,
-    parent: RunId,
-}
-
-async fn fixture(backend: Backend) -> Fixture {
-    let url = backend.fresh_url().await;
-    let store = aiki::connect(&url).await.expect("the store opens");
-    let worker = Worker::builder(store.clone())
-        .register(CliDone)
-        .register(CliFails)
-        .register(CliSleeps)
-        .register(CliWaits)
-        .register(CliParent)
-        .poll_interval(Duration::from_millis(5))
-        .build()
-        .unwrap()
-        .start();
-    let client = Client::new(store).with_poll_interval(Duration::from_millis(5));
-    let patience = Duration::from_secs(30);
-    let done = client.start::<CliDone>(1).await.unwrap();
-    done.wait_for_status_timeout(RunStatus::Completed, patience)
-        .await
-        .unwrap();
-    let failed = client.start::<CliFails>(NoInput).await.unwrap();
-    failed
-        .wait_for_status_timeout(RunStatus::Failed, patience)
-        .await
-        .unwrap();
-    let sleeping = client
-        .start::<CliSleeps>(1)
-        .reference_id("order-7")
-        .await
-        .unwrap();
-    sleeping
-        .wait_for_status_timeout(RunStatus::Sleeping, patience)
-        .await
-        .unwrap();
-    let waiting = client.start::<CliWaits>(NoInput).await.unwrap();
-    waiting
-        .wait_for_status_timeout(RunStatus::AwaitingEvent, patience)
-        .await
-        .unwrap();
-    let queued = client.start::<CliUnserved>(NoInput).await.unwrap();
-    let parent = client.start::<CliParent>(NoInput).await.unwrap();
-    parent
-        .wait_for_status_timeout(RunStatus::AwaitingChildWorkflow, patience)
-        .await
-        .unwrap();
-    worker.shutdown().await;
-    Fixture {
-        url,
-        done: done.id(),
-        failed: failed.id(),
-        sleeping: sleeping.id(),
-        waiting: waiting.id(),
-        queued: queued.id(),
-        parent: parent.id(),
-    }
-}
-
-/// What a run of the binary printed, and its exit code.
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    fn json(&self) -> Value {
-        assert_eq!(self.code, 0, "stderr: {}", self.stderr);
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("{e}: {}", self.stdout))
-    }
-
-    /// A failure: the code, and one line on standard error, no panic.
-    fn failed(&self, code: i32) -> &str {
-        assert_eq!(
-            self.code, code,
-            "stdout: {} stderr: {}",
-            self.stdout, self.stderr
-        );
-        assert_eq!(self.stderr.lines().count(), 1, "one line: {}", self.stderr);
-        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
-        self.stderr.trim_end()
-    }
-}
-
-fn aiki(url: &str, args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_aiki"))
-        .env("AIKI_URL", url)
-        .env_remove("RUST_BACKTRACE")
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-/// `aiki runs COMMAND ID -o FORMAT`.
-fn on(url: &str, command: &str, id: RunId, format: &str) -> Output {
-    aiki(url, &["runs", command, &id.to_string(), "-o", format])
-}
-
-fn ids(list: &Value) -> Vec<String> {
-    list["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .map(|run| run["id"].as_str().unwrap().to_owned())
-        .collect()
-}
+use support::{aiki, children_of, fixture, ids, on};
 
 async fn lists_filters_and_pages(backend: Backend) {
     let f = fixture(backend).await;
@@ -228,18 +61,7 @@ async fn lists_filters_and_pages(backend: Backend) {
     )
     .json();
     assert_eq!(ids(&by_reference), [f.sleeping.to_string()]);
-    let children = aiki(
-        &f.url,
-        &[
-            "runs",
-            "list",
-            "--parent",
-            &f.parent.to_string(),
-            "-o",
-            "json",
-        ],
-    )
-    .json();
+    let children = children_of(&f.url, f.parent);
     assert_eq!(children["runs"][0]["namespace"]["workflow"], "cli-unserved");
     // Pages of two, joined: the same seven, in the same order.
     let mut paged = Vec::new();
@@ -388,18 +210,7 @@ async fn acts_waits_and_says_how_runs_ended(backend: Backend) {
     assert_eq!(woken["status"], "scheduled");
     let cancelled = on(&f.url, "cancel", f.parent, "json").json();
     assert_eq!(cancelled["status"], "cancelled");
-    let children = aiki(
-        &f.url,
-        &[
-            "runs",
-            "list",
-            "--parent",
-            &f.parent.to_string(),
-            "-o",
-            "json",
-        ],
-    )
-    .json();
+    let children = children_of(&f.url, f.parent);
     assert_eq!(
         children["runs"][0]["status"], "cancelled",
         "the child went with its parent"
@@ -442,6 +253,32 @@ async fn bad_input_gets_one_line_and_an_exit_code(backend: Backend) {
     assert!(duration.failed(2).contains("is not a duration"));
     let flag = aiki(&f.url, &["runs", "list", "--colour"]);
     flag.failed(2);
+    for (args, says) in [
+        (&["runs", "list", "-o", "xml"][..], "invalid value 'xml'"),
+        (
+            &["runs", "list", "--limit", "0"][..],
+            "0 is not in 1..=1000",
+        ),
+        (
+            &["runs", "list", "--limit", "lots"][..],
+            "invalid value 'lots'",
+        ),
+        (
+            &["runs", "list", "--parent", "mom"][..],
+            "`mom` is not a run id",
+        ),
+        (
+            &["runs", "result", &f.done.to_string(), "--timeout", "soon"][..],
+            "is not a duration",
+        ),
+    ] {
+        let refused = aiki(&f.url, args);
+        assert!(
+            refused.failed(2).contains(says),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
     let none = aiki(&f.url, &[]);
     assert!(
         none.failed(2).contains("requires a subcommand"),

@@ -1,0 +1,194 @@
+//! The stores the CLI tests look at (runs in every state an operator meets) and running the
+//! `aiki` binary as a process.
+
+use std::process::Command;
+use std::time::Duration;
+
+use aiki::{Client, NoInput, Run, RunId, RunStatus, TaskError, Worker, WorkflowError};
+use aiki_tests::Backend;
+use serde_json::Value;
+
+#[aiki::task(name = "cli-step")]
+async fn cli_step(n: u32) -> Result<u32, TaskError> {
+    Ok(n + 1)
+}
+
+#[aiki::task(name = "cli-broken")]
+async fn cli_broken() -> Result<u32, TaskError> {
+    Err(TaskError::new("the provider said no"))
+}
+
+#[aiki::workflow(name = "cli-done", version = "1")]
+async fn cli_done(run: &Run, n: u32) -> Result<u32, WorkflowError> {
+    CliStep.start(run, n).await
+}
+
+#[aiki::workflow(name = "cli-fails", version = "1")]
+async fn cli_fails(run: &Run) -> Result<u32, WorkflowError> {
+    CliBroken.start(run).await
+}
+
+#[aiki::workflow(name = "cli-sleeps", version = "1")]
+async fn cli_sleeps(run: &Run, n: u32) -> Result<u32, WorkflowError> {
+    let n = CliStep.start(run, n).await?;
+    run.sleep("cool-down", Duration::from_secs(3 * 3600))
+        .await?;
+    Ok(n)
+}
+
+#[aiki::workflow(name = "cli-waits", version = "1", events(payment_received = u32))]
+async fn cli_waits(run: &Run) -> Result<u32, WorkflowError> {
+    run.events().payment_received().wait().await
+}
+
+/// No worker serves it.
+#[aiki::workflow(name = "cli-unserved", version = "1")]
+async fn cli_unserved(_run: &Run) -> Result<(), WorkflowError> {
+    Ok(())
+}
+
+#[aiki::workflow(name = "cli-parent", version = "1")]
+async fn cli_parent(run: &Run) -> Result<(), WorkflowError> {
+    run.child::<CliUnserved>(NoInput)
+        .start()
+        .await?
+        .wait()
+        .await
+}
+
+/// The runs of one store, by what they do.
+pub(crate) struct Fixture {
+    pub(crate) url: String,
+    pub(crate) done: RunId,
+    pub(crate) failed: RunId,
+    pub(crate) sleeping: RunId,
+    pub(crate) waiting: RunId,
+    pub(crate) queued: RunId,
+    pub(crate) parent: RunId,
+}
+
+pub(crate) async fn fixture(backend: Backend) -> Fixture {
+    let url = backend.fresh_url().await;
+    let store = aiki::connect(&url).await.expect("the store opens");
+    let worker = Worker::builder(store.clone())
+        .register(CliDone)
+        .register(CliFails)
+        .register(CliSleeps)
+        .register(CliWaits)
+        .register(CliParent)
+        .poll_interval(Duration::from_millis(5))
+        .build()
+        .unwrap()
+        .start();
+    let client = Client::new(store).with_poll_interval(Duration::from_millis(5));
+    let patience = Duration::from_secs(30);
+    let done = client.start::<CliDone>(1).await.unwrap();
+    done.wait_for_status_timeout(RunStatus::Completed, patience)
+        .await
+        .unwrap();
+    let failed = client.start::<CliFails>(NoInput).await.unwrap();
+    failed
+        .wait_for_status_timeout(RunStatus::Failed, patience)
+        .await
+        .unwrap();
+    let sleeping = client
+        .start::<CliSleeps>(1)
+        .reference_id("order-7")
+        .await
+        .unwrap();
+    sleeping
+        .wait_for_status_timeout(RunStatus::Sleeping, patience)
+        .await
+        .unwrap();
+    let waiting = client.start::<CliWaits>(NoInput).await.unwrap();
+    waiting
+        .wait_for_status_timeout(RunStatus::AwaitingEvent, patience)
+        .await
+        .unwrap();
+    let queued = client.start::<CliUnserved>(NoInput).await.unwrap();
+    let parent = client.start::<CliParent>(NoInput).await.unwrap();
+    parent
+        .wait_for_status_timeout(RunStatus::AwaitingChildWorkflow, patience)
+        .await
+        .unwrap();
+    worker.shutdown().await;
+    Fixture {
+        url,
+        done: done.id(),
+        failed: failed.id(),
+        sleeping: sleeping.id(),
+        waiting: waiting.id(),
+        queued: queued.id(),
+        parent: parent.id(),
+    }
+}
+
+/// What a run of the binary printed, and its exit code.
+pub(crate) struct Output {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Output {
+    pub(crate) fn json(&self) -> Value {
+        assert_eq!(self.code, 0, "stderr: {}", self.stderr);
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("{e}: {}", self.stdout))
+    }
+
+    /// A failure: the code, and one line on standard error, no panic.
+    pub(crate) fn failed(&self, code: i32) -> &str {
+        assert_eq!(
+            self.code, code,
+            "stdout: {} stderr: {}",
+            self.stdout, self.stderr
+        );
+        assert_eq!(self.stderr.lines().count(), 1, "one line: {}", self.stderr);
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        self.stderr.trim_end()
+    }
+}
+
+pub(crate) fn aiki(url: &str, args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_aiki"))
+        .env("AIKI_URL", url)
+        .env_remove("RUST_BACKTRACE")
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `aiki runs COMMAND ID -o FORMAT`.
+pub(crate) fn on(url: &str, command: &str, id: RunId, format: &str) -> Output {
+    aiki(url, &["runs", command, &id.to_string(), "-o", format])
+}
+
+/// `aiki runs list --parent PARENT -o json`.
+pub(crate) fn children_of(url: &str, parent: RunId) -> Value {
+    aiki(
+        url,
+        &[
+            "runs",
+            "list",
+            "--parent",
+            &parent.to_string(),
+            "-o",
+            "json",
+        ],
+    )
+    .json()
+}
+
+pub(crate) fn ids(list: &Value) -> Vec<String> {
+    list["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|run| run["id"].as_str().unwrap().to_owned())
+        .collect()
+}
