@@ -433,8 +433,12 @@ async fn a_record_of_a_newer_release_is_left_for_a_newer_worker(backend: Backend
         "UPDATE aiki_entries SET status = 'superseded' WHERE address LIKE 'task-a:%'",
     )
     .await;
+    // The run is queued twice: woken (revision + 1), then claimed (+ 2) and released (+ 3).
+    // The second one is the release (seen in CI: the first was taken for it).
+    let mut claimed = run.record().await.unwrap();
+    claimed.revision += 2;
     h.advance(Duration::from_secs(61));
-    let released = h.reach(&run, RunStatus::Queued).await;
+    let released = h.reach_next(&run, RunStatus::Queued, &claimed).await;
     assert!(released.error.is_none(), "not failed: {released:?}");
     // The worker backs off: it does not claim the run again at once (each claim and release
     // would move the revision on).
