@@ -29,6 +29,7 @@
 mod args;
 mod output;
 mod runs;
+mod waits;
 mod workflows;
 
 use std::ffi::OsString;

@@ -8,7 +8,8 @@ use aiki_store::{History, RunFilter, TimeRange};
 use serde_json::{Value, json};
 
 use crate::args::{Cli, Format, ListArgs, RunsCommand};
-use crate::output::{Table, json, relative, run_json, span};
+use crate::output::{Table, json, relative, run_json};
+use crate::waits::doing;
 use crate::{EXIT_CANCELLED, EXIT_FAILED, EXIT_TIMED_OUT, Failure};
 
 /// Opens the store in check mode (it never migrates).
@@ -113,55 +114,6 @@ async fn list(
         }
     }
     Ok(())
-}
-
-/// What a run in `status` is doing, in words, from its record and history.
-fn doing(history: &History) -> String {
-    let run = &history.run;
-    let due = || run.due_at.map(relative).unwrap_or_default();
-    match run.status {
-        RunStatus::Sleeping => {
-            let sleep = history
-                .sleeps
-                .iter()
-                .filter(|sleep| !sleep.cancelled)
-                .max_by_key(|sleep| sleep.wake_at);
-            match sleep {
-                Some(sleep) => format!(
-                    "sleeping (`{}`), wakes {}",
-                    sleep.name,
-                    relative(sleep.wake_at)
-                ),
-                None => format!("sleeping, wakes {}", due()),
-            }
-        }
-        RunStatus::AwaitingEvent => match run.due_at {
-            Some(at) => format!("waiting on an event, times out {}", relative(at)),
-            None => "waiting on an event".to_owned(),
-        },
-        RunStatus::AwaitingChildWorkflow => {
-            let open: Vec<String> = history
-                .children
-                .iter()
-                .filter(|child| !child.status.is_terminal())
-                .map(|child| format!("{} ({})", child.id, child.status))
-                .collect();
-            format!("waiting on child runs: {}", open.join(", "))
-        }
-        RunStatus::AwaitingRetry => format!("retrying {}", due()),
-        RunStatus::Scheduled => format!("scheduled, due {}", due()),
-        RunStatus::Queued => format!(
-            "queued for {}, waiting for a worker serving {} in pool `{}`",
-            span(aiki::Clock::now(&aiki::SystemClock) - run.queued_at.unwrap_or(run.created_at)),
-            run.namespace,
-            run.pool
-        ),
-        RunStatus::Running => format!(
-            "running on {}",
-            run.owner.as_deref().unwrap_or("an unknown worker")
-        ),
-        other => other.to_string(),
-    }
 }
 
 fn show(cli: &Cli, history: &History, format: Format, out: &mut impl Write) -> Result<(), Failure> {

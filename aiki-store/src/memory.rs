@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::{
-    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, ListRuns,
-    MAX_PAGE, Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, RunStatus,
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EventRecord, History,
+    ListRuns, MAX_PAGE, Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, RunStatus,
     SleepRecord, Store, StoreError, Transition,
 };
 
@@ -92,22 +92,65 @@ impl State {
         if to == RunStatus::Queued {
             run.queued_at = Some(now);
         }
+        if !to.is_suspended() {
+            run.wait = None;
+        }
+    }
+
+    /// Wakes the runs waiting on `child`, which just ended: every run whose wait set names it
+    /// (one waiting for all of its children only when this was the last, or did not
+    /// complete), and its parent if that waits without a wait set (suspended by an older
+    /// release).
+    fn wake_waiters(&mut self, child: &RunRecord, now: Millis) {
+        let waiters: Vec<RunId> = self
+            .runs
+            .values()
+            .filter(|run| run.status == RunStatus::AwaitingChildWorkflow)
+            .filter(|run| match &run.wait {
+                None => child.parent.as_ref().is_some_and(|p| p.run_id == run.id),
+                Some(wait) => {
+                    wait.children.iter().any(|awaited| awaited.id == child.id)
+                        && (!wait.all_children
+                            || child.status.is_unsuccessful()
+                            || wait.children.iter().all(|awaited| {
+                                awaited.id == child.id
+                                    || self
+                                        .runs
+                                        .get(&awaited.id)
+                                        .is_none_or(|run| run.status.is_terminal())
+                            }))
+                }
+            })
+            .map(|run| run.id)
+            .collect();
+        for waiter in waiters {
+            self.set_status(waiter, RunStatus::Scheduled, Some(now), now);
+        }
     }
 
     fn wait_already_satisfied(&self, id: RunId, transition: &Transition) -> bool {
         let Some(wait) = &transition.wait else {
             return false;
         };
-        let event_there = wait
-            .events
-            .iter()
-            .any(|(name, index)| self.events.contains_key(&(id, name.clone(), *index)));
-        let child_ended = wait.children.iter().any(|child| {
-            self.runs
-                .get(child)
-                .is_some_and(|run| run.status.is_terminal())
+        let event_there = wait.events.iter().any(|event| {
+            self.events
+                .contains_key(&(id, event.name.clone(), event.index))
         });
-        event_there || child_ended
+        let status = |id: &RunId| self.runs.get(id).map(|run| run.status);
+        let children_there = if wait.all_children && !wait.children.is_empty() {
+            wait.children
+                .iter()
+                .any(|child| status(&child.id).is_some_and(RunStatus::is_unsuccessful))
+                || wait
+                    .children
+                    .iter()
+                    .all(|child| status(&child.id).is_none_or(RunStatus::is_terminal))
+        } else {
+            wait.children
+                .iter()
+                .any(|child| status(&child.id).is_some_and(RunStatus::is_terminal))
+        };
+        event_there || children_there
     }
 }
 
@@ -155,10 +198,17 @@ impl Store for MemoryStore {
                 .map(|(_, event)| event.clone())
                 .collect(),
             children: state
-                .runs
+                .entries
                 .values()
-                .filter(|child| child.parent.as_ref().is_some_and(|p| p.run_id == id))
-                .cloned()
+                .filter(|entry| entry.run_id == id && entry.kind == EntryKind::Child)
+                .filter_map(|entry| entry.output.as_ref()?.as_str()?.parse::<RunId>().ok())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .filter_map(|child| state.runs.get(&child))
+                .map(|child| RunRecord {
+                    input: serde_json::Value::Null,
+                    ..child.clone()
+                })
                 .collect(),
             run,
         })
@@ -208,22 +258,12 @@ impl Store for MemoryStore {
         if let Some(attempts) = transition.attempts {
             run.attempts = attempts;
         }
+        if to.is_suspended() {
+            run.wait = transition.wait;
+        }
         let run = run.clone();
-        if to.is_terminal()
-            && let Some(parent) = &run.parent
-        {
-            let waiting = state
-                .runs
-                .get(&parent.run_id)
-                .is_some_and(|p| p.status == RunStatus::AwaitingChildWorkflow);
-            if waiting {
-                state.set_status(
-                    parent.run_id,
-                    RunStatus::Scheduled,
-                    Some(transition.now),
-                    transition.now,
-                );
-            }
+        if to.is_terminal() && !from.is_terminal() {
+            state.wake_waiters(&run, transition.now);
         }
         Ok(run)
     }
@@ -327,6 +367,11 @@ impl Store for MemoryStore {
                 to: RunStatus::Scheduled,
             });
         }
+        let woke = run.status == RunStatus::AwaitingEvent
+            && run
+                .wait
+                .as_ref()
+                .is_none_or(|wait| wait.awaits_event(&event.name));
         let queue = state.events.range(
             (event.run_id, event.name.clone(), 0)..=(event.run_id, event.name.clone(), u32::MAX),
         );
@@ -348,7 +393,6 @@ impl Store for MemoryStore {
                 event.now,
             ),
         );
-        let woke = state.runs[&event.run_id].status == RunStatus::AwaitingEvent;
         if woke {
             state.set_status(
                 event.run_id,

@@ -117,6 +117,7 @@ impl Dialect for SqliteDialect {
     fn statements(&self) -> DialectStatements {
         let run = render_for_sqlite(&run_doc(""));
         let terminal = status_list(RunStatus::is_terminal);
+        let unsuccessful = status_list(RunStatus::is_unsuccessful);
         let set = render_for_sqlite(TRANSITION_SET);
         DialectStatements {
             claim: format!(
@@ -137,9 +138,15 @@ impl Dialect for SqliteDialect {
                      JOIN json_each($14) AS idx ON idx.key = name.key \
                      JOIN aiki_events AS e ON e.run_id = $1 AND e.name = name.value \
                      AND e.idx = idx.value) \
-                   OR EXISTS (SELECT 1 FROM aiki_runs AS c \
+                   OR (NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs AS c \
                      WHERE c.id IN (SELECT value FROM json_each($15)) \
-                     AND c.status IN {terminal}))) AS sat) AS w \
+                     AND c.status IN {terminal})) \
+                   OR ($19 AND (EXISTS (SELECT 1 FROM aiki_runs AS c \
+                     WHERE c.id IN (SELECT value FROM json_each($15)) \
+                     AND c.status IN {unsuccessful}) \
+                     OR NOT EXISTS (SELECT 1 FROM aiki_runs AS c \
+                     WHERE c.id IN (SELECT value FROM json_each($15)) \
+                     AND c.status NOT IN {terminal}))))) AS sat) AS w \
                  WHERE aiki_runs.id = $1 AND aiki_runs.revision = $2 \
                  AND aiki_runs.status IN (SELECT value FROM json_each($16)) \
                  RETURNING {run}"
@@ -208,8 +215,9 @@ impl Dialect for SqliteDialect {
         &MIGRATOR
     }
 
-    // Run documents read the `traceparent` column of migration 0003.
-    const OLDEST_READABLE: i64 = 3;
+    // Run documents read the `wait_set` column of migration 0005, and the wake-ups need its
+    // triggers.
+    const OLDEST_READABLE: i64 = 5;
 
     async fn close(&self) {
         self.reader.close().await;

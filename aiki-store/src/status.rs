@@ -80,6 +80,11 @@ impl RunStatus {
         )
     }
 
+    /// Ended without completing: `failed` or `cancelled`.
+    pub const fn is_unsuccessful(self) -> bool {
+        matches!(self, RunStatus::Failed | RunStatus::Cancelled)
+    }
+
     /// Suspended on something durable (a sleep, an event, a child, a retry): a timer or an
     /// outside signal wakes it.
     pub const fn is_suspended(self) -> bool {

@@ -323,6 +323,86 @@ async fn a_child_ending_while_its_parent_suspends_is_never_lost() {
     }
 }
 
+/// Children of one all-of wait ending at the same moment, on several connections: the parent
+/// is woken exactly once, by the last of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_of_an_all_of_wait_ending_at_once_wake_their_parent_once() {
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::connect(&url).await.expect("open"));
+    for round in 0..10 {
+        let namespace = unique_namespace();
+        store
+            .create_run(new_run(&namespace, 1))
+            .await
+            .expect("create");
+        let parent = store
+            .claim(claim(&namespace, 2))
+            .await
+            .expect("claim")
+            .remove(0);
+        let mut wait = WaitSpec::default().all_children(true);
+        let mut claimed = Vec::new();
+        for i in 0..8 {
+            let child_namespace = unique_namespace();
+            let address = format!("c:{i}");
+            let mut child = new_run(&child_namespace, 2);
+            child.parent = Some(ParentLink::new(parent.id, address.clone()));
+            let child = store
+                .start_child(parent.revision, entry(parent.id, &address), child)
+                .await
+                .expect("start_child");
+            wait = wait.child(child.id);
+            claimed.push(
+                store
+                    .claim(claim(&child_namespace, 3))
+                    .await
+                    .expect("claim")
+                    .remove(0),
+            );
+        }
+        let waiting = store
+            .transition(
+                parent.id,
+                parent.revision,
+                Transition::to(RunStatus::AwaitingChildWorkflow, 4).wait(wait),
+            )
+            .await
+            .expect("suspend");
+        assert_eq!(waiting.status, RunStatus::AwaitingChildWorkflow);
+        let endings: Vec<_> = claimed
+            .into_iter()
+            .map(|child| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .transition(
+                            child.id,
+                            child.revision,
+                            Transition::to(RunStatus::Completed, 5),
+                        )
+                        .await
+                })
+            })
+            .collect();
+        for ending in endings {
+            ending.await.expect("join").expect("complete");
+        }
+        let woken = store.get_run(parent.id).await.expect("get_run");
+        assert_eq!(
+            woken.status,
+            RunStatus::Scheduled,
+            "round {round}: the wake-up was lost"
+        );
+        assert_eq!(
+            woken.revision,
+            waiting.revision + 1,
+            "round {round}: woken once"
+        );
+    }
+}
+
 async fn cost(label: &str, expected: u64, before: u64, after: u64) {
     println!("postgres {label}: {} round trips", after - before);
     assert_eq!(after - before, expected, "{label}");

@@ -203,10 +203,7 @@ pub async fn check_suspension_after_its_event_lands_in_scheduled(store: &dyn Sto
         "an event for a running run does not fence its executor"
     );
     let mut suspend = Transition::to(RunStatus::AwaitingEvent, now + 2).due_at(now + 99_000);
-    suspend.wait = Some(WaitSpec {
-        events: vec![("approved".to_owned(), 0)],
-        children: vec![],
-    });
+    suspend.wait = Some(WaitSpec::default().event("approved", 0));
     let landed = store
         .transition(run.id, run.revision, suspend)
         .await
@@ -222,10 +219,7 @@ pub async fn check_suspension_after_its_event_lands_in_scheduled(store: &dyn Sto
         .await
         .expect("append");
     let mut suspend = Transition::to(RunStatus::AwaitingEvent, now + 2).due_at(now + 99_000);
-    suspend.wait = Some(WaitSpec {
-        events: vec![("approved".to_owned(), 1), ("other".to_owned(), 0)],
-        children: vec![],
-    });
+    suspend.wait = Some(WaitSpec::default().event("approved", 1).event("other", 0));
     let waiting = store
         .transition(run.id, run.revision, suspend)
         .await

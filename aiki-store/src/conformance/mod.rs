@@ -41,6 +41,7 @@ mod events;
 mod runs;
 mod sleeps;
 mod sweeps;
+mod waits;
 
 pub use claims::*;
 pub use concurrency::*;
@@ -50,6 +51,7 @@ pub use events::*;
 pub use runs::*;
 pub use sleeps::*;
 pub use sweeps::*;
+pub use waits::*;
 
 /// The time (ms) around which every check that does not sweep works (year 2096).
 pub const LOCAL_TIME: Millis = 4_000_000_000_000;
@@ -99,6 +101,10 @@ macro_rules! conformance_tests {
             check_suspension_after_its_event_lands_in_scheduled,
             check_suspension_after_its_child_ended_lands_in_scheduled,
             check_terminal_child_wakes_waiting_parent,
+            check_wait_set_is_stored_with_the_suspension,
+            check_event_wakes_only_a_run_awaiting_its_name,
+            check_child_end_wakes_every_run_awaiting_it,
+            check_all_of_wait_wakes_once,
             check_cancel_sleeps,
             check_claim_filters_orders_and_limits,
             check_claim_skips_the_runs_it_is_told_to,

@@ -287,10 +287,7 @@ pub async fn check_suspension_after_its_child_ended_lands_in_scheduled(store: &d
     );
 
     let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, now + 2);
-    suspend.wait = Some(WaitSpec {
-        events: vec![],
-        children: vec![pending.id, ended.id],
-    });
+    suspend.wait = Some(WaitSpec::default().child(pending.id).child(ended.id));
     let landed = store
         .transition(parent.id, parent.revision, suspend)
         .await
@@ -301,10 +298,7 @@ pub async fn check_suspension_after_its_child_ended_lands_in_scheduled(store: &d
     let other = running(store, "worker", now).await;
     let (pending, _) = start_child_run(store, &other, "c", now).await;
     let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, now + 2);
-    suspend.wait = Some(WaitSpec {
-        events: vec![],
-        children: vec![pending.id],
-    });
+    suspend.wait = Some(WaitSpec::default().child(pending.id));
     let waiting = store
         .transition(other.id, other.revision, suspend)
         .await
@@ -323,10 +317,7 @@ pub async fn check_terminal_child_wakes_waiting_parent(store: &dyn Store) {
         let parent = running(store, "worker", now).await;
         let (child, _) = start_child_run(store, &parent, "x", now).await;
         let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, now + 1);
-        suspend.wait = Some(WaitSpec {
-            events: vec![],
-            children: vec![child.id],
-        });
+        suspend.wait = Some(WaitSpec::default().child(child.id));
         let waiting = store
             .transition(parent.id, parent.revision, suspend)
             .await

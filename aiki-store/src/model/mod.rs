@@ -8,6 +8,7 @@ mod listing;
 mod run;
 mod sleep;
 mod transition;
+mod wait;
 
 pub use counts::*;
 pub use entry::*;
@@ -17,3 +18,4 @@ pub use listing::*;
 pub use run::*;
 pub use sleep::*;
 pub use transition::*;
+pub use wait::*;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{EntryRecord, EventRecord, Failure, Millis, Namespace, RunId, SleepRecord};
+use super::{EntryRecord, EventRecord, Failure, Millis, Namespace, RunId, SleepRecord, WaitSpec};
 use crate::RunStatus;
 
 /// The run that started a child run, and the manifest address of that start.
@@ -151,6 +151,7 @@ impl NewRun {
             error: None,
             parent: self.parent,
             traceparent: self.traceparent,
+            wait: None,
             created_at: self.now,
             updated_at: self.now,
         }
@@ -220,6 +221,11 @@ pub struct RunRecord {
     /// (and before this was stored).
     #[serde(default)]
     pub traceparent: Option<String>,
+    /// While the run is suspended: what it waits on, as its suspension stored it. `None`
+    /// otherwise, and for a run suspended by a release that did not store wait sets (such a
+    /// run wakes on any event, or any child's end).
+    #[serde(default)]
+    pub wait: Option<WaitSpec>,
     /// Creation time.
     pub created_at: Millis,
     /// Time of the last transition.
@@ -238,7 +244,8 @@ pub struct History {
     pub sleeps: Vec<SleepRecord>,
     /// Events and recorded timeouts, ordered by name then index.
     pub events: Vec<EventRecord>,
-    /// The runs this run started as children.
+    /// The child runs its manifest's child starts name (a child shared by reference id
+    /// included), without their inputs: `input` is `null`.
     pub children: Vec<RunRecord>,
 }
 

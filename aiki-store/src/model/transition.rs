@@ -1,35 +1,9 @@
 //! Requests that move runs: transitions with what a suspension waits on, and claims.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Failure, Millis, Namespace, RunId};
+use super::{Failure, Millis, Namespace, RunId, WaitSpec};
 use crate::RunStatus;
-
-/// What a suspended run waits on, so that the store can refuse to suspend a run whose wake-up
-/// has already happened (an event or a child's end that raced with the suspension).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct WaitSpec {
-    /// `(event name, index)`: the run waits for the `index`-th event of that name.
-    pub events: Vec<(String, u32)>,
-    /// Child runs it waits to end.
-    pub children: Vec<RunId>,
-}
-
-impl WaitSpec {
-    /// Also waits for the `index`-th event named `name`.
-    pub fn event(mut self, name: impl Into<String>, index: u32) -> Self {
-        self.events.push((name.into(), index));
-        self
-    }
-
-    /// Also waits for a child run to end.
-    pub fn child(mut self, child: RunId) -> Self {
-        self.children.push(child);
-        self
-    }
-}
 
 /// A change of a run's status, applied atomically with the revision check and increment.
 #[derive(Clone, Debug, PartialEq)]

@@ -149,6 +149,7 @@ impl Dialect for PgDialect {
     fn statements(&self) -> DialectStatements {
         let run = run_doc("r.");
         let terminal = status_list(RunStatus::is_terminal);
+        let unsuccessful = status_list(RunStatus::is_unsuccessful);
         DialectStatements {
             claim: format!(
                 "WITH picked AS (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
@@ -167,8 +168,12 @@ impl Dialect for PgDialect {
                      AS wanted(name, idx) \
                      JOIN aiki_events ev ON ev.run_id = $1::uuid AND ev.name = wanted.name \
                      AND ev.idx = wanted.idx) \
-                   OR EXISTS (SELECT 1 FROM aiki_runs c WHERE c.id = ANY($15::uuid[]) \
-                     AND c.status IN {terminal}))) AS sat), \
+                   OR (NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs c \
+                     WHERE c.id = ANY($15::uuid[]) AND c.status IN {terminal})) \
+                   OR ($19 AND (EXISTS (SELECT 1 FROM aiki_runs c \
+                     WHERE c.id = ANY($15::uuid[]) AND c.status IN {unsuccessful}) \
+                     OR NOT EXISTS (SELECT 1 FROM aiki_runs c \
+                     WHERE c.id = ANY($15::uuid[]) AND c.status NOT IN {terminal}))))) AS sat), \
                  updated AS (UPDATE aiki_runs SET \
                    {TRANSITION_SET} \
                    FROM w WHERE id = $1::uuid AND revision = $2 AND status = ANY($16::text[]) \
@@ -276,8 +281,9 @@ impl Dialect for PgDialect {
         &MIGRATOR
     }
 
-    // Run documents read the `traceparent` column of migration 0004.
-    const OLDEST_READABLE: i64 = 4;
+    // Run documents read the `wait_set` column of migration 0006, and the wake-ups need its
+    // triggers.
+    const OLDEST_READABLE: i64 = 6;
 
     async fn close(&self) {
         self.pool.close().await;

@@ -1,6 +1,6 @@
 //! The parameter lists of the statements that write whole records, written once.
 
-use crate::{EntryRecord, NewEvent, NewRun, RunId, RunStatus, Transition};
+use crate::{EntryRecord, NewEvent, NewRun, RunId, RunStatus, Transition, WaitSpec};
 
 use super::statements::sources_of;
 
@@ -57,16 +57,29 @@ pub(crate) fn upsert_entry(expected: u64, entry: &EntryRecord) -> [Param<'_>; 13
 /// the new status, `$4` now, `$5` due time, `$6` whether an output is written, `$7` output,
 /// `$8` its fingerprint, `$9`/`$10` error kind and message, `$11` attempts, `$12` whether it
 /// is a suspension, `$13`/`$14` the awaited events' names and indexes, `$15` the awaited
-/// children, `$16` the statuses it may move from, `$17` whether pending sleeps are cancelled.
+/// children, `$16` the statuses it may move from, `$17` whether pending sleeps are cancelled,
+/// `$18` the wait set to store (a suspension's; `NULL` clears it), `$19` whether the run waits
+/// for all of its children.
 pub(crate) fn transition(id: RunId, expected: u64, transition: &Transition) -> Vec<Param<'_>> {
     let to = transition.to;
+    // A suspension without a wait set stores none, and wakes on anything (as before).
+    let stored = transition
+        .wait
+        .as_ref()
+        .filter(|_| to.is_suspended())
+        .map(WaitSpec::to_json);
     let wait = transition.wait.clone().unwrap_or_default();
+    let all_children = wait.all_children && !wait.children.is_empty();
     let (names, indexes): (Vec<String>, Vec<i64>) = wait
         .events
         .into_iter()
-        .map(|(name, index)| (name, i64::from(index)))
+        .map(|event| (event.name, i64::from(event.index)))
         .unzip();
-    let children = wait.children.iter().map(RunId::to_string).collect();
+    let children = wait
+        .children
+        .iter()
+        .map(|child| child.id.to_string())
+        .collect();
     let mut params = Vec::from(params![
         id,
         revision(expected),
@@ -90,17 +103,21 @@ pub(crate) fn transition(id: RunId, expected: u64, transition: &Transition) -> V
         Param::List(children),
         Param::List(sources_of(to)),
         Param::Bool(transition.cancel_sleeps),
+        Param::Owned(stored),
+        Param::Bool(all_children),
     ]);
     params
 }
 
-/// The parameters of `INSERT_EVENT` and `WAKE_FOR_EVENT`; `data` is the payload's text.
-pub(crate) fn event<'a>(event: &'a NewEvent, data: &'a str) -> [Param<'a>; 5] {
+/// The parameters of `INSERT_EVENT` and `WAKE_FOR_EVENT`; `data` is the payload's text,
+/// `wakes` whether the run awaits this event.
+pub(crate) fn event<'a>(event: &'a NewEvent, data: &'a str, wakes: bool) -> [Param<'a>; 6] {
     params![
         event.run_id,
         event.name.as_str(),
         data,
         &event.reference_id,
-        event.now
+        event.now,
+        wakes
     ]
 }

@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::{
-    EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord,
-    SleepRecord, StoreError, UnknownEntryStatus,
+    EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord, RunStatus,
+    SleepRecord, StoreError, UnknownEntryStatus, WaitSpec,
 };
 
 /// A JSON value as stored (compact text, bytes kept exactly).
@@ -84,6 +84,8 @@ pub(crate) struct RunRow {
     parent_address: Option<String>,
     #[serde(default)]
     traceparent: Option<String>,
+    #[serde(default)]
+    wait_set: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -97,6 +99,22 @@ impl RunRow {
             }),
             _ => None,
         };
+        let status: RunStatus = self
+            .status
+            .parse()
+            .map_err(|error| StoreError::Incompatible {
+                message: format!("run {}: {error}", self.id),
+            })?;
+        let wait = match self.wait_set {
+            Some(text) if status.is_suspended() => {
+                Some(serde_json::from_str::<WaitSpec>(&text).map_err(|error| {
+                    StoreError::Corrupt {
+                        message: format!("the wait set of run {} does not parse: {error}", self.id),
+                    }
+                })?)
+            }
+            _ => None,
+        };
         Ok(RunRecord {
             id: parse_id(&self.id)?,
             namespace: Namespace::new(self.workflow, self.version),
@@ -104,12 +122,7 @@ impl RunRow {
             input_hash: self.input_hash,
             reference_id: self.reference_id,
             pool: self.pool,
-            status: self
-                .status
-                .parse()
-                .map_err(|error| StoreError::Incompatible {
-                    message: format!("run {}: {error}", self.id),
-                })?,
+            status,
             revision: unsigned(self.revision, "revision")?,
             attempts: unsigned(self.attempts, "attempts")?,
             owner: self.owner,
@@ -124,6 +137,7 @@ impl RunRow {
             error: failure(self.error_kind, self.error_message),
             parent,
             traceparent: self.traceparent,
+            wait,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })

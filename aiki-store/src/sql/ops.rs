@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
     Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, StoreError,
-    Transition,
+    Transition, WaitSpec,
 };
 
 use super::decode::{self, revision};
@@ -125,14 +125,14 @@ impl<D: Dialect> SqlStore<D> {
             .map(|wait| {
                 wait.children
                     .iter()
-                    .map(RunId::to_string)
+                    .map(|child| child.id.to_string())
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default();
         let awaits = transition
             .wait
             .as_ref()
-            .is_some_and(|wait| !wait.events.is_empty() || !wait.children.is_empty());
+            .is_some_and(WaitSpec::awaits_others);
         // A terminal transition wakes a waiting parent through the `aiki_runs_wake_parent`
         // trigger, inside its own statement: it needs no transaction.
         let depends_on_others = (to.is_suspended() && awaits) || transition.cancel_sleeps;
@@ -279,17 +279,22 @@ impl<D: Dialect> SqlStore<D> {
         let mut tx = self.begin().await?;
         // Locking the run (PostgreSQL; SQLite's transaction holds the write lock) serializes
         // index assignment per run, and makes the wake-up see the run's latest status.
-        let status = self
-            .fetch_text(
+        let locked = self
+            .fetch_optional(
                 On::Tx(&mut tx),
                 &self.sql.lock_status,
                 &[event.run_id.into()],
             )
             .await?
             .ok_or_else(|| StoreError::run_not_found(event.run_id))?;
-        let status: crate::RunStatus = status.parse().map_err(|error| StoreError::Corrupt {
-            message: format!("{error}"),
-        })?;
+        let status: crate::RunStatus =
+            locked
+                .text(0)?
+                .unwrap_or_default()
+                .parse()
+                .map_err(|error| StoreError::Corrupt {
+                    message: format!("{error}"),
+                })?;
         if status.is_terminal() {
             return Err(StoreError::InvalidTransition {
                 run_id: event.run_id,
@@ -297,14 +302,21 @@ impl<D: Dialect> SqlStore<D> {
                 to: crate::RunStatus::Scheduled,
             });
         }
+        // A run suspended before wait sets were stored wakes on any event.
+        let wakes = status == crate::RunStatus::AwaitingEvent
+            && match locked.text(1)? {
+                None => true,
+                Some(wait) => serde_json::from_str::<WaitSpec>(&wait)
+                    .map_or(true, |wait| wait.awaits_event(&event.name)),
+            };
         let data = decode::json_text(&event.data);
-        let params = binds::event(&event, &data);
+        let params = binds::event(&event, &data, wakes);
         let inserted = self
             .fetch_optional(On::Tx(&mut tx), &self.sql.own.insert_event, &params)
             .await?;
         let index = inserted.map(|row| row.int(0)).transpose()?.flatten();
         let wake_apart = !self.sql.own.insert_event_wakes;
-        if index.is_some() && wake_apart && status == crate::RunStatus::AwaitingEvent {
+        if index.is_some() && wake_apart && wakes {
             self.execute(On::Tx(&mut tx), &self.sql.wake_for_event, &params)
                 .await?;
         }
@@ -316,7 +328,7 @@ impl<D: Dialect> SqlStore<D> {
             index: u32::try_from(index).map_err(|_| StoreError::Corrupt {
                 message: format!("event index {index} is out of range"),
             })?,
-            woke: status == crate::RunStatus::AwaitingEvent,
+            woke: wakes,
         })
     }
 

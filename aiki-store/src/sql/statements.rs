@@ -44,9 +44,15 @@ pub(crate) fn run_doc(alias: &str) -> String {
          'output', {a}output, 'output_fingerprint', {a}output_fingerprint, \
          'error_kind', {a}error_kind, 'error_message', {a}error_message, \
          'parent_run_id', {a}parent_run_id::text, 'parent_address', {a}parent_address, \
-         'traceparent', {a}traceparent, 'created_at', {a}created_at, \
-         'updated_at', {a}updated_at)"
+         'traceparent', {a}traceparent, 'wait_set', {a}wait_set, \
+         'created_at', {a}created_at, 'updated_at', {a}updated_at)"
     )
+}
+
+/// The JSON document of a child run aliased `r`, as a history holds it: a run document
+/// without the input (`null`).
+fn child_doc() -> String {
+    run_doc("r.").replace("'input', r.input,", "'input', 'null',")
 }
 
 /// The JSON document of an event row aliased `e`.
@@ -79,7 +85,8 @@ pub(crate) const TRANSITION_SET: &str = "status = CASE WHEN w.sat THEN 'schedule
      output_fingerprint = CASE WHEN $6 THEN $8 ELSE output_fingerprint END, \
      error_kind = COALESCE($9, error_kind), \
      error_message = CASE WHEN $9::text IS NULL THEN error_message ELSE $10 END, \
-     attempts = COALESCE($11, attempts)";
+     attempts = COALESCE($11, attempts), \
+     wait_set = CASE WHEN w.sat THEN NULL ELSE $18 END";
 
 /// Inserts an event at the next index of its name's queue (see [`super::binds::event`]);
 /// returns the index, or nothing for a reference id already seen.
@@ -90,10 +97,11 @@ pub(crate) const INSERT_EVENT: &str = "INSERT INTO aiki_events (run_id, name, id
      ON CONFLICT (run_id, name, reference_id) WHERE reference_id IS NOT NULL \
      DO NOTHING RETURNING idx";
 
-/// Wakes run `$1` to `scheduled`, due at `$5`, if it awaits an event.
+/// Wakes run `$1` to `scheduled`, due at `$5`, if it awaits an event and `$6` says it awaits
+/// this one (its wait set names the event, or it has none).
 pub(crate) const WAKE_FOR_EVENT: &str = "UPDATE aiki_runs SET status = 'scheduled', \
      revision = revision + 1, due_at = $5, updated_at = $5, owner = NULL, heartbeat_at = NULL \
-     WHERE id = $1::uuid AND status = 'awaiting_event'";
+     WHERE id = $1::uuid AND status = 'awaiting_event' AND $6";
 
 /// The shared statements, rendered for one dialect, and the dialect's own.
 #[derive(Debug)]
@@ -113,7 +121,7 @@ pub(crate) struct Statements {
     pub(crate) revision: String,
     /// The status and revision of run `$1`.
     pub(crate) status_and_revision: String,
-    /// Locks run `$1` for the rest of the transaction; returns its status.
+    /// Locks run `$1` for the rest of the transaction; returns its status and wait set.
     pub(crate) lock_status: String,
     /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`.
     pub(crate) upsert_entry: String,
@@ -147,7 +155,6 @@ impl Statements {
     /// The shared statements in `D`'s syntax.
     pub(crate) fn new<D: Dialect>(dialect: &D) -> Self {
         let run = run_doc("");
-        let run_r = run_doc("r.");
         let timers = status_list(RunStatus::wakes_on_timer);
         let render = |sql: String| (D::DRIVER.render)(&sql);
         Statements {
@@ -179,15 +186,17 @@ impl Statements {
                  'cancelled', cancelled))::text FROM aiki_sleeps WHERE run_id = $1::uuid), \
                  (SELECT json_agg({EVENT_DOC})::text FROM aiki_events e \
                  WHERE e.run_id = $1::uuid), \
-                 (SELECT json_agg({run_r})::text FROM aiki_runs r \
-                 WHERE r.parent_run_id = $1::uuid)"
+                 (SELECT json_agg({child})::text FROM aiki_runs r \
+                 WHERE r.id IN (SELECT trim(c.output, '\"')::uuid FROM aiki_entries c \
+                 WHERE c.run_id = $1::uuid AND c.kind = 'child'))",
+                child = child_doc()
             )),
             revision: render("SELECT revision FROM aiki_runs WHERE id = $1::uuid".to_owned()),
             status_and_revision: render(
                 "SELECT status, revision FROM aiki_runs WHERE id = $1::uuid".to_owned(),
             ),
             lock_status: render(
-                "SELECT status FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
+                "SELECT status, wait_set FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
             ),
             upsert_entry: render(format!(
                 "INSERT INTO aiki_entries {ENTRY_COLUMNS} \

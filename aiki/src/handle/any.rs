@@ -164,7 +164,13 @@ impl AnyRun {
         let mut pending = vec![self.id];
         while let Some(parent) = pending.pop() {
             let history = self.client.store.load_history(parent).await?;
-            for child in history.children {
+            // Its own children only: one shared by reference id belongs to the run that
+            // started it.
+            let own = history
+                .children
+                .into_iter()
+                .filter(|child| child.parent.as_ref().map(|link| link.run_id) == Some(parent));
+            for child in own {
                 pending.push(child.id);
                 if !child.status.is_terminal() {
                     let child = AnyRun::new(self.client.clone(), child.id);

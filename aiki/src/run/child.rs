@@ -161,29 +161,8 @@ impl Run {
             return Ok(None);
         }
         let child = self.child_record(id).await?;
-        match child.status {
-            RunStatus::Completed => {
-                return self
-                    .decode_recorded::<W::Output>(
-                        format!("child workflow `{}`", W::namespace()),
-                        address,
-                        child.output.unwrap_or(Value::Null),
-                        child.output_fingerprint.as_deref(),
-                    )
-                    .map(Some);
-            }
-            status if status.is_terminal() => {
-                return Err(WorkflowError::ChildFailed {
-                    namespace: W::namespace().to_string(),
-                    run_id: id,
-                    status,
-                    message: child
-                        .error
-                        .map(|failure| failure.message)
-                        .unwrap_or_else(|| "cancelled".to_owned()),
-                });
-            }
-            _ => {}
+        if let Some(outcome) = self.child_outcome::<W>(child, address) {
+            return outcome.map(Some);
         }
         let deadline = match (timeout, timeout_slot) {
             (Some(timeout), Some((index, _))) => match self.sleep_until(&timer, timeout).await? {
@@ -196,6 +175,80 @@ impl Run {
             _ => None,
         };
         match self.block(Block::Child { id, deadline }).await {}
+    }
+}
+
+impl Run {
+    /// An ended child's outcome: its output (validated like a task's), or
+    /// [`WorkflowError::ChildFailed`]. `None` while it has not ended.
+    fn child_outcome<W: Workflow>(
+        &self,
+        child: RunRecord,
+        address: &str,
+    ) -> Option<Result<W::Output, WorkflowError>> {
+        match child.status {
+            RunStatus::Completed => Some(self.decode_recorded::<W::Output>(
+                format!("child workflow `{}`", W::namespace()),
+                address,
+                child.output.unwrap_or(Value::Null),
+                child.output_fingerprint.as_deref(),
+            )),
+            status if status.is_terminal() => Some(Err(WorkflowError::ChildFailed {
+                namespace: W::namespace().to_string(),
+                run_id: child.id,
+                status,
+                message: child
+                    .error
+                    .map(|failure| failure.message)
+                    .unwrap_or_else(|| "cancelled".to_owned()),
+            })),
+            _ => None,
+        }
+    }
+
+    /// Waits for all of `children` to end: their outputs, in order, once every one has
+    /// completed; or, as soon as one has failed or was cancelled,
+    /// [`WorkflowError::ChildFailed`] for the first such in order (the others keep running).
+    ///
+    /// The run suspends once on all of them, and is woken once: when the last one ends, or at
+    /// the first that does not complete. Awaiting each child's [`wait`](ChildRun::wait) in
+    /// turn (or all of them with `join_all`) wakes, and replays, the run at every child's end.
+    ///
+    /// ```
+    /// # use aiki::{Run, WorkflowError};
+    /// #[aiki::workflow(name = "square", version = "1")]
+    /// async fn square(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+    ///     Ok(n * n)
+    /// }
+    ///
+    /// #[aiki::workflow(name = "sum-of-squares", version = "2")]
+    /// async fn sum_of_squares(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+    ///     let mut children = Vec::new();
+    ///     for i in 1..=n {
+    ///         children.push(run.child::<Square>(i).reference_id(format!("square-{i}")).await?);
+    ///     }
+    ///     Ok(run.join_children(&children).await?.into_iter().sum())
+    /// }
+    /// ```
+    pub async fn join_children<W: Workflow>(
+        &self,
+        children: &[ChildRun<'_, W>],
+    ) -> Result<Vec<W::Output>, WorkflowError> {
+        self.check_fatal()?;
+        let mut outputs = Vec::with_capacity(children.len());
+        let mut pending = Vec::new();
+        for child in children {
+            let record = self.child_record(child.id).await?;
+            match self.child_outcome::<W>(record, &child.address) {
+                Some(Ok(output)) => outputs.push(output),
+                Some(Err(error)) => return Err(error),
+                None => pending.push(child.id),
+            }
+        }
+        if pending.is_empty() {
+            return Ok(outputs);
+        }
+        match self.block(Block::Join { ids: pending }).await {}
     }
 }
 

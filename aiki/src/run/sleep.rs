@@ -55,7 +55,10 @@ impl Run {
         let wake_at = self.sleep_until(name, duration).await?;
         match wake_at {
             SleepState::Done { cancelled } => Ok(SleepOutcome { cancelled }),
-            SleepState::Until(wake_at) => match self.block(Block::Sleep { wake_at }).await {},
+            SleepState::Until(wake_at) => {
+                let name = name.to_owned();
+                match self.block(Block::Sleep { wake_at, name }).await {}
+            }
         }
     }
 

@@ -16,9 +16,12 @@ use super::Run;
 pub(super) enum Block {
     Sleep {
         wake_at: Millis,
+        name: String,
     },
     Retry {
         at: Millis,
+        address: String,
+        attempt: u32,
     },
     Event {
         name: String,
@@ -28,6 +31,11 @@ pub(super) enum Block {
     Child {
         id: RunId,
         deadline: Option<Millis>,
+    },
+    /// All of these children (`run.join_children(..)`): the run wakes once they have all
+    /// ended, or at the first that did not complete.
+    Join {
+        ids: Vec<RunId>,
     },
 }
 
@@ -68,14 +76,31 @@ impl Run {
         };
         let mut blocks: Vec<&Block> = replay.blocks.values().collect();
         blocks.sort_unstable();
+        // One join and nothing else on children: an all-of wait. Otherwise any child's end
+        // wakes the run (two joins at once would otherwise wait for both).
+        let joins = blocks
+            .iter()
+            .filter(|block| matches!(block, Block::Join { .. }))
+            .count();
+        let singles = blocks
+            .iter()
+            .filter(|block| matches!(block, Block::Child { .. }))
+            .count();
+        wait = wait.all_children(joins == 1 && singles == 0);
         for block in blocks {
             let block_status = match block {
-                Block::Sleep { wake_at } => {
+                Block::Sleep { wake_at, name } => {
                     earliest(*wake_at);
+                    wait = wait.sleep(name.clone(), *wake_at);
                     RunStatus::Sleeping
                 }
-                Block::Retry { at } => {
+                Block::Retry {
+                    at,
+                    address,
+                    attempt,
+                } => {
                     earliest(*at);
+                    wait = wait.retry(address.clone(), *attempt, *at);
                     RunStatus::AwaitingRetry
                 }
                 Block::Event {
@@ -84,12 +109,22 @@ impl Run {
                     deadline,
                 } => {
                     deadline.map(&mut earliest);
-                    wait.events.push((name.clone(), *index));
+                    wait = wait.event_until(name.clone(), *index, *deadline);
                     RunStatus::AwaitingEvent
                 }
                 Block::Child { id, deadline } => {
                     deadline.map(&mut earliest);
-                    wait.children.push(*id);
+                    if !wait.children.iter().any(|child| child.id == *id) {
+                        wait = wait.child_until(*id, *deadline);
+                    }
+                    RunStatus::AwaitingChildWorkflow
+                }
+                Block::Join { ids } => {
+                    for id in ids {
+                        if !wait.children.iter().any(|child| child.id == *id) {
+                            wait = wait.child(*id);
+                        }
+                    }
                     RunStatus::AwaitingChildWorkflow
                 }
             };

@@ -101,7 +101,11 @@ impl Run {
                 EntryStatus::AwaitingRetry => {
                     let at = entry.retry_at.unwrap_or(Millis::MIN);
                     if at > self.now() {
-                        let blocked = self.block(Block::Retry { at });
+                        let blocked = self.block(Block::Retry {
+                            at,
+                            address: address.clone(),
+                            attempt: entry.attempts + 1,
+                        });
                         match blocked.await {}
                     }
                     (entry.index, entry.attempts)
@@ -271,7 +275,11 @@ impl Run {
                             )
                             .await?;
                             drop(in_flight);
-                            let blocked = self.block(Block::Retry { at });
+                            let blocked = self.block(Block::Retry {
+                                at,
+                                address: address.clone(),
+                                attempt: attempt + 1,
+                            });
                             match blocked.await {}
                         }
                     }

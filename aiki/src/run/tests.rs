@@ -31,7 +31,10 @@ async fn fresh_run() -> Run {
 #[tokio::test(flavor = "current_thread")]
 async fn a_write_under_way_keeps_the_run_from_suspending() {
     let run = fresh_run().await;
-    let _blocked = run.block(Block::Sleep { wake_at: 10 });
+    let _blocked = run.block(Block::Sleep {
+        wake_at: 10,
+        name: "nap".to_owned(),
+    });
     assert!(
         run.suspension().is_some(),
         "blocked and idle: it may suspend"
