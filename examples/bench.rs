@@ -24,6 +24,9 @@
 //! * **listing** (`--list`, instead of the phases above): a page of 50 of 100,000 runs (10,000
 //!   with `--quick`) filtered by workflow version and status, p50 and p99, beside the same
 //!   query sent raw; and the query plans (see `bench/listing.rs`).
+//! * **gather** (`--gather`, instead of the phases above): a parent gathering 1,000 child runs
+//!   (100 with `--quick`) with `run.join_all` over their waits and with `run.join_children`:
+//!   parent executions, history rows read, ms (see `bench/gather.rs`).
 //! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
 //!   one worker process, five times with a subscriber recording at `info` and five times with
 //!   none, interleaved; median and spread of each (see `bench/tracing_cost.rs`).
@@ -46,6 +49,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
+#[path = "bench/gather.rs"]
+mod gather;
 #[path = "bench/listing.rs"]
 mod listing;
 #[path = "bench/tracing_cost.rs"]
@@ -182,6 +187,7 @@ struct Options {
     quick: bool,
     tracing_cost: bool,
     list: bool,
+    gather: bool,
     json: Option<PathBuf>,
     backends: Vec<Backend>,
 }
@@ -213,6 +219,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
         quick: false,
         tracing_cost: false,
         list: false,
+        gather: false,
         json: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
     };
@@ -225,6 +232,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
             "--quick" => options.quick = true,
             "--tracing-cost" => options.tracing_cost = true,
             "--list" => options.list = true,
+            "--gather" => options.gather = true,
             "--json" => options.json = Some(args.next().context("--json needs a path")?.into()),
             "--backends" => {
                 options.backends = args
@@ -241,7 +249,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
                     .collect::<anyhow::Result<_>>()?;
             }
             other => anyhow::bail!(
-                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list] \
+                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather] \
                  [--json out.json] [--backends sqlite,postgres]"
             ),
         }
@@ -1075,7 +1083,7 @@ async fn main() -> anyhow::Result<()> {
     let clock = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut replay = Vec::new();
-    let phases = if options.tracing_cost || options.list {
+    let phases = if options.tracing_cost || options.list || options.gather {
         Vec::new()
     } else {
         vec![false, true]
@@ -1103,7 +1111,17 @@ async fn main() -> anyhow::Result<()> {
             skipped.push(json!(line));
             continue;
         }
-        if options.list {
+        if options.gather {
+            let mut stores = Stores::new(backend)?;
+            eprintln!("[{}] gather", backend.name());
+            let url = stores.fresh_url("gather").await?;
+            let result = gather::measure(&url, if options.quick { 100 } else { 1_000 }).await;
+            stores.cleanup().await?;
+            let mut result = result?;
+            gather::print(backend.name(), &result);
+            result["backend"] = json!(backend.name());
+            backends.push(result);
+        } else if options.list {
             let mut stores = Stores::new(backend)?;
             eprintln!("[{}] listing", backend.name());
             let url = stores.fresh_url("listing").await?;
@@ -1130,7 +1148,7 @@ async fn main() -> anyhow::Result<()> {
         "backends": backends,
         "seconds": clock.elapsed().as_secs_f64(),
     });
-    if !options.tracing_cost && !options.list {
+    if !options.tracing_cost && !options.list && !options.gather {
         print_report(&report);
     }
     if let Some(path) = &options.json {

@@ -367,11 +367,8 @@ impl Store for MemoryStore {
                 to: RunStatus::Scheduled,
             });
         }
-        let woke = run.status == RunStatus::AwaitingEvent
-            && run
-                .wait
-                .as_ref()
-                .is_none_or(|wait| wait.awaits_event(&event.name));
+        // Any event wakes a run awaiting one (see the SQL stores).
+        let woke = run.status == RunStatus::AwaitingEvent;
         let queue = state.events.range(
             (event.run_id, event.name.clone(), 0)..=(event.run_id, event.name.clone(), u32::MAX),
         );

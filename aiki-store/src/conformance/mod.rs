@@ -102,7 +102,7 @@ macro_rules! conformance_tests {
             check_suspension_after_its_child_ended_lands_in_scheduled,
             check_terminal_child_wakes_waiting_parent,
             check_wait_set_is_stored_with_the_suspension,
-            check_event_wakes_only_a_run_awaiting_its_name,
+            check_any_event_wakes_a_run_awaiting_one,
             check_child_end_wakes_every_run_awaiting_it,
             check_all_of_wait_wakes_once,
             check_cancel_sleeps,

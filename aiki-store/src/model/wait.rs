@@ -11,9 +11,10 @@ use crate::RunStatus;
 /// The store uses it twice. In the suspension's own statement: a run whose awaited event is
 /// already there, or whose awaited children already ended, lands in `scheduled` (due now)
 /// instead, so a wake-up that raced the suspension is never lost. And afterwards, to wake the
-/// run only when what it awaits arrives: an event of an awaited name, the end of an awaited
-/// child (with [`all_children`](WaitSpec::all_children), the end of the last one, or the first
-/// that did not complete). Timers (sleeps, retries, timeouts) wake it through its due time.
+/// run only when a child it awaits ends (with [`all_children`](WaitSpec::all_children): the
+/// last one, or the first that did not complete). Any event still wakes a run awaiting one:
+/// code deployed since the suspension may wait on another name first, and that event may never
+/// come again. Timers (sleeps, retries, timeouts) wake it through its due time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct WaitSpec {
@@ -154,11 +155,6 @@ impl WaitSpec {
     /// rather than only for time.
     pub fn awaits_others(&self) -> bool {
         !self.events.is_empty() || !self.children.is_empty()
-    }
-
-    /// Whether an event named `name` is one it waits for.
-    pub fn awaits_event(&self, name: &str) -> bool {
-        self.events.iter().any(|event| event.name == name)
     }
 
     /// The stored form: JSON.

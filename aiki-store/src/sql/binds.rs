@@ -109,15 +109,13 @@ pub(crate) fn transition(id: RunId, expected: u64, transition: &Transition) -> V
     params
 }
 
-/// The parameters of `INSERT_EVENT` and `WAKE_FOR_EVENT`; `data` is the payload's text,
-/// `wakes` whether the run awaits this event.
-pub(crate) fn event<'a>(event: &'a NewEvent, data: &'a str, wakes: bool) -> [Param<'a>; 6] {
+/// The parameters of `INSERT_EVENT` and `WAKE_FOR_EVENT`; `data` is the payload's text.
+pub(crate) fn event<'a>(event: &'a NewEvent, data: &'a str) -> [Param<'a>; 5] {
     params![
         event.run_id,
         event.name.as_str(),
         data,
         &event.reference_id,
-        event.now,
-        wakes
+        event.now
     ]
 }

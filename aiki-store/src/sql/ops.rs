@@ -302,15 +302,12 @@ impl<D: Dialect> SqlStore<D> {
                 to: crate::RunStatus::Scheduled,
             });
         }
-        // A run suspended before wait sets were stored wakes on any event.
-        let wakes = status == crate::RunStatus::AwaitingEvent
-            && match locked.text(1)? {
-                None => true,
-                Some(wait) => serde_json::from_str::<WaitSpec>(&wait)
-                    .map_or(true, |wait| wait.awaits_event(&event.name)),
-            };
+        // Any event wakes a run awaiting one, named in its wait set or not: code deployed since
+        // the run suspended may wait on another name first (adding an event wait is a safe
+        // refactoring), and an event nobody sends again must not leave it waiting.
+        let wakes = status == crate::RunStatus::AwaitingEvent;
         let data = decode::json_text(&event.data);
-        let params = binds::event(&event, &data, wakes);
+        let params = binds::event(&event, &data);
         let inserted = self
             .fetch_optional(On::Tx(&mut tx), &self.sql.own.insert_event, &params)
             .await?;

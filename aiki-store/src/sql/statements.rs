@@ -97,11 +97,10 @@ pub(crate) const INSERT_EVENT: &str = "INSERT INTO aiki_events (run_id, name, id
      ON CONFLICT (run_id, name, reference_id) WHERE reference_id IS NOT NULL \
      DO NOTHING RETURNING idx";
 
-/// Wakes run `$1` to `scheduled`, due at `$5`, if it awaits an event and `$6` says it awaits
-/// this one (its wait set names the event, or it has none).
+/// Wakes run `$1` to `scheduled`, due at `$5`, if it awaits an event.
 pub(crate) const WAKE_FOR_EVENT: &str = "UPDATE aiki_runs SET status = 'scheduled', \
      revision = revision + 1, due_at = $5, updated_at = $5, owner = NULL, heartbeat_at = NULL \
-     WHERE id = $1::uuid AND status = 'awaiting_event' AND $6";
+     WHERE id = $1::uuid AND status = 'awaiting_event'";
 
 /// The shared statements, rendered for one dialect, and the dialect's own.
 #[derive(Debug)]
@@ -121,7 +120,7 @@ pub(crate) struct Statements {
     pub(crate) revision: String,
     /// The status and revision of run `$1`.
     pub(crate) status_and_revision: String,
-    /// Locks run `$1` for the rest of the transaction; returns its status and wait set.
+    /// Locks run `$1` for the rest of the transaction; returns its status.
     pub(crate) lock_status: String,
     /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`.
     pub(crate) upsert_entry: String,
@@ -196,7 +195,7 @@ impl Statements {
                 "SELECT status, revision FROM aiki_runs WHERE id = $1::uuid".to_owned(),
             ),
             lock_status: render(
-                "SELECT status, wait_set FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
+                "SELECT status FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
             ),
             upsert_entry: render(format!(
                 "INSERT INTO aiki_entries {ENTRY_COLUMNS} \
