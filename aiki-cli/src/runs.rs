@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use aiki::{Client, MigrationMode, RunRecord, RunStatus};
-use aiki_store::{History, RunFilter, TimeRange};
+use aiki_store::{History, RunFilter, StatusChange, TimeRange};
 use serde_json::{Value, json};
 
 use crate::args::{Cli, Format, ListArgs, RunsCommand};
@@ -29,7 +29,8 @@ pub(crate) async fn run(
         RunsCommand::List(args) => list(cli, &client, args, format, out).await?,
         RunsCommand::Show { id } => {
             let history = client.store().load_history(*id).await?;
-            show(cli, &history, format, out)?;
+            let timeline = client.store().timeline(*id).await?;
+            show(cli, &history, &timeline, format, out)?;
         }
         RunsCommand::Result { id, timeout } => {
             return result(&client, *id, *timeout, format, out).await;
@@ -116,7 +117,13 @@ async fn list(
     Ok(())
 }
 
-fn show(cli: &Cli, history: &History, format: Format, out: &mut impl Write) -> Result<(), Failure> {
+fn show(
+    cli: &Cli,
+    history: &History,
+    timeline: &[StatusChange],
+    format: Format,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
     let run = &history.run;
     if format != Format::Table {
         let mut entries = serde_json::to_value(&history.entries)?;
@@ -141,6 +148,7 @@ fn show(cli: &Cli, history: &History, format: Format, out: &mut impl Write) -> R
             "sleeps": history.sleeps,
             "events": events,
             "children": children,
+            "timeline": timeline,
         });
         return json(out, format, &document);
     }
@@ -225,6 +233,21 @@ fn show(cli: &Cli, history: &History, format: Format, out: &mut impl Write) -> R
                 child.id.to_string(),
                 child.namespace.to_string(),
                 child.status.to_string(),
+            ]);
+        }
+        table.print(out)?;
+    }
+    if !timeline.is_empty() {
+        writeln!(out)?;
+        let mut table = Table::new(&["revision", "when", "change", "reason", "by"]);
+        for change in timeline {
+            let from = change.from.map_or("·".to_owned(), |from| from.to_string());
+            table.row(vec![
+                change.revision.to_string(),
+                relative(change.at),
+                format!("{from} → {}", change.to),
+                change.reason.clone(),
+                change.actor.clone().unwrap_or_default(),
             ]);
         }
         table.print(out)?;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EventRecord, History,
     ListRuns, MAX_PAGE, Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, RunStatus,
-    SleepRecord, Store, StoreError, Transition,
+    SleepRecord, StatusChange, Store, StoreError, Transition,
 };
 
 /// The in-memory backend. Every call takes one lock, so every call is atomic.
@@ -26,6 +26,8 @@ struct State {
     entries: BTreeMap<(RunId, String, u32), EntryRecord>,
     sleeps: BTreeMap<(RunId, String, u32), SleepRecord>,
     events: BTreeMap<(RunId, String, u32), EventRecord>,
+    /// `(run, revision)` → the change that produced that revision.
+    timeline: BTreeMap<(RunId, u64), StatusChange>,
 }
 
 impl MemoryStore {
@@ -70,6 +72,18 @@ impl State {
             self.references.insert(key, new.id);
         }
         let run = new.into_record();
+        self.timeline.insert(
+            (run.id, run.revision),
+            StatusChange {
+                run_id: run.id,
+                revision: run.revision,
+                from: None,
+                to: run.status,
+                reason: StatusChange::reason_for(None, run.status, false, None),
+                actor: None,
+                at: run.created_at,
+            },
+        );
         self.runs.insert(run.id, run.clone());
         CreateOutcome::Created(run)
     }
@@ -81,6 +95,10 @@ impl State {
             .runs
             .get_mut(&id)
             .expect("BUG: set_status on a missing run");
+        let from = run.status;
+        let actor = (from == RunStatus::Running)
+            .then(|| run.owner.clone())
+            .flatten();
         run.status = to;
         run.revision += 1;
         run.due_at = due_at;
@@ -95,6 +113,26 @@ impl State {
         if !to.is_suspended() {
             run.wait = None;
         }
+        let kind = run.error.as_ref().map(|error| error.kind.clone());
+        let revision = run.revision;
+        self.timeline.insert(
+            (id, revision),
+            StatusChange {
+                run_id: id,
+                revision,
+                from: Some(from),
+                to,
+                reason: StatusChange::reason_for(Some(from), to, false, kind.as_deref()),
+                actor,
+                at: now,
+            },
+        );
+    }
+
+    /// The change that produced the run's current revision.
+    fn last_change(&mut self, id: RunId) -> Option<&mut StatusChange> {
+        let revision = self.runs.get(&id)?.revision;
+        self.timeline.get_mut(&(id, revision))
     }
 
     /// Wakes the runs waiting on `child`, which just ended: every run whose wait set names it
@@ -243,6 +281,7 @@ impl Store for MemoryStore {
                 }
             }
         }
+        let attempts_before = state.runs[&id].attempts;
         state.set_status(id, to, due_at, transition.now);
         let run = state
             .runs
@@ -262,6 +301,11 @@ impl Store for MemoryStore {
             run.wait = transition.wait;
         }
         let run = run.clone();
+        if let Some(change) = state.last_change(id) {
+            let kind = run.error.as_ref().map(|error| error.kind.as_str());
+            change.reason =
+                StatusChange::reason_for(Some(from), to, run.attempts > attempts_before, kind);
+        }
         if to.is_terminal() && !from.is_terminal() {
             state.wake_waiters(&run, transition.now);
         }
@@ -290,6 +334,9 @@ impl Store for MemoryStore {
             run.owner = Some(request.owner.clone());
             run.heartbeat_at = Some(request.now);
             claimed.push(run.clone());
+            if let Some(change) = state.last_change(id) {
+                change.actor = Some(request.owner.clone());
+            }
         }
         Ok(claimed)
     }
@@ -416,6 +463,16 @@ impl Store for MemoryStore {
             .entry((id, name.to_owned(), index))
             .or_insert_with(|| EventRecord::timeout(id, name, index, now));
         Ok(slot.clone())
+    }
+
+    async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError> {
+        let state = self.lock();
+        state.run(id)?;
+        Ok(state
+            .timeline
+            .range((id, 0)..=(id, u64::MAX))
+            .map(|(_, change)| change.clone())
+            .collect())
     }
 
     async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, ListRuns,
-    Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord, StoreError,
-    Transition,
+    Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord, StatusChange,
+    StoreError, Transition,
 };
 
 /// A shared, type-erased store.
@@ -97,6 +97,12 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// to `scheduled` (due now) in the same operation. [`StoreError::NotFound`] for an unknown
     /// run; [`StoreError::InvalidTransition`] for a run that has ended.
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError>;
+
+    /// Every status change of a run, oldest first: its creation, then one per change (from,
+    /// to, reason, revision, time, the executor involved). Written by the statements that change
+    /// the status, not by extra calls. Changes made before the store kept a timeline are not in
+    /// it. [`StoreError::NotFound`] for an unknown run.
+    async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError>;
 
     /// Records that the `index`-th wait for `name` timed out, unless an event already took that
     /// slot. Checks the revision without incrementing. Returns whatever holds the slot now.

@@ -149,10 +149,19 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
             located.iter().all(|(schema, _)| schema == "aiki"),
             "{release}: {located:?}"
         );
+        let names: Vec<&str> = located.iter().map(|(_, table)| table.as_str()).collect();
         assert_eq!(
-            located.len(),
-            5,
-            "{release}: four tables and the bookkeeping: {located:?}"
+            names,
+            [
+                "_sqlx_migrations",
+                "aiki_entries",
+                "aiki_events",
+                "aiki_runs",
+                "aiki_sleeps",
+                "aiki_timeline",
+                "aiki_waits"
+            ],
+            "{release}: Aiki's tables and the bookkeeping, nothing left behind"
         );
         let _ = connection.close().await;
         sqlx::query(&format!("DROP DATABASE {database} WITH (FORCE)"))

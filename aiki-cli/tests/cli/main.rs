@@ -129,14 +129,21 @@ async fn shows_what_each_run_does(backend: Backend) {
     let waiting = show(f.waiting);
     println!("{}", waiting.stdout);
     assert!(
-        waiting.stdout.contains("waiting on an event"),
-        "{}",
+        waiting
+            .stdout
+            .contains("waiting on event `payment_received`"),
+        "the wait set in words: {}",
+        waiting.stdout
+    );
+    assert!(
+        waiting.stdout.contains("running → awaiting_event") && waiting.stdout.contains("suspended"),
+        "the timeline: {}",
         waiting.stdout
     );
     let parent = show(f.parent);
     println!("{}", parent.stdout);
     assert!(
-        parent.stdout.contains("waiting on child runs:"),
+        parent.stdout.contains("waiting on child run ") && parent.stdout.contains("(queued)"),
         "{}",
         parent.stdout
     );
@@ -154,6 +161,15 @@ async fn shows_what_each_run_does(backend: Backend) {
     );
     let failed = on(&f.url, "show", f.failed, "json").json();
     assert_eq!(failed["run"]["status"], "failed");
+    let timeline = failed["timeline"].as_array().expect("a timeline");
+    let steps: Vec<(&str, &str)> = timeline
+        .iter()
+        .map(|c| (c["to"].as_str().unwrap(), c["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(steps.first(), Some(&("queued", "started")), "{steps:?}");
+    assert!(steps.contains(&("running", "claimed")), "{steps:?}");
+    assert_eq!(steps.last().map(|s| s.0), Some("failed"), "{steps:?}");
+    assert!(steps.last().unwrap().1.starts_with("failed: "), "{steps:?}");
     assert_eq!(failed["entries"][0]["status"], "failed");
     assert!(
         failed["run"]["error"]["message"]

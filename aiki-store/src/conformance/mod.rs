@@ -41,6 +41,7 @@ mod events;
 mod runs;
 mod sleeps;
 mod sweeps;
+mod timeline;
 mod waits;
 
 pub use claims::*;
@@ -51,6 +52,7 @@ pub use events::*;
 pub use runs::*;
 pub use sleeps::*;
 pub use sweeps::*;
+pub use timeline::*;
 pub use waits::*;
 
 /// The time (ms) around which every check that does not sweep works (year 2096).
@@ -105,6 +107,7 @@ macro_rules! conformance_tests {
             check_any_event_wakes_a_run_awaiting_one,
             check_child_end_wakes_every_run_awaiting_it,
             check_all_of_wait_wakes_once,
+            check_timeline_records_every_status_change,
             check_cancel_sleeps,
             check_claim_filters_orders_and_limits,
             check_claim_skips_the_runs_it_is_told_to,

@@ -7,6 +7,7 @@ mod ids;
 mod listing;
 mod run;
 mod sleep;
+mod timeline;
 mod transition;
 mod wait;
 
@@ -17,5 +18,6 @@ pub use ids::*;
 pub use listing::*;
 pub use run::*;
 pub use sleep::*;
+pub use timeline::*;
 pub use transition::*;
 pub use wait::*;

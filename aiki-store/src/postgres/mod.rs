@@ -282,8 +282,8 @@ impl Dialect for PgDialect {
     }
 
     // Run documents read the `wait_set` column of migration 0006, and the wake-ups need its
-    // triggers.
-    const OLDEST_READABLE: i64 = 6;
+    // triggers; the timeline is the table of migration 0007.
+    const OLDEST_READABLE: i64 = 7;
 
     async fn close(&self) {
         self.pool.close().await;

@@ -34,7 +34,7 @@ fn parse_id(text: &str) -> Result<RunId, StoreError> {
         .map_err(|_| corrupt(format!("`{text}` is not a run id")))
 }
 
-fn unsigned<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
+pub(crate) fn unsigned<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
     T::try_from(value).map_err(|_| corrupt(format!("{what} {value} is out of range")))
 }
 

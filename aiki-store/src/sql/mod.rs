@@ -396,6 +396,13 @@ macro_rules! store_impl {
                 self.inner.run_counts().await
             }
 
+            async fn timeline(
+                &self,
+                id: $crate::RunId,
+            ) -> Result<Vec<$crate::StatusChange>, $crate::StoreError> {
+                self.inner.timeline(id).await
+            }
+
             async fn list_runs(
                 &self,
                 request: $crate::ListRuns,

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, StoreError,
-    Transition, WaitSpec,
+    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, StatusChange,
+    StoreError, Transition, WaitSpec,
 };
 
 use super::decode::{self, revision};
@@ -408,6 +408,39 @@ impl<D: Dialect> SqlStore<D> {
             }
         }
         Ok(counts.into_values().collect())
+    }
+
+    pub(crate) async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError> {
+        let rows = self
+            .fetch(On::Read, &self.sql.timeline, &[id.into()])
+            .await?;
+        if rows.is_empty() {
+            // No run, or one created before the store kept a timeline.
+            self.get_run(id).await?;
+        }
+        let status = |text: Option<String>| -> Result<Option<RunStatus>, StoreError> {
+            text.map(|text| {
+                text.parse().map_err(|error| StoreError::Incompatible {
+                    message: format!("the timeline of run {id}: {error}"),
+                })
+            })
+            .transpose()
+        };
+        rows.into_iter()
+            .map(|row| {
+                Ok(StatusChange {
+                    run_id: id,
+                    revision: decode::unsigned(row.int(0)?.unwrap_or_default(), "revision")?,
+                    from: status(row.text(1)?)?,
+                    to: status(row.text(2)?)?.ok_or_else(|| StoreError::Corrupt {
+                        message: format!("a change in the timeline of run {id} has no status"),
+                    })?,
+                    reason: row.text(3)?.unwrap_or_default(),
+                    actor: row.text(4)?,
+                    at: row.int(5)?.unwrap_or_default(),
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn stall_undelivered(

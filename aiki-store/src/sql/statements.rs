@@ -148,6 +148,8 @@ pub(crate) struct Statements {
     /// Rows `(workflow, version, status, count, NULL)` per workflow version and status, and
     /// `(workflow, version, NULL, NULL, oldest queued time)` per version with queued runs.
     pub(crate) run_counts: String,
+    /// `(revision, from, to, reason, actor, at)` of run `$1`'s status changes, in order.
+    pub(crate) timeline: String,
 }
 
 impl Statements {
@@ -246,6 +248,11 @@ impl Statements {
             applied_migrations: render(
                 "SELECT version, (CASE WHEN success THEN 1 ELSE 0 END)::bigint \
                  FROM _sqlx_migrations ORDER BY version"
+                    .to_owned(),
+            ),
+            timeline: render(
+                "SELECT revision, from_status, to_status, reason, actor, at FROM aiki_timeline \
+                 WHERE run_id = $1::uuid ORDER BY revision"
                     .to_owned(),
             ),
             run_counts: render(
