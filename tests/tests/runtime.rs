@@ -244,6 +244,105 @@ async fn children_fan_out_and_gather(backend: Backend) {
     );
 }
 
+/// Sleeps `input` minutes; input 2 fails.
+#[aiki::workflow(name = "join-child", version = "1")]
+async fn join_child(run: &Run, input: u64) -> Result<u64, WorkflowError> {
+    run.sleep("think", MINUTE * input as u32).await?;
+    if input == 2 {
+        return Err(WorkflowError::failed("two is not allowed"));
+    }
+    Ok(input)
+}
+
+/// Executions of each `join-parent` run.
+static JOIN_EXECUTIONS: std::sync::Mutex<Vec<aiki::RunId>> = std::sync::Mutex::new(Vec::new());
+
+fn join_executions(id: aiki::RunId) -> usize {
+    JOIN_EXECUTIONS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|run| **run == id)
+        .count()
+}
+
+#[aiki::workflow(name = "join-parent", version = "1")]
+async fn join_parent(run: &Run, input: Vec<u64>) -> Result<Vec<u64>, WorkflowError> {
+    JOIN_EXECUTIONS.lock().unwrap().push(run.id());
+    let mut children = Vec::new();
+    for n in input {
+        children.push(run.child::<JoinChild>(n).start().await?);
+    }
+    run.join_children(&children).await
+}
+
+/// `join_children` suspends once on all the children: the parent is not woken by the ones that
+/// end before the last, and wakes once for the last, or for the first failure.
+async fn join_children_wakes_once(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(JoinParent).register(JoinChild))
+        .await;
+    let run = h.client.start::<JoinParent>(vec![1, 3, 5]).await.unwrap();
+    let waiting = h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    let mut children = Vec::new();
+    for c in h.store.load_history(run.id()).await.unwrap().children {
+        let record = h.store.get_run(c.id).await.unwrap();
+        children.push((record.input.as_u64().unwrap(), c.id));
+        h.reach(&h.client.handle::<JoinChild>(c.id), RunStatus::Sleeping)
+            .await;
+    }
+    children.sort();
+    let wait = waiting.wait.clone().expect("a wait set");
+    assert!(wait.all_children, "one all-of wait: {wait:?}");
+    assert_eq!(wait.children.len(), 3);
+    // The children end at 1, 3 and 5 minutes; the first two leave the parent waiting.
+    for (minutes, (_, child)) in [1, 2].into_iter().zip(&children) {
+        h.advance(MINUTE * minutes);
+        h.reach(&h.client.handle::<JoinChild>(*child), RunStatus::Completed)
+            .await;
+        let parent = h.store.get_run(run.id()).await.unwrap();
+        assert_eq!(parent.status, RunStatus::AwaitingChildWorkflow);
+        assert_eq!(
+            parent.revision, waiting.revision,
+            "not woken by an early child"
+        );
+    }
+    h.advance(MINUTE * 2);
+    assert_eq!(run.result().await.unwrap(), [1, 3, 5]);
+    assert_eq!(
+        join_executions(run.id()),
+        2,
+        "started, then woken once by the last child"
+    );
+    let woken = h
+        .store
+        .timeline(run.id())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|change| change.reason == "a child run ended")
+        .count();
+    assert_eq!(woken, 1, "woken once");
+
+    let failing = h.client.start::<JoinParent>(vec![1, 2, 5]).await.unwrap();
+    h.reach(&failing, RunStatus::AwaitingChildWorkflow).await;
+    for c in h.store.load_history(failing.id()).await.unwrap().children {
+        h.reach(&h.client.handle::<JoinChild>(c.id), RunStatus::Sleeping)
+            .await;
+    }
+    h.advance(MINUTE * 2);
+    let failed = h.reach(&failing, RunStatus::Failed).await;
+    assert!(
+        failed.error.unwrap().message.contains("two is not allowed"),
+        "the first failure fails the join"
+    );
+    assert_eq!(
+        join_executions(failing.id()),
+        2,
+        "woken once, by the failure"
+    );
+}
+
 async fn cancel_cancels_child_runs(backend: Backend) {
     let mut h = Harness::new(backend).await;
     h.deploy(|w| w.register(Parent).register(Child)).await;
@@ -702,6 +801,7 @@ on_every_backend!(
     a_sleep_ends_when_its_time_comes,
     pause_and_resume,
     children_fan_out_and_gather,
+    join_children_wakes_once,
     cancel_cancels_child_runs,
     child_starts_dedupe_by_reference_id,
     child_wait_timeout,

@@ -291,6 +291,10 @@ impl aiki::Store for Counting {
         self.count("run_counts");
         self.inner.run_counts().await
     }
+    async fn timeline(&self, id: RunId) -> Result<Vec<aiki::store::StatusChange>, StoreError> {
+        self.count("timeline");
+        self.inner.timeline(id).await
+    }
     async fn list_runs(
         &self,
         request: aiki::store::ListRuns,
