@@ -67,6 +67,8 @@ pub enum Command {
     Runs(RunsCommand),
     /// The workflow versions that have runs, with their counts by status.
     Workflows,
+    /// The workers seen in the last two minutes: host, pid, pool, what they serve.
+    Workers,
     /// Applies pending migrations to the store's schema.
     Migrate,
 }

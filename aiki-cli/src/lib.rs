@@ -30,6 +30,7 @@ mod args;
 mod output;
 mod runs;
 mod waits;
+mod workers;
 mod workflows;
 
 use std::ffi::OsString;
@@ -106,6 +107,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
     match &cli.command {
         args::Command::Runs(command) => runs::run(&cli, command, format, &mut out).await,
         args::Command::Workflows => workflows::list(&cli, format, &mut out).await,
+        args::Command::Workers => workers::list(&cli, format, &mut out).await,
         args::Command::Migrate => workflows::migrate(&cli, &mut out).await,
     }
 }

@@ -30,7 +30,8 @@ pub(crate) async fn run(
         RunsCommand::Show { id } => {
             let history = client.store().load_history(*id).await?;
             let timeline = client.store().timeline(*id).await?;
-            show(cli, &history, &timeline, format, out)?;
+            let workers = crate::workers::live(&client).await?;
+            show(cli, &history, &timeline, &workers, format, out)?;
         }
         RunsCommand::Result { id, timeout } => {
             return result(&client, *id, *timeout, format, out).await;
@@ -121,6 +122,7 @@ fn show(
     cli: &Cli,
     history: &History,
     timeline: &[StatusChange],
+    workers: &[aiki_store::WorkerRecord],
     format: Format,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
@@ -143,7 +145,12 @@ fn show(
             .collect();
         let document = json!({
             "run": run_json(run, cli.no_payloads),
-            "doing": doing(history),
+            "doing": doing(history, workers),
+            "serving_workers": workers
+                .iter()
+                .filter(|worker| worker.serves(&run.namespace, &run.pool))
+                .map(|worker| worker.id.as_str())
+                .collect::<Vec<_>>(),
             "entries": entries,
             "sleeps": history.sleeps,
             "events": events,
@@ -159,7 +166,7 @@ fn show(
         "status    {} (attempt {}, revision {})",
         run.status, run.attempts, run.revision
     )?;
-    writeln!(out, "          {}", doing(history))?;
+    writeln!(out, "          {}", doing(history, workers))?;
     writeln!(
         out,
         "created   {}, last change {}",

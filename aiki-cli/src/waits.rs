@@ -1,13 +1,13 @@
 //! What a run is doing, in words: its wait set, or its status.
 
 use aiki::{RunRecord, RunStatus, WaitSpec};
-use aiki_store::History;
+use aiki_store::{History, WorkerRecord};
 
 use crate::output::{relative, span};
 
 /// One line on what the run is doing or waiting on: "waiting on event `payment_received`,
 /// times out in 2 h 59 min".
-pub(crate) fn doing(history: &History) -> String {
+pub(crate) fn doing(history: &History, workers: &[WorkerRecord]) -> String {
     let run = &history.run;
     match (&run.wait, run.status) {
         (Some(wait), status) if status.is_suspended() => waiting(run, wait, history),
@@ -23,12 +23,30 @@ pub(crate) fn doing(history: &History) -> String {
             "scheduled, due {}",
             run.due_at.map(relative).unwrap_or_default()
         ),
-        (_, RunStatus::Queued) => format!(
-            "queued for {}, waiting for a worker serving {} in pool `{}`",
-            span(aiki::Clock::now(&aiki::SystemClock) - run.queued_at.unwrap_or(run.created_at)),
-            run.namespace,
-            run.pool
-        ),
+        (_, RunStatus::Queued) => {
+            let queued = span(
+                aiki::Clock::now(&aiki::SystemClock) - run.queued_at.unwrap_or(run.created_at),
+            );
+            let serving = workers
+                .iter()
+                .filter(|worker| worker.serves(&run.namespace, &run.pool))
+                .count();
+            match serving {
+                0 => format!(
+                    "queued for {queued}: no live worker serves {} in pool `{}` (none seen \
+                     in the last {} s); start one that registers it",
+                    run.namespace,
+                    run.pool,
+                    crate::workers::LIVE_WITHIN.as_secs()
+                ),
+                n => format!(
+                    "queued for {queued}, for {n} live worker{} serving {} in pool `{}`",
+                    if n == 1 { "" } else { "s" },
+                    run.namespace,
+                    run.pool
+                ),
+            }
+        }
         (_, RunStatus::Running) => format!(
             "running on {}",
             run.owner.as_deref().unwrap_or("an unknown worker")

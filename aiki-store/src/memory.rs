@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EventRecord, History,
     ListRuns, MAX_PAGE, Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, RunStatus,
-    SleepRecord, StatusChange, Store, StoreError, Transition,
+    SleepRecord, StatusChange, Store, StoreError, Transition, WorkerRecord,
 };
 
 /// The in-memory backend. Every call takes one lock, so every call is atomic.
@@ -28,6 +28,7 @@ struct State {
     events: BTreeMap<(RunId, String, u32), EventRecord>,
     /// `(run, revision)` → the change that produced that revision.
     timeline: BTreeMap<(RunId, u64), StatusChange>,
+    workers: BTreeMap<String, WorkerRecord>,
 }
 
 impl MemoryStore {
@@ -472,6 +473,33 @@ impl Store for MemoryStore {
             .timeline
             .range((id, 0)..=(id, u64::MAX))
             .map(|(_, change)| change.clone())
+            .collect())
+    }
+
+    async fn record_worker(
+        &self,
+        mut worker: WorkerRecord,
+        now: Millis,
+    ) -> Result<WorkerRecord, StoreError> {
+        worker.last_seen_at = now;
+        self.lock()
+            .workers
+            .insert(worker.id.clone(), worker.clone());
+        Ok(worker)
+    }
+
+    async fn list_workers(
+        &self,
+        now: Millis,
+        within_ms: i64,
+    ) -> Result<Vec<WorkerRecord>, StoreError> {
+        let since = now.saturating_sub(within_ms);
+        Ok(self
+            .lock()
+            .workers
+            .values()
+            .filter(|worker| worker.last_seen_at >= since)
+            .cloned()
             .collect())
     }
 

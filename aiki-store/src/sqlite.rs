@@ -216,8 +216,8 @@ impl Dialect for SqliteDialect {
     }
 
     // Run documents read the `wait_set` column of migration 0005, and the wake-ups need its
-    // triggers; the timeline is the table of migration 0006.
-    const OLDEST_READABLE: i64 = 6;
+    // triggers; the timeline and the workers are the tables of migrations 0006 and 0007.
+    const OLDEST_READABLE: i64 = 7;
 
     async fn close(&self) {
         self.reader.close().await;

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, ListRuns,
     Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord, StatusChange,
-    StoreError, Transition,
+    StoreError, Transition, WorkerRecord,
 };
 
 /// A shared, type-erased store.
@@ -103,6 +103,23 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// the status, not by extra calls. Changes made before the store kept a timeline are not in
     /// it. [`StoreError::NotFound`] for an unknown run.
     async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError>;
+
+    /// Records a worker's heartbeat: inserts or replaces the worker's row, its last-seen time
+    /// at `now` (PostgreSQL: by the claim clock, see [`claim`](Store::claim)). Returns the row
+    /// as written.
+    async fn record_worker(
+        &self,
+        worker: WorkerRecord,
+        now: Millis,
+    ) -> Result<WorkerRecord, StoreError>;
+
+    /// The workers seen within `within_ms` before `now` (by the same clock as
+    /// [`record_worker`](Store::record_worker)), by id.
+    async fn list_workers(
+        &self,
+        now: Millis,
+        within_ms: i64,
+    ) -> Result<Vec<WorkerRecord>, StoreError>;
 
     /// Records that the `index`-th wait for `name` timed out, unless an event already took that
     /// slot. Checks the revision without incrementing. Returns whatever holds the slot now.

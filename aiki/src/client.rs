@@ -124,6 +124,20 @@ impl Client {
         let request = ListRuns::new(filter, limit).after(after);
         Ok(self.store.list_runs(request).await?)
     }
+
+    /// The workers whose heartbeat the store has seen within `within` (on PostgreSQL, by the
+    /// server's clock unless the store is told otherwise), by id. A worker beats once per
+    /// claim-refresh interval (30 s by default), so `within` should be a few of those.
+    pub async fn live_workers(
+        &self,
+        within: std::time::Duration,
+    ) -> Result<Vec<aiki_store::WorkerRecord>, ClientError> {
+        let within = i64::try_from(within.as_millis()).unwrap_or(i64::MAX);
+        Ok(self
+            .store
+            .list_workers(crate::Clock::now(&crate::SystemClock), within)
+            .await?)
+    }
 }
 
 /// A run start being configured. `.await` it.

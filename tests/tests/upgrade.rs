@@ -159,7 +159,8 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 "aiki_runs",
                 "aiki_sleeps",
                 "aiki_timeline",
-                "aiki_waits"
+                "aiki_waits",
+                "aiki_workers"
             ],
             "{release}: Aiki's tables and the bookkeeping, nothing left behind"
         );

@@ -295,6 +295,22 @@ impl aiki::Store for Counting {
         self.count("timeline");
         self.inner.timeline(id).await
     }
+    async fn record_worker(
+        &self,
+        worker: aiki::store::WorkerRecord,
+        now: Millis,
+    ) -> Result<aiki::store::WorkerRecord, StoreError> {
+        self.count("record_worker");
+        self.inner.record_worker(worker, now).await
+    }
+    async fn list_workers(
+        &self,
+        now: Millis,
+        within_ms: i64,
+    ) -> Result<Vec<aiki::store::WorkerRecord>, StoreError> {
+        self.count("list_workers");
+        self.inner.list_workers(now, within_ms).await
+    }
     async fn list_runs(
         &self,
         request: aiki::store::ListRuns,

@@ -155,10 +155,35 @@ async fn shows_what_each_run_does(backend: Backend) {
     assert!(
         queued
             .stdout
-            .contains("waiting for a worker serving cli-unserved@1 in pool `default`"),
+            .contains("no live worker serves cli-unserved@1 in pool `default`"),
         "{}",
         queued.stdout
     );
+    let sleeping = on(&f.url, "show", f.sleeping, "json").json();
+    assert_eq!(
+        sleeping["serving_workers"].as_array().map(Vec::len),
+        Some(1),
+        "the fixture's worker serves it: {sleeping}"
+    );
+    let workers = aiki(&f.url, &["workers", "-o", "json"]).json();
+    let workers = workers.as_array().expect("a list of workers");
+    assert_eq!(workers.len(), 1, "{workers:?}");
+    assert_eq!(
+        workers[0]["pid"],
+        std::process::id(),
+        "the test process runs the worker"
+    );
+    assert!(
+        workers[0]["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["workflow"] == "cli-sleeps"),
+        "{workers:?}"
+    );
+    let table = aiki(&f.url, &["workers", "-o", "table"]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(table.stdout.contains("cli-sleeps@1"), "{}", table.stdout);
     let failed = on(&f.url, "show", f.failed, "json").json();
     assert_eq!(failed["run"]["status"], "failed");
     let timeline = failed["timeline"].as_array().expect("a timeline");

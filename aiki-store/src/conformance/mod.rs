@@ -43,6 +43,7 @@ mod sleeps;
 mod sweeps;
 mod timeline;
 mod waits;
+mod workers;
 
 pub use claims::*;
 pub use concurrency::*;
@@ -54,6 +55,7 @@ pub use sleeps::*;
 pub use sweeps::*;
 pub use timeline::*;
 pub use waits::*;
+pub use workers::*;
 
 /// The time (ms) around which every check that does not sweep works (year 2096).
 pub const LOCAL_TIME: Millis = 4_000_000_000_000;
@@ -108,6 +110,7 @@ macro_rules! conformance_tests {
             check_child_end_wakes_every_run_awaiting_it,
             check_all_of_wait_wakes_once,
             check_timeline_records_every_status_change,
+            check_worker_heartbeats,
             check_cancel_sleeps,
             check_claim_filters_orders_and_limits,
             check_claim_skips_the_runs_it_is_told_to,

@@ -10,6 +10,7 @@ mod sleep;
 mod timeline;
 mod transition;
 mod wait;
+mod worker;
 
 pub use counts::*;
 pub use entry::*;
@@ -21,3 +22,4 @@ pub use sleep::*;
 pub use timeline::*;
 pub use transition::*;
 pub use wait::*;
+pub use worker::*;

@@ -282,8 +282,8 @@ impl Dialect for PgDialect {
     }
 
     // Run documents read the `wait_set` column of migration 0006, and the wake-ups need its
-    // triggers; the timeline is the table of migration 0007.
-    const OLDEST_READABLE: i64 = 7;
+    // triggers; the timeline and the workers are the tables of migrations 0007 and 0008.
+    const OLDEST_READABLE: i64 = 8;
 
     async fn close(&self) {
         self.pool.close().await;

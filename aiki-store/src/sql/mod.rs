@@ -403,6 +403,22 @@ macro_rules! store_impl {
                 self.inner.timeline(id).await
             }
 
+            async fn record_worker(
+                &self,
+                worker: $crate::WorkerRecord,
+                now: $crate::Millis,
+            ) -> Result<$crate::WorkerRecord, $crate::StoreError> {
+                self.inner.record_worker(worker, now).await
+            }
+
+            async fn list_workers(
+                &self,
+                now: $crate::Millis,
+                within_ms: i64,
+            ) -> Result<Vec<$crate::WorkerRecord>, $crate::StoreError> {
+                self.inner.list_workers(now, within_ms).await
+            }
+
             async fn list_runs(
                 &self,
                 request: $crate::ListRuns,

@@ -150,6 +150,11 @@ pub(crate) struct Statements {
     pub(crate) run_counts: String,
     /// `(revision, from, to, reason, actor, at)` of run `$1`'s status changes, in order.
     pub(crate) timeline: String,
+    /// Upserts worker `$1` (host `$2`, pid `$3`, namespaces `$4` as a JSON array, pool `$5`,
+    /// started `$6`) seen at `$7` (or the database's clock); returns the time written.
+    pub(crate) record_worker: String,
+    /// The workers seen within `$2` ms before `$1` (or the database's clock).
+    pub(crate) list_workers: String,
 }
 
 impl Statements {
@@ -250,6 +255,20 @@ impl Statements {
                  FROM _sqlx_migrations ORDER BY version"
                     .to_owned(),
             ),
+            record_worker: render(format!(
+                "INSERT INTO aiki_workers (id, host, pid, namespaces, pool, started_at, \
+                 last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, {now}) \
+                 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, \
+                 namespaces = excluded.namespaces, pool = excluded.pool, \
+                 started_at = excluded.started_at, last_seen_at = excluded.last_seen_at \
+                 RETURNING last_seen_at",
+                now = dialect.claim_time("$7")
+            )),
+            list_workers: render(format!(
+                "SELECT id, host, pid, namespaces, pool, started_at, last_seen_at \
+                 FROM aiki_workers WHERE last_seen_at >= {now} - $2 ORDER BY id",
+                now = dialect.claim_time("$1")
+            )),
             timeline: render(
                 "SELECT revision, from_status, to_status, reason, actor, at FROM aiki_timeline \
                  WHERE run_id = $1::uuid ORDER BY revision"

@@ -6,6 +6,7 @@
 mod builder;
 mod daemon;
 mod execute;
+mod heartbeat;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -177,6 +178,7 @@ impl Worker {
 
     async fn run(self, mut stop: watch::Receiver<Stop>) {
         let namespaces: Vec<Namespace> = self.shared.registry.keys().cloned().collect();
+        let _heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
         let mut executions = JoinSet::new();
         let mut backoff = Duration::from_millis(50);
         // While busy (claims come back full) the loop spins without waiting; the daemons then
