@@ -4,6 +4,7 @@
 //! aiki --url sqlite://aiki.db runs list --status failed
 //! aiki runs show 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 //! aiki workflows
+//! aiki workers
 //! ```
 //!
 //! The store is named by `--url` or `AIKI_URL` (a `sqlite://`, `postgres://` or `memory:`
@@ -14,10 +15,15 @@
 //! otherwise) or `-o jsonl` (one object per line); `--no-payloads` leaves inputs, outputs and
 //! event data out. JSON documents: `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}`
 //! (`jsonl`: one `RUN` per line, then `{"next": CURSOR}` if there is a next page); `runs show`
-//! prints `{"run": RUN, "doing": "what it does, in words", "entries": [...], "sleeps": [...],
-//! "events": [...], "children": [RUN, ...]}`; the actions print the run as it is afterwards; `workflows` prints
-//! `[{"workflow", "version", "by_status": {STATUS: COUNT}, "oldest_queued_at"}]`. A `RUN` is
-//! the store's run record (`aiki::RunRecord`) as JSON.
+//! prints `{"run": RUN, "doing": "what it does, in words", "serving_workers": [WORKER_ID, ...],
+//! "entries": [...], "sleeps": [...], "events": [...], "children": [RUN, ...],
+//! "timeline": [CHANGE, ...]}`; the actions print the run as it is afterwards; `workflows`
+//! prints `[{"workflow", "version", "by_status": {STATUS: COUNT}, "oldest_queued_at"}]`;
+//! `workers` prints the workers seen in the last two minutes, `[WORKER, ...]`. A `RUN` is the
+//! store's run record (`aiki::RunRecord`, its wait set under `wait` while it is suspended), a
+//! `CHANGE` a `StatusChange` (`from`, `to`, `reason`, `revision`, `actor`, `at`), a `WORKER` a
+//! `WorkerRecord` (`id`, `host`, `pid`, `namespaces`, `pool`, `started_at`, `last_seen_at`), as
+//! JSON.
 //!
 //! Exit codes: 0 done; 1 the command failed (one line on standard error says why); 2 a usage
 //! error (an unknown flag, a malformed id, an unknown status). `runs result`: 0 completed (the
