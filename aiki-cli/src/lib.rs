@@ -11,7 +11,8 @@
 //! URL). Every command but `migrate` opens it in check mode: it never migrates, and refuses a
 //! schema it would misread; `aiki migrate` applies pending migrations.
 //!
-//! Output: `-o table` (the default when standard output is a terminal), `-o json` (the default
+//! Output: `-o table` (the default when standard output is a terminal; there, with a bold
+//! header and statuses in colour unless `NO_COLOR` is set), `-o json` (the default
 //! otherwise) or `-o jsonl` (one object per line); `--no-payloads` leaves inputs, outputs and
 //! event data out. JSON documents: `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}`
 //! (`jsonl`: one `RUN` per line, then `{"next": CURSOR}` if there is a next page); `runs show`

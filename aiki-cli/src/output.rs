@@ -31,16 +31,39 @@ pub(crate) fn json(out: &mut impl Write, format: Format, value: &Value) -> Resul
     Ok(())
 }
 
-/// Columns aligned to their widest cell.
+/// Whether tables are coloured: only on a terminal, and not when `NO_COLOR` is set to anything
+/// but the empty string (<https://no-color.org>).
+pub(crate) fn colour_wanted(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|value| value.is_empty())
+}
+
+/// The ANSI colour of a cell that names a run status, if it gets one.
+fn status_colour(cell: &str) -> Option<&'static str> {
+    match cell.parse::<aiki::RunStatus>().ok()? {
+        aiki::RunStatus::Completed => Some("\x1b[32m"),
+        aiki::RunStatus::Failed => Some("\x1b[31m"),
+        aiki::RunStatus::Cancelled | aiki::RunStatus::Stalled => Some("\x1b[33m"),
+        aiki::RunStatus::Running => Some("\x1b[36m"),
+        _ => None,
+    }
+}
+
+/// Columns aligned to their widest cell; on a terminal, a bold header and coloured statuses.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
     rows: Vec<Vec<String>>,
+    colour: bool,
 }
 
 impl Table {
     pub(crate) fn new(headers: &[&str]) -> Self {
+        use std::io::IsTerminal;
         Table {
             rows: vec![headers.iter().map(|h| h.to_uppercase()).collect()],
+            colour: colour_wanted(
+                std::io::stdout().is_terminal(),
+                std::env::var_os("NO_COLOR"),
+            ),
         }
     }
 
@@ -60,13 +83,21 @@ impl Table {
                     .unwrap_or(0)
             })
             .collect();
-        for row in &self.rows {
+        for (r, row) in self.rows.iter().enumerate() {
             let mut line = String::new();
             for (c, cell) in row.iter().enumerate() {
-                if c + 1 == row.len() {
-                    line.push_str(cell);
-                } else {
-                    line.push_str(&format!("{cell:<width$}  ", width = widths[c]));
+                let pad = widths[c].saturating_sub(cell.chars().count());
+                let colour = match (self.colour, r) {
+                    (false, _) => None,
+                    (true, 0) => Some("\x1b[1m"),
+                    (true, _) => status_colour(cell),
+                };
+                match colour {
+                    Some(colour) => line.push_str(&format!("{colour}{cell}\x1b[0m")),
+                    None => line.push_str(cell),
+                }
+                if c + 1 < row.len() {
+                    line.push_str(&" ".repeat(pad + 2));
                 }
             }
             writeln!(out, "{}", line.trim_end())?;
@@ -138,6 +169,38 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "ID    STATUS\na     queued\nbbbb  completed\n"
+        );
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour_wanted(true, None));
+        assert!(
+            colour_wanted(true, Some("".into())),
+            "an empty NO_COLOR is unset"
+        );
+        assert!(!colour_wanted(true, Some("1".into())));
+        assert!(!colour_wanted(false, None));
+    }
+
+    #[test]
+    fn coloured_tables_keep_their_alignment() {
+        let mut table = Table::new(&["id", "status", "note"]);
+        table.colour = true;
+        table.row(vec!["a".into(), "failed".into(), "x".into()]);
+        table.row(vec!["bbbb".into(), "queued".into(), "y".into()]);
+        let mut out = Vec::new();
+        table.print(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\x1b[31mfailed\x1b[0m"), "{text:?}");
+        assert!(text.contains("\x1b[1mID\x1b[0m"), "{text:?}");
+        let plain = text
+            .replace("\x1b[31m", "")
+            .replace("\x1b[1m", "")
+            .replace("\x1b[0m", "");
+        assert_eq!(
+            plain,
+            "ID    STATUS  NOTE\na     failed  x\nbbbb  queued  y\n"
         );
     }
 }
