@@ -87,6 +87,9 @@ impl Run {
             .filter(|block| matches!(block, Block::Child { .. }))
             .count();
         wait = wait.all_children(joins == 1 && singles == 0);
+        // Each child once, whether it is awaited alone, in a join, or both (a set: a join of
+        // 1,000 children would otherwise compare each with all before it).
+        let mut awaited = std::collections::HashSet::new();
         for block in blocks {
             let block_status = match block {
                 Block::Sleep { wake_at, name } => {
@@ -114,14 +117,14 @@ impl Run {
                 }
                 Block::Child { id, deadline } => {
                     deadline.map(&mut earliest);
-                    if !wait.children.iter().any(|child| child.id == *id) {
+                    if awaited.insert(*id) {
                         wait = wait.child_until(*id, *deadline);
                     }
                     RunStatus::AwaitingChildWorkflow
                 }
                 Block::Join { ids } => {
                     for id in ids {
-                        if !wait.children.iter().any(|child| child.id == *id) {
+                        if awaited.insert(*id) {
                             wait = wait.child(*id);
                         }
                     }
