@@ -216,8 +216,9 @@ impl Dialect for SqliteDialect {
     }
 
     // Run documents read the `wait_set` column of migration 0005, and the wake-ups need its
-    // triggers; the timeline and the workers are the tables of migrations 0006 and 0007.
-    const OLDEST_READABLE: i64 = 7;
+    // triggers; the timeline, the workers and the catalog are the tables of migrations 0006 to
+    // 0008.
+    const OLDEST_READABLE: i64 = 8;
 
     async fn close(&self) {
         self.reader.close().await;

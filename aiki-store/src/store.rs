@@ -4,9 +4,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, ListRuns,
-    Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord, StatusChange,
-    StoreError, Transition, WorkerRecord,
+    AppendOutcome, CatalogEntry, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History,
+    ListRuns, Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord,
+    StatusChange, StoreError, Transition, WorkerRecord,
 };
 
 /// A shared, type-erased store.
@@ -120,6 +120,18 @@ pub trait Store: Send + Sync + Debug + 'static {
         now: Millis,
         within_ms: i64,
     ) -> Result<Vec<WorkerRecord>, StoreError>;
+
+    /// Publishes the catalog entry of one workflow version: inserts it, or replaces the entry
+    /// of that version, its publication time at `now` (PostgreSQL: by the claim clock, as
+    /// [`record_worker`](Store::record_worker)). Returns the entry as written.
+    async fn publish_catalog(
+        &self,
+        entry: CatalogEntry,
+        now: Millis,
+    ) -> Result<CatalogEntry, StoreError>;
+
+    /// Every published catalog entry, by workflow name and version.
+    async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError>;
 
     /// Records that the `index`-th wait for `name` timed out, unless an event already took that
     /// slot. Checks the revision without incrementing. Returns whatever holds the slot now.

@@ -345,6 +345,19 @@ pub enum ClientError {
         /// The names it declares.
         declared: String,
     },
+    /// A workflow version no worker has published in the catalog, so what it accepts is not
+    /// known.
+    #[error(
+        "workflow {namespace} is not in the catalog: no worker registering it has started \
+         against this store (known: {known}); start a worker of the release that has it, or \
+         check the name and version"
+    )]
+    NotInCatalog {
+        /// The namespace asked for.
+        namespace: String,
+        /// The namespaces the catalog holds.
+        known: String,
+    },
     /// The run ended in another terminal status than the one waited for.
     #[error(
         "run {run_id} ended `{status}` instead of reaching `{wanted}`{}",

@@ -217,6 +217,7 @@
 //! worker machines) or `memory:` (tests).
 
 mod address;
+mod catalog;
 mod client;
 mod clock;
 mod error;
@@ -237,7 +238,7 @@ mod workflow;
 pub mod __private;
 
 pub use address::{TaskAddress, canonical_json, child_address, input_hash, sha256_hex};
-pub use client::{Client, ConflictPolicy, Start};
+pub use client::{Client, ConflictPolicy, Start, StartJson};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ClientError, TaskError, WorkflowError};
 pub use handle::{AnyRun, RunHandle};

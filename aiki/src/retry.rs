@@ -158,6 +158,25 @@ impl RetryPolicy {
         }
         Some(delay)
     }
+
+    /// The policy as JSON, for the catalog: `{"kind": "never" | "fixed" | "exponential" |
+    /// "jittered", "max_attempts", "base_delay_ms", "factor", "max_delay_ms", "jitter"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let kind = match self.kind {
+            Kind::Never => "never",
+            Kind::Fixed => "fixed",
+            Kind::Exponential => "exponential",
+            Kind::Jittered => "jittered",
+        };
+        serde_json::json!({
+            "kind": kind,
+            "max_attempts": self.max_attempts,
+            "base_delay_ms": self.base_delay.as_millis() as u64,
+            "factor": self.factor,
+            "max_delay_ms": self.max_delay.map(|delay| delay.as_millis() as u64),
+            "jitter": self.jitter,
+        })
+    }
 }
 
 fn check_attempts(max_attempts: u32) -> Result<(), RetryPolicyError> {
@@ -228,6 +247,20 @@ mod tests {
             .factor(3.0)
             .unwrap();
         assert_eq!(tripling.delay_after(2), Some(30 * MS));
+    }
+
+    #[test]
+    fn policies_describe_themselves_as_json() {
+        assert_eq!(RetryPolicy::never().to_json()["kind"], "never");
+        let policy = RetryPolicy::exponential(6, 1000 * MS)
+            .unwrap()
+            .max_delay(5000 * MS)
+            .unwrap();
+        assert_eq!(
+            policy.to_json(),
+            serde_json::json!({"kind": "exponential", "max_attempts": 6, "base_delay_ms": 1000,
+                "factor": 2.0, "max_delay_ms": 5000, "jitter": 0.0})
+        );
     }
 
     #[test]

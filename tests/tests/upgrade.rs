@@ -154,6 +154,7 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
             names,
             [
                 "_sqlx_migrations",
+                "aiki_catalog",
                 "aiki_entries",
                 "aiki_events",
                 "aiki_runs",

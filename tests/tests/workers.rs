@@ -311,6 +311,18 @@ impl aiki::Store for Counting {
         self.count("list_workers");
         self.inner.list_workers(now, within_ms).await
     }
+    async fn publish_catalog(
+        &self,
+        entry: aiki::store::CatalogEntry,
+        now: Millis,
+    ) -> Result<aiki::store::CatalogEntry, StoreError> {
+        self.count("publish_catalog");
+        self.inner.publish_catalog(entry, now).await
+    }
+    async fn catalog(&self) -> Result<Vec<aiki::store::CatalogEntry>, StoreError> {
+        self.count("catalog");
+        self.inner.catalog().await
+    }
     async fn list_runs(
         &self,
         request: aiki::store::ListRuns,

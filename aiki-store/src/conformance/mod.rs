@@ -111,6 +111,7 @@ macro_rules! conformance_tests {
             check_all_of_wait_wakes_once,
             check_timeline_records_every_status_change,
             check_worker_heartbeats,
+            check_catalog_entries,
             check_cancel_sleeps,
             check_claim_filters_orders_and_limits,
             check_claim_skips_the_runs_it_is_told_to,

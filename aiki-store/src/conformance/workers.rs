@@ -35,3 +35,63 @@ pub async fn check_worker_heartbeats(store: &dyn Store) {
     assert_eq!(live, [again], "one row per worker, replaced");
     assert_eq!(live[0].namespaces, served[..1]);
 }
+
+/// A catalog entry is upserted by workflow version and listed by name and version.
+pub async fn check_catalog_entries(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let (first, second) = (namespace(), namespace());
+    let schema = |n: u64| {
+        crate::SchemaRecord::new(serde_json::json!({"type": "integer", "minimum": n}), "f")
+    };
+    let entry = |ns: &Namespace, fingerprint: &str| {
+        crate::CatalogEntry::new(ns.clone(), schema(1), schema(2))
+            .fingerprint(fingerprint)
+            .events(vec![crate::EventDeclaration::new("approved", schema(3))])
+            .retry(serde_json::json!({"kind": "never"}))
+            .published_by("worker-a")
+    };
+    let mine = |entries: Vec<crate::CatalogEntry>| {
+        entries
+            .into_iter()
+            .filter(|e| e.namespace == first || e.namespace == second)
+            .collect::<Vec<_>>()
+    };
+    let written = store
+        .publish_catalog(entry(&second, "v1"), now + 10)
+        .await
+        .expect("publish");
+    assert_eq!(written.published_at, now + 10);
+    store
+        .publish_catalog(entry(&first, "v1"), now + 20)
+        .await
+        .expect("publish");
+    let listed = mine(store.catalog().await.expect("catalog"));
+    let mut expected = vec![first.clone(), second.clone()];
+    expected.sort();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|e| e.namespace.clone())
+            .collect::<Vec<_>>(),
+        expected,
+        "by name and version"
+    );
+    let stored = listed.iter().find(|e| e.namespace == second).unwrap();
+    assert_eq!(stored, &written, "stored as published");
+    assert_eq!(
+        stored.event("approved").map(|e| &e.payload),
+        Some(&schema(3))
+    );
+    let replaced = store
+        .publish_catalog(entry(&second, "v2").published_by("worker-b"), now + 30)
+        .await
+        .expect("publish again");
+    let listed = mine(store.catalog().await.expect("catalog"));
+    assert_eq!(listed.len(), 2, "one entry per version");
+    let stored = listed.iter().find(|e| e.namespace == second).unwrap();
+    assert_eq!(stored, &replaced);
+    assert_eq!(
+        (stored.fingerprint.as_str(), stored.published_by.as_str()),
+        ("v2", "worker-b")
+    );
+}

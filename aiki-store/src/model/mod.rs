@@ -1,5 +1,6 @@
 //! The records a run's history is made of.
 
+mod catalog;
 mod counts;
 mod entry;
 mod event;
@@ -12,6 +13,7 @@ mod transition;
 mod wait;
 mod worker;
 
+pub use catalog::*;
 pub use counts::*;
 pub use entry::*;
 pub use event::*;

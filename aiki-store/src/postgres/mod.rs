@@ -282,8 +282,9 @@ impl Dialect for PgDialect {
     }
 
     // Run documents read the `wait_set` column of migration 0006, and the wake-ups need its
-    // triggers; the timeline and the workers are the tables of migrations 0007 and 0008.
-    const OLDEST_READABLE: i64 = 8;
+    // triggers; the timeline, the workers and the catalog are the tables of migrations 0007 to
+    // 0009.
+    const OLDEST_READABLE: i64 = 9;
 
     async fn close(&self) {
         self.pool.close().await;

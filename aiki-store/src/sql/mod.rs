@@ -18,6 +18,7 @@ pub(crate) mod error;
 mod listing;
 mod ops;
 pub(crate) mod statements;
+mod workers;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -417,6 +418,18 @@ macro_rules! store_impl {
                 within_ms: i64,
             ) -> Result<Vec<$crate::WorkerRecord>, $crate::StoreError> {
                 self.inner.list_workers(now, within_ms).await
+            }
+
+            async fn publish_catalog(
+                &self,
+                entry: $crate::CatalogEntry,
+                now: $crate::Millis,
+            ) -> Result<$crate::CatalogEntry, $crate::StoreError> {
+                self.inner.publish_catalog(entry, now).await
+            }
+
+            async fn catalog(&self) -> Result<Vec<$crate::CatalogEntry>, $crate::StoreError> {
+                self.inner.catalog().await
             }
 
             async fn list_runs(

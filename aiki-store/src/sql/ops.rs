@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
     Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, StatusChange,
-    StoreError, Transition, WaitSpec, WorkerRecord,
+    StoreError, Transition, WaitSpec,
 };
 
 use super::decode::{self, revision};
@@ -438,64 +438,6 @@ impl<D: Dialect> SqlStore<D> {
                     reason: row.text(3)?.unwrap_or_default(),
                     actor: row.text(4)?,
                     at: row.int(5)?.unwrap_or_default(),
-                })
-            })
-            .collect()
-    }
-
-    pub(crate) async fn record_worker(
-        &self,
-        mut worker: WorkerRecord,
-        now: Millis,
-    ) -> Result<WorkerRecord, StoreError> {
-        let namespaces =
-            serde_json::to_string(&worker.namespaces).expect("BUG: namespaces serialize");
-        let seen = self
-            .fetch_optional(
-                On::Write,
-                &self.sql.record_worker,
-                &params![
-                    worker.id.as_str(),
-                    worker.host.as_str(),
-                    i64::from(worker.pid),
-                    namespaces,
-                    worker.pool.as_str(),
-                    worker.started_at,
-                    now
-                ],
-            )
-            .await?;
-        if let Some(seen) = seen.map(|row| row.int(0)).transpose()?.flatten() {
-            worker.last_seen_at = seen;
-        }
-        Ok(worker)
-    }
-
-    pub(crate) async fn list_workers(
-        &self,
-        now: Millis,
-        within_ms: i64,
-    ) -> Result<Vec<WorkerRecord>, StoreError> {
-        let rows = self
-            .fetch(On::Read, &self.sql.list_workers, &params![now, within_ms])
-            .await?;
-        rows.into_iter()
-            .map(|row| {
-                let id = row.text(0)?.unwrap_or_default();
-                let namespaces: Vec<Namespace> =
-                    serde_json::from_str(&row.text(3)?.unwrap_or_default()).map_err(|error| {
-                        StoreError::Corrupt {
-                            message: format!("the namespaces of worker `{id}`: {error}"),
-                        }
-                    })?;
-                Ok(WorkerRecord {
-                    host: row.text(1)?.unwrap_or_default(),
-                    pid: decode::unsigned(row.int(2)?.unwrap_or_default(), "pid")?,
-                    namespaces,
-                    pool: row.text(4)?.unwrap_or_default(),
-                    started_at: row.int(5)?.unwrap_or_default(),
-                    last_seen_at: row.int(6)?.unwrap_or_default(),
-                    id,
                 })
             })
             .collect()

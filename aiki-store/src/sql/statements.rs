@@ -155,6 +155,11 @@ pub(crate) struct Statements {
     pub(crate) record_worker: String,
     /// The workers seen within `$2` ms before `$1` (or the database's clock).
     pub(crate) list_workers: String,
+    /// Upserts the catalog entry of workflow `$1` version `$2` (fingerprint `$3`, the entry as
+    /// JSON `$4`, published by `$5` at `$6` or the database's clock); returns the time.
+    pub(crate) publish_catalog: String,
+    /// Every catalog entry: its JSON, publisher and time, by workflow and version.
+    pub(crate) catalog: String,
 }
 
 impl Statements {
@@ -269,6 +274,20 @@ impl Statements {
                  FROM aiki_workers WHERE last_seen_at >= {now} - $2 ORDER BY id",
                 now = dialect.claim_time("$1")
             )),
+            publish_catalog: render(format!(
+                "INSERT INTO aiki_catalog (workflow, version, fingerprint, entry, published_by, \
+                 published_at) VALUES ($1, $2, $3, $4, $5, {now}) \
+                 ON CONFLICT (workflow, version) DO UPDATE SET \
+                 fingerprint = excluded.fingerprint, entry = excluded.entry, \
+                 published_by = excluded.published_by, published_at = excluded.published_at \
+                 RETURNING published_at",
+                now = dialect.claim_time("$6")
+            )),
+            catalog: render(
+                "SELECT entry, published_by, published_at FROM aiki_catalog \
+                 ORDER BY workflow, version"
+                    .to_owned(),
+            ),
             timeline: render(
                 "SELECT revision, from_status, to_status, reason, actor, at FROM aiki_timeline \
                  WHERE run_id = $1::uuid ORDER BY revision"

@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use aiki_store::{RunId, RunRecord, RunStatus, StoreError, Transition};
+use aiki_store::{AppendOutcome, NewEvent, RunId, RunRecord, RunStatus, StoreError, Transition};
+use serde_json::Value;
 
 use crate::client::Client;
 use crate::error::ClientError;
@@ -146,6 +147,59 @@ impl AnyRun {
     /// [`RunHandle::cancel`](super::RunHandle::cancel)).
     pub async fn cancel(&self) -> Result<RunRecord, ClientError> {
         self.cancel_checked(&any_workflow).await
+    }
+
+    /// Sends an event as JSON, validated against the schema that the run's workflow version
+    /// declares for it in the [catalog](Client::catalog), with the same errors as
+    /// [`RunHandle::send_json`](super::RunHandle::send_json): [`ClientError::UnknownEvent`],
+    /// [`ClientError::InvalidInput`]; [`ClientError::NotInCatalog`] when no worker has
+    /// published the version. `reference_id` makes the send idempotent: a second send with it
+    /// returns `false`.
+    pub async fn send_json(
+        &self,
+        name: &str,
+        data: Value,
+        reference_id: Option<String>,
+    ) -> Result<bool, ClientError> {
+        let run = self.record().await?;
+        let entry = self.client.catalog_entry(&run.namespace).await?;
+        crate::catalog::check_catalog_event(&entry, name, &data)?;
+        self.append_event(name, data, reference_id).await
+    }
+
+    /// Appends a validated event; `false` when its reference id was already used.
+    pub(super) async fn append_event(
+        &self,
+        name: &str,
+        data: Value,
+        reference_id: Option<String>,
+    ) -> Result<bool, ClientError> {
+        let outcome = self
+            .client
+            .store
+            .append_event(
+                NewEvent::new(self.id, name, data, self.client.clock.now())
+                    .reference_id(reference_id),
+            )
+            .await
+            .map_err(|error| match error {
+                StoreError::InvalidTransition { run_id, from, .. } if from.is_terminal() => {
+                    ClientError::RunEnded {
+                        run_id,
+                        status: from,
+                    }
+                }
+                other => other.into(),
+            })?;
+        match outcome {
+            AppendOutcome::Appended { woke, .. } => {
+                if woke {
+                    crate::wake::work_available();
+                }
+                Ok(true)
+            }
+            AppendOutcome::Duplicate => Ok(false),
+        }
     }
 
     /// Cancels the run if `check` accepts it, then its children that have not ended.

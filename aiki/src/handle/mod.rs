@@ -4,7 +4,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use aiki_store::{AppendOutcome, NewEvent, RunId, RunRecord, RunStatus, StoreError};
+use aiki_store::{RunId, RunRecord, RunStatus};
 use serde_json::Value;
 
 use crate::client::Client;
@@ -148,50 +148,8 @@ impl<W: Workflow> RunHandle<W> {
         data: Value,
         reference_id: Option<String>,
     ) -> Result<bool, ClientError> {
-        let specs = W::events();
-        let Some(spec) = specs.iter().find(|spec| spec.name == name) else {
-            return Err(ClientError::UnknownEvent {
-                namespace: W::namespace().to_string(),
-                event: name.to_owned(),
-                declared: specs
-                    .iter()
-                    .map(|spec| format!("`{}`", spec.name))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        };
-        (spec.schema)()
-            .validate(&data)
-            .map_err(|message| ClientError::InvalidInput {
-                what: format!("event `{name}` for {}", W::namespace()),
-                message,
-            })?;
-        let outcome = self
-            .client
-            .store
-            .append_event(
-                NewEvent::new(self.id, name, data, self.client.clock.now())
-                    .reference_id(reference_id),
-            )
-            .await
-            .map_err(|error| match error {
-                StoreError::InvalidTransition { run_id, from, .. } if from.is_terminal() => {
-                    ClientError::RunEnded {
-                        run_id,
-                        status: from,
-                    }
-                }
-                other => other.into(),
-            })?;
-        match outcome {
-            AppendOutcome::Appended { woke, .. } => {
-                if woke {
-                    crate::wake::work_available();
-                }
-                Ok(true)
-            }
-            AppendOutcome::Duplicate => Ok(false),
-        }
+        crate::catalog::check_declared_event(&W::namespace(), &W::events(), name, &data)?;
+        self.any().append_event(name, data, reference_id).await
     }
 
     /// Ends the run's current durable sleep early: the sleep returns `cancelled = true`.

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{BoxStore, Namespace};
+use aiki_store::{BoxStore, CatalogEntry, Namespace, TaskDeclaration};
 use tokio::sync::Notify;
 
 use super::{Erased, Registered, Shared, Worker};
@@ -34,6 +34,8 @@ pub struct WorkerBuilder {
     daemons: bool,
     subscriber: Option<Arc<dyn Subscriber>>,
     tasks: Vec<(&'static str, TypeId, &'static str)>,
+    /// The declared tasks, for the catalog.
+    declarations: Vec<TaskDeclaration>,
     /// The state each registered task reads, checked at `build`.
     state_needs: Vec<(&'static str, StateNeed)>,
 }
@@ -78,6 +80,7 @@ impl WorkerBuilder {
             daemons: true,
             subscriber: None,
             tasks: Vec::new(),
+            declarations: Vec::new(),
             state_needs: Vec::new(),
         }
     }
@@ -91,10 +94,15 @@ impl WorkerBuilder {
     }
 
     /// Declares a task this worker's workflows call, so that two different task types with one
-    /// name are caught at [`build`](WorkerBuilder::build) instead of corrupting addresses.
-    pub fn task<T: Task>(mut self, _task: T) -> Self {
+    /// name are caught at [`build`](WorkerBuilder::build) instead of corrupting addresses, and
+    /// the catalog lists it (name, output schema, retry policy) with the versions the worker
+    /// registers.
+    pub fn task<T: Task>(mut self, task: T) -> Self {
         self.tasks
             .push((T::NAME, TypeId::of::<T>(), std::any::type_name::<T>()));
+        if self.declarations.iter().all(|known| known.name != T::NAME) {
+            self.declarations.push(crate::catalog::task(&task));
+        }
         self.state_needs
             .extend(T::needs_state().into_iter().map(|need| (T::NAME, need)));
         self
@@ -177,7 +185,7 @@ impl WorkerBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<Worker, ClientError> {
+    pub fn build(mut self) -> Result<Worker, ClientError> {
         if self.claim_idle_timeout <= self.claim_refresh_interval {
             return Err(ClientError::Config(format!(
                 "claim_idle_timeout ({:?}) must be above claim_refresh_interval ({:?}), or live \
@@ -212,6 +220,7 @@ impl WorkerBuilder {
                 )));
             }
         }
+        self.declarations.sort_by(|a, b| a.name.cmp(&b.name));
         let mut registry = HashMap::new();
         for (namespace, workflow) in self.workflows {
             if registry.insert(namespace.clone(), workflow).is_some() {
@@ -220,8 +229,18 @@ impl WorkerBuilder {
                 )));
             }
         }
+        let mut catalog: Vec<CatalogEntry> = registry
+            .values()
+            .map(|workflow| {
+                workflow
+                    .catalog_entry(&self.declarations)
+                    .published_by(self.worker_id.clone())
+            })
+            .collect();
+        catalog.sort_by(|a, b| a.namespace.cmp(&b.namespace));
         Ok(Worker {
             shared: Arc::new(Shared {
+                catalog,
                 store: self.store,
                 clock: self.clock,
                 served: Arc::new(registry.keys().cloned().collect()),

@@ -1,6 +1,7 @@
 //! The worker's heartbeat: its row in the store's worker list, refreshed every claim-refresh
 //! interval while the claim loop runs, so that operators (`aiki workers`) and queued runs
-//! (`aiki runs show`) see who serves what.
+//! (`aiki runs show`) see who serves what. The first beat that reaches the store also publishes
+//! the catalog entries of the versions the worker registers.
 
 use std::sync::Arc;
 
@@ -23,7 +24,24 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
     let started_at = shared.clock.now();
     let host = host_name();
     let task = tokio::spawn(crate::trace::in_current_dispatch(async move {
+        let mut unpublished = shared.catalog.clone();
         loop {
+            // The catalog once, at the first beat that reaches the store.
+            while let Some(entry) = unpublished.last() {
+                match shared
+                    .store
+                    .publish_catalog(entry.clone(), shared.clock.now())
+                    .await
+                {
+                    Ok(_) => {
+                        unpublished.pop();
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "catalog not published");
+                        break;
+                    }
+                }
+            }
             let beat = WorkerRecord::new(
                 shared.worker_id.clone(),
                 host.clone(),

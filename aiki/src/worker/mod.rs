@@ -44,6 +44,8 @@ trait Registered: Send + Sync {
         input: Value,
     ) -> BoxFuture<'a, Result<(Value, String), WorkflowError>>;
     fn retry(&self) -> RetryPolicy;
+    /// The version's catalog entry, with the tasks the worker declares.
+    fn catalog_entry(&self, tasks: &[aiki_store::TaskDeclaration]) -> aiki_store::CatalogEntry;
 }
 
 struct Erased<W>(Arc<W>);
@@ -77,6 +79,10 @@ impl<W: Workflow> Registered for Erased<W> {
 
     fn retry(&self) -> RetryPolicy {
         self.0.retry()
+    }
+
+    fn catalog_entry(&self, tasks: &[aiki_store::TaskDeclaration]) -> aiki_store::CatalogEntry {
+        crate::catalog::entry(&*self.0, tasks)
     }
 }
 
@@ -116,6 +122,8 @@ struct Shared {
     state: Arc<StateMap>,
     pool: String,
     worker_id: String,
+    /// The entries of the registered versions, published with the first heartbeat.
+    catalog: Vec<aiki_store::CatalogEntry>,
     claim_refresh_interval: Duration,
     claim_idle_timeout: Duration,
     max_age: Duration,

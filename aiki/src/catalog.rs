@@ -1,0 +1,141 @@
+//! The catalog: what each registered workflow version declares (input, output and event
+//! schemas, retry policies, tasks), published by the workers that have its code so that tools
+//! without it validate what they send as the typed API does.
+
+use aiki_store::{CatalogEntry, EventDeclaration, Namespace, SchemaRecord, TaskDeclaration};
+use serde_json::{Value, json};
+
+use crate::address::{canonical_json, sha256_hex};
+use crate::client::Client;
+use crate::error::ClientError;
+use crate::schema::Schema;
+use crate::task::Task;
+use crate::workflow::{EventSpec, Workflow};
+
+/// A schema as the catalog records it.
+fn record(schema: &Schema) -> SchemaRecord {
+    SchemaRecord::new(schema.json().clone(), schema.fingerprint())
+}
+
+/// The catalog's declaration of task `T`.
+pub(crate) fn task<T: Task>(task: &T) -> TaskDeclaration {
+    TaskDeclaration::new(
+        T::NAME,
+        record(&task.output_schema()),
+        task.retry().to_json(),
+    )
+}
+
+/// The catalog entry of workflow version `W`, with the tasks its worker declares.
+pub(crate) fn entry<W: Workflow>(workflow: &W, tasks: &[TaskDeclaration]) -> CatalogEntry {
+    let input = record(&Schema::of::<W::Input>());
+    let output = record(&Schema::of::<W::Output>());
+    let events: Vec<EventDeclaration> = W::events()
+        .iter()
+        .map(|spec| EventDeclaration::new(spec.name, record(&(spec.schema)())))
+        .collect();
+    let retry = workflow.retry().to_json();
+    let declarations = json!({
+        "input": input, "output": output, "events": events, "retry": retry, "tasks": tasks,
+    });
+    let fingerprint = sha256_hex(
+        canonical_json(&declarations)
+            .expect("BUG: a JSON value always serializes")
+            .as_bytes(),
+    );
+    CatalogEntry::new(W::namespace(), input, output)
+        .fingerprint(fingerprint)
+        .events(events)
+        .retry(retry)
+        .tasks(tasks.to_vec())
+}
+
+/// The error of an event name the version does not declare (the same with and without the
+/// code).
+pub(crate) fn unknown_event<'a>(
+    namespace: &Namespace,
+    event: &str,
+    declared: impl Iterator<Item = &'a str>,
+) -> ClientError {
+    ClientError::UnknownEvent {
+        namespace: namespace.to_string(),
+        event: event.to_owned(),
+        declared: declared
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// The error of an event payload that does not match its schema (the same with and without the
+/// code).
+pub(crate) fn invalid_event(namespace: &Namespace, event: &str, message: String) -> ClientError {
+    ClientError::InvalidInput {
+        what: format!("event `{event}` for {namespace}"),
+        message,
+    }
+}
+
+/// Validates event `name`'s payload against the workflow's own declaration.
+pub(crate) fn check_declared_event(
+    namespace: &Namespace,
+    specs: &[EventSpec],
+    name: &str,
+    data: &Value,
+) -> Result<(), ClientError> {
+    let Some(spec) = specs.iter().find(|spec| spec.name == name) else {
+        return Err(unknown_event(
+            namespace,
+            name,
+            specs.iter().map(|spec| spec.name),
+        ));
+    };
+    (spec.schema)()
+        .validate(data)
+        .map_err(|message| invalid_event(namespace, name, message))
+}
+
+/// Validates event `name`'s payload against the catalog entry of the run's version.
+pub(crate) fn check_catalog_event(
+    entry: &CatalogEntry,
+    name: &str,
+    data: &Value,
+) -> Result<(), ClientError> {
+    let Some(event) = entry.event(name) else {
+        return Err(unknown_event(
+            &entry.namespace,
+            name,
+            entry.events.iter().map(|event| event.name.as_str()),
+        ));
+    };
+    Schema::from_json("the catalog's event schema", event.payload.schema.clone())
+        .validate(data)
+        .map_err(|message| invalid_event(&entry.namespace, name, message))
+}
+
+impl Client {
+    /// The catalog: every workflow version a worker has published, by name and version, with
+    /// what its code declares. A worker publishes the versions it registers when it starts;
+    /// which pools serve a version now is in [`live_workers`](Client::live_workers).
+    pub async fn catalog(&self) -> Result<Vec<CatalogEntry>, ClientError> {
+        Ok(self.store().catalog().await?)
+    }
+
+    /// The catalog entry of `namespace`; [`ClientError::NotInCatalog`] when no worker has
+    /// published it.
+    pub async fn catalog_entry(&self, namespace: &Namespace) -> Result<CatalogEntry, ClientError> {
+        let catalog = self.catalog().await?;
+        let known: Vec<String> = catalog.iter().map(|e| e.namespace.to_string()).collect();
+        catalog
+            .into_iter()
+            .find(|entry| &entry.namespace == namespace)
+            .ok_or_else(|| ClientError::NotInCatalog {
+                namespace: namespace.to_string(),
+                known: if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                },
+            })
+    }
+}

@@ -1,0 +1,127 @@
+//! Starting runs and acting on them from outside.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aiki_store::{BoxStore, ListRuns, Namespace, RunCursor, RunFilter, RunId, RunPage};
+use serde_json::Value;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::ClientError;
+use crate::handle::{AnyRun, RunHandle};
+use crate::workflow::Workflow;
+
+mod start;
+
+pub use start::{ConflictPolicy, Start, StartJson};
+
+/// Starts workflow runs and hands out [`RunHandle`]s.
+///
+/// Cheap to clone; share one per process.
+#[derive(Clone, Debug)]
+pub struct Client {
+    pub(crate) store: BoxStore,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) poll_interval: Duration,
+}
+
+impl Client {
+    /// A client on a store, reading time from the system clock.
+    pub fn new(store: BoxStore) -> Self {
+        Client {
+            store,
+            clock: Arc::new(SystemClock),
+            poll_interval: Duration::from_millis(20),
+        }
+    }
+
+    /// Reads time from `clock` (use the workers' clock, e.g. a shared
+    /// [`ManualClock`](crate::ManualClock) in tests).
+    pub fn with_clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// How often `wait_for_status` and `result` look at the store (default 20 ms).
+    pub fn with_poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &BoxStore {
+        &self.store
+    }
+
+    /// Starts a run of workflow version `W`; `.await` the returned builder, after setting a
+    /// reference id, a pool or a start time if needed.
+    pub fn start<W: Workflow>(&self, input: W::Input) -> Start<'_, W> {
+        Start::new(self, input)
+    }
+
+    /// Starts a run of `namespace` from JSON, for a version whose code this process does not
+    /// have (an operator tool): the input is validated against the version's
+    /// [catalog](Client::catalog) entry with the same [`ClientError::InvalidInput`] as
+    /// [`start`](Client::start); a version missing from the catalog is
+    /// [`ClientError::NotInCatalog`]. `.await` the returned builder.
+    pub fn start_json(&self, namespace: Namespace, input: Value) -> StartJson<'_> {
+        StartJson::new(self, namespace, input)
+    }
+
+    /// A handle on an existing run of `W`.
+    pub fn handle<W: Workflow>(&self, id: RunId) -> RunHandle<W> {
+        RunHandle::new(self.clone(), id)
+    }
+
+    /// A handle on an existing run of any workflow, for what an operator does to runs whose
+    /// code it does not have.
+    pub fn any_run(&self, id: RunId) -> AnyRun {
+        AnyRun::new(self.clone(), id)
+    }
+
+    /// One page of up to `limit` runs passing `filter`, newest first, starting after `after`
+    /// (the previous page's [`RunPage::next`]; `None` for the first page).
+    ///
+    /// ```
+    /// # async fn list(client: aiki::Client) -> Result<(), aiki::ClientError> {
+    /// use aiki::RunStatus;
+    /// use aiki::store::RunFilter;
+    ///
+    /// let failed = RunFilter::default().workflow("order-processing").status(RunStatus::Failed);
+    /// let mut after = None;
+    /// loop {
+    ///     let page = client.list_runs(failed.clone(), after, 50).await?;
+    ///     for run in &page.runs {
+    ///         println!("{} {}", run.id, run.error.as_ref().map_or("", |e| &e.message));
+    ///     }
+    ///     after = page.next;
+    ///     if after.is_none() {
+    ///         break;
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_runs(
+        &self,
+        filter: RunFilter,
+        after: Option<RunCursor>,
+        limit: u32,
+    ) -> Result<RunPage, ClientError> {
+        let request = ListRuns::new(filter, limit).after(after);
+        Ok(self.store.list_runs(request).await?)
+    }
+
+    /// The workers whose heartbeat the store has seen within `within` (on PostgreSQL, by the
+    /// server's clock unless the store is told otherwise), by id. A worker beats once per
+    /// claim-refresh interval (30 s by default), so `within` should be a few of those.
+    pub async fn live_workers(
+        &self,
+        within: std::time::Duration,
+    ) -> Result<Vec<aiki_store::WorkerRecord>, ClientError> {
+        let within = i64::try_from(within.as_millis()).unwrap_or(i64::MAX);
+        Ok(self
+            .store
+            .list_workers(crate::Clock::now(&crate::SystemClock), within)
+            .await?)
+    }
+}

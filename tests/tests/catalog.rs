@@ -1,0 +1,205 @@
+//! The catalog: what a worker publishes about the versions it registers, and the starts and
+//! events that tools without the code (the generic `aiki` CLI) validate against it, with the
+//! same errors as the typed API.
+
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+use std::time::Duration;
+
+use aiki::store::CatalogEntry;
+use aiki::{ClientError, Namespace, Run, RunStatus, Schema, TaskError, Workflow, WorkflowError};
+use aiki_tests::{Backend, Harness, PATIENCE, on_every_backend};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct Order {
+    sku: String,
+    quantity: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct Payment {
+    amount_cents: u64,
+}
+
+#[aiki::task(name = "catalog-price", retry = fixed(max_attempts = 3, delay_ms = 10))]
+async fn catalog_price(order: Order) -> Result<u64, TaskError> {
+    Ok(u64::from(order.quantity) * 250)
+}
+
+#[aiki::workflow(name = "catalog-order", version = "2", events(payment_received = Payment))]
+async fn catalog_order(run: &Run, order: Order) -> Result<u64, WorkflowError> {
+    let price = CatalogPrice.start(run, order).await?;
+    let paid = run.events().payment_received().wait().await?;
+    Ok(price.min(paid.amount_cents))
+}
+
+/// Waits (bounded) until the worker's first heartbeat has published the catalog.
+async fn published(h: &Harness, namespace: &Namespace) -> CatalogEntry {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match h.client.catalog_entry(namespace).await {
+            Ok(entry) => return entry,
+            Err(ClientError::NotInCatalog { .. }) => {
+                assert!(tokio::time::Instant::now() < deadline, "never published");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
+
+async fn a_worker_publishes_what_its_versions_declare(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(CatalogOrder).task(CatalogPrice))
+        .await;
+    let entry = published(&h, &CatalogOrder::namespace()).await;
+    assert_eq!(entry.input.schema, *Schema::of::<Order>().json());
+    assert_eq!(entry.input.fingerprint, Schema::of::<Order>().fingerprint());
+    assert_eq!(entry.output.fingerprint, Schema::of::<u64>().fingerprint());
+    let event = entry.event("payment_received").expect("declared event");
+    assert_eq!(
+        event.payload.fingerprint,
+        Schema::of::<Payment>().fingerprint()
+    );
+    assert_eq!(entry.retry["kind"], "never");
+    assert_eq!(entry.tasks.len(), 1);
+    assert_eq!(entry.tasks[0].name, "catalog-price");
+    assert_eq!(entry.tasks[0].retry["kind"], "fixed");
+    assert_eq!(entry.tasks[0].retry["max_attempts"], 3);
+    assert!(
+        entry.published_by.starts_with("worker-"),
+        "{}",
+        entry.published_by
+    );
+    assert_eq!(entry.fingerprint.len(), 64);
+
+    // The same code published again gives the same fingerprint; other code another one.
+    h.deploy(|w| w.register(CatalogOrder).task(CatalogPrice))
+        .await;
+    let again = published(&h, &CatalogOrder::namespace()).await;
+    assert_eq!(again.fingerprint, entry.fingerprint);
+    h.deploy(|w| w.register(CatalogOrder)).await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while published(&h, &CatalogOrder::namespace()).await.tasks.len() == 1 {
+        assert!(tokio::time::Instant::now() < deadline, "never republished");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let other = published(&h, &CatalogOrder::namespace()).await;
+    assert_ne!(other.fingerprint, entry.fingerprint, "another task list");
+}
+
+async fn json_starts_and_events_are_checked_as_typed_ones_are(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(CatalogOrder).task(CatalogPrice))
+        .await;
+    let namespace = CatalogOrder::namespace();
+    published(&h, &namespace).await;
+
+    // A start input that breaks the schema: the error a typed start gives for the same JSON.
+    let bad = json!({"sku": "A-1", "quantity": "three"});
+    let generic = h
+        .client
+        .start_json(namespace.clone(), bad.clone())
+        .await
+        .unwrap_err();
+    let typed = aiki::Schema::of::<Order>().validate(&bad).unwrap_err();
+    match &generic {
+        ClientError::InvalidInput { what, message } => {
+            assert_eq!(what, "input of catalog-order@2");
+            assert_eq!(message, &typed, "the typed schema's own complaint");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(generic.to_string().contains("quantity"), "{generic}");
+
+    // A version missing from the catalog is refused, naming what the catalog has.
+    let missing = h
+        .client
+        .start_json(Namespace::new("catalog-order", "3"), json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&missing, ClientError::NotInCatalog { namespace, known }
+            if namespace == "catalog-order@3" && known.contains("catalog-order@2")),
+        "{missing}"
+    );
+
+    // A good input starts the run; the reference id makes the start idempotent.
+    let good = json!({"sku": "A-1", "quantity": 3});
+    let run = h
+        .client
+        .start_json(namespace.clone(), good.clone())
+        .reference_id("order-1")
+        .await
+        .unwrap();
+    let again = h
+        .client
+        .start_json(namespace.clone(), good)
+        .reference_id("order-1")
+        .await
+        .unwrap();
+    assert_eq!(run.id(), again.id());
+    let typed = h.client.handle::<CatalogOrder>(run.id());
+    h.reach(&typed, RunStatus::AwaitingEvent).await;
+
+    // Event payloads: the same errors as the typed handle's, for a bad payload and an
+    // undeclared name.
+    let bad = json!({"amount_cents": -5});
+    let generic = run
+        .send_json("payment_received", bad.clone(), None)
+        .await
+        .unwrap_err();
+    let typed_error = typed
+        .send_json("payment_received", bad, None)
+        .await
+        .unwrap_err();
+    assert_eq!(generic.to_string(), typed_error.to_string());
+    assert!(
+        matches!(&generic, ClientError::InvalidInput { what, .. }
+            if what == "event `payment_received` for catalog-order@2"),
+        "{generic}"
+    );
+    let generic = run.send_json("refund", json!({}), None).await.unwrap_err();
+    let typed_error = typed
+        .send_json("refund", json!({}), None)
+        .await
+        .unwrap_err();
+    assert_eq!(generic.to_string(), typed_error.to_string());
+    assert!(
+        matches!(generic, ClientError::UnknownEvent { .. }),
+        "{generic}"
+    );
+    assert_eq!(
+        typed.status().await.unwrap(),
+        RunStatus::AwaitingEvent,
+        "nothing recorded"
+    );
+
+    // A good payload is delivered once per reference id, and the run completes.
+    let payment = json!({"amount_cents": 700});
+    assert!(
+        run.send_json("payment_received", payment.clone(), Some("pay-1".into()))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !run.send_json("payment_received", payment, Some("pay-1".into()))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        tokio::time::timeout(PATIENCE, typed.result())
+            .await
+            .expect("in time")
+            .unwrap(),
+        700
+    );
+}
+
+on_every_backend!(
+    a_worker_publishes_what_its_versions_declare,
+    json_starts_and_events_are_checked_as_typed_ones_are,
+);
