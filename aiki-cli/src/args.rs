@@ -6,6 +6,7 @@ use std::time::Duration;
 use aiki::{RunId, RunStatus};
 use aiki_store::RunCursor;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
 
 use crate::Failure;
 
@@ -124,6 +125,55 @@ pub enum RunsCommand {
         #[arg(value_parser = parse_run_id)]
         id: RunId,
     },
+    /// Starts a run from JSON; the input is checked against the schema the version's workers
+    /// published in the catalog, as the typed API checks it.
+    Start(StartArgs),
+    /// Sends an event to a run; the payload is checked against the schema the run's version
+    /// declares for it in the catalog.
+    Send(SendArgs),
+}
+
+/// `runs start`.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// The workflow version, `NAME@VERSION` (`NAME` alone when the catalog has one version of
+    /// it).
+    #[arg(value_parser = parse_workflow)]
+    pub workflow: WorkflowArg,
+    /// The input: JSON, or `@FILE` to read it from a file.
+    #[arg(long, value_parser = parse_json, default_value = "null")]
+    pub input: Value,
+    /// An idempotency key: a second start with it returns the first run.
+    #[arg(long)]
+    pub reference_id: Option<String>,
+    /// The worker pool to run it in.
+    #[arg(long, default_value = "default")]
+    pub pool: String,
+}
+
+/// `runs send`.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The run's id.
+    #[arg(value_parser = parse_run_id)]
+    pub id: RunId,
+    /// The event's name.
+    pub event: String,
+    /// The payload: JSON, or `@FILE` to read it from a file.
+    #[arg(long, value_parser = parse_json, default_value = "null")]
+    pub payload: Value,
+    /// An idempotency key: a second send with it (to this run, for this event) is dropped.
+    #[arg(long)]
+    pub reference_id: Option<String>,
+}
+
+/// A workflow named on the command line: its name, and its version if given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkflowArg {
+    /// The workflow's name.
+    pub name: String,
+    /// Its version, if given.
+    pub version: Option<String>,
 }
 
 /// The filters and page of `runs list`.
@@ -168,6 +218,34 @@ fn parse_run_id(text: &str) -> Result<RunId, String> {
     })
 }
 
+/// `NAME@VERSION` or `NAME`.
+fn parse_workflow(text: &str) -> Result<WorkflowArg, String> {
+    let bad = || format!("`{text}` is not a workflow version such as order-processing@1.0.0");
+    let (name, version) = match text.split_once('@') {
+        Some((name, version)) => (name, Some(version)),
+        None => (text, None),
+    };
+    if name.is_empty() || version.is_some_and(|v| v.is_empty() || v.contains('@')) {
+        return Err(bad());
+    }
+    Ok(WorkflowArg {
+        name: name.to_owned(),
+        version: version.map(str::to_owned),
+    })
+}
+
+/// JSON, or `@FILE` naming a file of JSON.
+fn parse_json(text: &str) -> Result<Value, String> {
+    let (source, json) = match text.strip_prefix('@') {
+        Some(path) => (
+            format!("file `{path}`"),
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read `{path}`: {e}"))?,
+        ),
+        None => (format!("`{text}`"), text.to_owned()),
+    };
+    serde_json::from_str(&json).map_err(|e| format!("{source} is not JSON: {e}"))
+}
+
 /// `30s`, `5m`, `2h`, `1d` (a number and a unit).
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("`{text}` is not a duration such as 30s, 5m, 2h or 1d");
@@ -192,6 +270,44 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workflows_are_a_name_and_maybe_a_version() {
+        assert_eq!(
+            parse_workflow("orders@1.2"),
+            Ok(WorkflowArg {
+                name: "orders".into(),
+                version: Some("1.2".into())
+            })
+        );
+        assert_eq!(parse_workflow("orders").unwrap().version, None);
+        for bad in ["", "@1", "orders@", "a@b@c"] {
+            let error = parse_workflow(bad).unwrap_err();
+            assert!(error.contains("not a workflow version"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn json_is_given_inline_or_from_a_file() {
+        assert_eq!(parse_json(r#"{"n": 1}"#), Ok(serde_json::json!({"n": 1})));
+        let error = parse_json("{n: 1}").unwrap_err();
+        assert!(error.starts_with("`{n: 1}` is not JSON"), "{error}");
+        let error = parse_json("@/nonexistent/input.json").unwrap_err();
+        assert!(
+            error.starts_with("cannot read `/nonexistent/input.json`"),
+            "{error}"
+        );
+        let file = std::env::temp_dir().join(format!("aiki-cli-{}.json", std::process::id()));
+        std::fs::write(&file, "[1, 2").unwrap();
+        let error = parse_json(&format!("@{}", file.display())).unwrap_err();
+        assert!(error.contains("is not JSON"), "{error}");
+        std::fs::write(&file, "[1, 2]").unwrap();
+        assert_eq!(
+            parse_json(&format!("@{}", file.display())),
+            Ok(serde_json::json!([1, 2]))
+        );
+        std::fs::remove_file(file).unwrap();
+    }
 
     #[test]
     fn durations_have_a_number_and_a_unit() {

@@ -5,6 +5,8 @@
 //! aiki runs show 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 //! aiki workflows
 //! aiki workers
+//! aiki runs start order-processing@1.0.0 --input '{"order_id": 7}' --reference-id order-7
+//! aiki runs send 1b4e28ba-2fa1-11d2-883f-0016d3cca427 payment_received --payload '{"cents": 700}'
 //! ```
 //!
 //! The store is named by `--url` or `AIKI_URL` (a `sqlite://`, `postgres://` or `memory:`
@@ -18,13 +20,22 @@
 //! (`jsonl`: one `RUN` per line, then `{"next": CURSOR}` if there is a next page); `runs show`
 //! prints `{"run": RUN, "doing": "what it does, in words", "serving_workers": [WORKER_ID, ...],
 //! "entries": [...], "sleeps": [...], "events": [...], "children": [RUN, ...],
-//! "timeline": [CHANGE, ...]}`; the actions print the run as it is afterwards; `workflows`
-//! prints `[{"workflow", "version", "by_status": {STATUS: COUNT}, "oldest_queued_at"}]`;
-//! `workers` prints the workers seen in the last two minutes, `[WORKER, ...]`. A `RUN` is the
-//! store's run record (`aiki::RunRecord`, its wait set under `wait` while it is suspended), a
-//! `CHANGE` a `StatusChange` (`from`, `to`, `reason`, `revision`, `actor`, `at`), a `WORKER` a
-//! `WorkerRecord` (`id`, `host`, `pid`, `namespaces`, `pool`, `started_at`, `last_seen_at`), as
-//! JSON.
+//! "timeline": [CHANGE, ...]}`; the actions and `runs start` print the run as it is
+//! afterwards; `runs send` prints `{"run_id", "event", "delivered"}` (`delivered` is `false`
+//! when the reference id was used before); `workflows` prints `[{"workflow", "version",
+//! "by_status": {STATUS: COUNT}, "oldest_queued_at", "catalog": ENTRY or null, "pools":
+//! [POOL, ...]}]` for every version that has runs or a catalog entry (`pools`: those of its
+//! live workers); `workers` prints the workers seen in the last two minutes, `[WORKER, ...]`.
+//! A `RUN` is the store's run record (`aiki::RunRecord`, its wait set under `wait` while it is
+//! suspended), a `CHANGE` a `StatusChange` (`from`, `to`, `reason`, `revision`, `actor`, `at`),
+//! a `WORKER` a `WorkerRecord` (`id`, `host`, `pid`, `namespaces`, `pool`, `started_at`,
+//! `last_seen_at`), an `ENTRY` a `CatalogEntry` (`namespace`, `fingerprint`, `input`,
+//! `output`, `events`, `retry`, `tasks`, `published_by`, `published_at`), as JSON.
+//!
+//! `runs start NAME@VERSION --input JSON` and `runs send ID EVENT --payload JSON` (`@FILE`
+//! reads the JSON from a file) work without the workflow's code: the catalog the workers
+//! publish holds the schemas, and a value that breaks them is refused with the typed API's own
+//! error. A version no worker has published is refused.
 //!
 //! Exit codes: 0 done; 1 the command failed (one line on standard error says why); 2 a usage
 //! error (an unknown flag, a malformed id, an unknown status). `runs result`: 0 completed (the
@@ -36,6 +47,7 @@
 mod args;
 mod output;
 mod runs;
+mod send;
 mod waits;
 mod workers;
 mod workflows;

@@ -43,6 +43,8 @@ pub(crate) async fn run(
         RunsCommand::Requeue { id } => {
             acted(cli, client.any_run(*id).requeue().await?, format, out)?
         }
+        RunsCommand::Start(args) => crate::send::start(cli, &client, args, format, out).await?,
+        RunsCommand::Send(args) => crate::send::send(&client, args, format, out).await?,
     }
     Ok(0)
 }

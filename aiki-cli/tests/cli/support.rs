@@ -9,7 +9,7 @@ use aiki_tests::Backend;
 use serde_json::Value;
 
 #[aiki::task(name = "cli-step")]
-async fn cli_step(n: u32) -> Result<u32, TaskError> {
+pub(crate) async fn cli_step(n: u32) -> Result<u32, TaskError> {
     Ok(n + 1)
 }
 
@@ -19,7 +19,7 @@ async fn cli_broken() -> Result<u32, TaskError> {
 }
 
 #[aiki::workflow(name = "cli-done", version = "1")]
-async fn cli_done(run: &Run, n: u32) -> Result<u32, WorkflowError> {
+pub(crate) async fn cli_done(run: &Run, n: u32) -> Result<u32, WorkflowError> {
     CliStep.start(run, n).await
 }
 
@@ -37,7 +37,7 @@ async fn cli_sleeps(run: &Run, n: u32) -> Result<u32, WorkflowError> {
 }
 
 #[aiki::workflow(name = "cli-waits", version = "1", events(payment_received = u32))]
-async fn cli_waits(run: &Run) -> Result<u32, WorkflowError> {
+pub(crate) async fn cli_waits(run: &Run) -> Result<u32, WorkflowError> {
     run.events().payment_received().wait().await
 }
 
