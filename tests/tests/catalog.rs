@@ -36,6 +36,11 @@ async fn catalog_order(run: &Run, order: Order) -> Result<u64, WorkflowError> {
     Ok(price.min(paid.amount_cents))
 }
 
+#[aiki::workflow(name = "catalog-tick", version = "1")]
+async fn catalog_tick(_run: &Run) -> Result<u32, WorkflowError> {
+    Ok(1)
+}
+
 /// Waits (bounded) until the worker's first heartbeat has published the catalog.
 async fn published(h: &Harness, namespace: &Namespace) -> CatalogEntry {
     let deadline = tokio::time::Instant::now() + PATIENCE;
@@ -199,7 +204,63 @@ async fn json_starts_and_events_are_checked_as_typed_ones_are(backend: Backend) 
     );
 }
 
+async fn a_json_start_hashes_its_input_as_the_typed_start_does(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(CatalogTick).register(CatalogOrder))
+        .await;
+    published(&h, &CatalogTick::namespace()).await;
+    // Same reference id, same input: the same run, whichever API started it.
+    let typed = h
+        .client
+        .start::<CatalogTick>(aiki::NoInput)
+        .reference_id("tick-1")
+        .await
+        .unwrap();
+    let generic = h
+        .client
+        .start_json(CatalogTick::namespace(), serde_json::Value::Null)
+        .reference_id("tick-1")
+        .await
+        .unwrap();
+    assert_eq!(generic.id(), typed.id());
+    let order = Order {
+        sku: "B-2".into(),
+        quantity: 1,
+    };
+    let typed = h
+        .client
+        .start::<CatalogOrder>(order)
+        .reference_id("order-2")
+        .await
+        .unwrap();
+    let generic = h
+        .client
+        .start_json(
+            CatalogOrder::namespace(),
+            json!({"quantity": 1, "sku": "B-2"}),
+        )
+        .reference_id("order-2")
+        .await
+        .unwrap();
+    assert_eq!(generic.id(), typed.id());
+    // Another input under the reference id is the typed API's conflict.
+    let conflict = h
+        .client
+        .start_json(
+            CatalogOrder::namespace(),
+            json!({"quantity": 2, "sku": "B-2"}),
+        )
+        .reference_id("order-2")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(conflict, ClientError::ReferenceConflict { existing, .. } if existing == typed.id()),
+        "{conflict}"
+    );
+}
+
 on_every_backend!(
+    a_json_start_hashes_its_input_as_the_typed_start_does,
     a_worker_publishes_what_its_versions_declare,
     json_starts_and_events_are_checked_as_typed_ones_are,
 );

@@ -9,6 +9,7 @@ use aiki_store::{CatalogEntry, CreateOutcome, Millis, Namespace, NewRun};
 use serde_json::Value;
 
 use super::Client;
+use crate::NoInput;
 use crate::address::input_hash;
 use crate::error::ClientError;
 use crate::handle::{AnyRun, RunHandle};
@@ -208,8 +209,13 @@ impl<'c> StartJson<'c> {
     async fn send(self) -> Result<AnyRun, ClientError> {
         let entry = self.client.catalog_entry(&self.namespace).await?;
         check_input(&entry, &self.input)?;
-        let hash =
-            input_hash(&self.input).map_err(|e| invalid_input(&self.namespace, e.to_string()))?;
+        // A version without an input hashes as its typed start does (`NoInput` is `{}`).
+        let hash = if entry.input.fingerprint == Schema::of::<NoInput>().fingerprint() {
+            input_hash(&NoInput)
+        } else {
+            input_hash(&self.input)
+        }
+        .map_err(|e| invalid_input(&self.namespace, e.to_string()))?;
         let id = create(self.client, self.namespace, self.input, hash, self.options).await?;
         Ok(self.client.any_run(id))
     }
