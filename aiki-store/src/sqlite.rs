@@ -217,8 +217,8 @@ impl Dialect for SqliteDialect {
 
     // Run documents read the `wait_set` column of migration 0005, and the wake-ups need its
     // triggers; the timeline, the workers and the catalog are the tables of migrations 0006 to
-    // 0008.
-    const OLDEST_READABLE: i64 = 8;
+    // 0008; run documents read the failed call's columns of 0009.
+    const OLDEST_READABLE: i64 = 9;
 
     async fn close(&self) {
         self.reader.close().await;

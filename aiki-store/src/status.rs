@@ -114,10 +114,12 @@ impl RunStatus {
     /// * `paused` resumes to `scheduled`; `stalled` is requeued to `queued`.
     /// * every non-terminal status may be cancelled; every non-terminal, non-stalled status
     ///   may be paused.
+    /// * `failed` is retried to `queued` by an operator (`retry`); no other move leaves a
+    ///   terminal status.
     pub const fn can_move_to(self, to: RunStatus) -> bool {
         use RunStatus::*;
         if self.is_terminal() {
-            return false;
+            return matches!((self, to), (Failed, Queued));
         }
         match (self, to) {
             (_, Cancelled) => true,
@@ -203,7 +205,7 @@ mod tests {
         ),
         (Stalled, &[Queued, Cancelled]),
         (Completed, &[]),
-        (Failed, &[]),
+        (Failed, &[Queued]),
         (Cancelled, &[]),
     ];
 

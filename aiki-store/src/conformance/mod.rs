@@ -38,6 +38,7 @@ mod concurrency;
 mod counts;
 mod entries;
 mod events;
+mod retry;
 mod runs;
 mod sleeps;
 mod sweeps;
@@ -50,6 +51,7 @@ pub use concurrency::*;
 pub use counts::*;
 pub use entries::*;
 pub use events::*;
+pub use retry::*;
 pub use runs::*;
 pub use sleeps::*;
 pub use sweeps::*;
@@ -112,6 +114,7 @@ macro_rules! conformance_tests {
             check_timeline_records_every_status_change,
             check_worker_heartbeats,
             check_catalog_entries,
+            check_retry_moves_a_failed_run_back_and_resets_its_call,
             check_cancel_sleeps,
             check_claim_filters_orders_and_limits,
             check_claim_skips_the_runs_it_is_told_to,

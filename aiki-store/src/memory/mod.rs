@@ -125,6 +125,17 @@ impl Store for MemoryStore {
                 }
             }
         }
+        for call in &transition.rerun {
+            if let Some(entry) = state
+                .entries
+                .get_mut(&(id, call.address.clone(), call.index))
+            {
+                entry.status = crate::EntryStatus::AwaitingRetry;
+                entry.attempts = 0;
+                entry.retry_at = Some(transition.due_at.unwrap_or(transition.now));
+                entry.updated_at = transition.now;
+            }
+        }
         let attempts_before = state.runs[&id].attempts;
         state.set_status(id, to, due_at, transition.now);
         let run = state

@@ -92,6 +92,10 @@ pub struct Failure {
     pub kind: String,
     /// What went wrong, in words.
     pub message: String,
+    /// For a run's error: the task call whose unhandled failure failed the run, which a retry
+    /// runs again (`None` for other errors, and in an entry's own error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallRef>,
 }
 
 impl Failure {
@@ -100,7 +104,39 @@ impl Failure {
         Failure {
             kind: kind.into(),
             message: message.into(),
+            call: None,
         }
+    }
+
+    /// The task call this failure comes from.
+    pub fn call(mut self, call: CallRef) -> Self {
+        self.call = Some(call);
+        self
+    }
+}
+
+/// One recorded call of a run: its content address and its index in that address's queue.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CallRef {
+    /// The content address.
+    pub address: String,
+    /// The call's index among the calls with this address.
+    pub index: u32,
+}
+
+impl CallRef {
+    /// The `index`-th call at `address`.
+    pub fn new(address: impl Into<String>, index: u32) -> Self {
+        CallRef {
+            address: address.into(),
+            index,
+        }
+    }
+}
+
+impl fmt::Display for CallRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{}", self.address, self.index)
     }
 }
 

@@ -52,6 +52,7 @@ impl StatusChange {
             (Paused, _) => "resumed",
             (_, Stalled) => "stalled: no worker claimed it in time",
             (Stalled, Queued) => "requeued",
+            (Failed, Queued) => "retried",
             (Running, Queued) => "claim released",
             (Running, Scheduled) if attempts_grew => "workflow retry scheduled",
             (Running, Scheduled) => "suspended, and woken at once: what it awaits is there",

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Failure, Millis, Namespace, RunId, WaitSpec};
+use super::{CallRef, Failure, Millis, Namespace, RunId, WaitSpec};
 use crate::RunStatus;
 
 /// A change of a run's status, applied atomically with the revision check and increment.
@@ -26,6 +26,10 @@ pub struct Transition {
     pub wait: Option<WaitSpec>,
     /// Mark every sleep of the run still pending at `now` as cancelled (`wakeup()`).
     pub cancel_sleeps: bool,
+    /// Task entries to run again (a retry): each becomes `awaiting_retry` with no attempt
+    /// made, due at the transition's due time (else at `now`). An address the run has not
+    /// recorded is left alone.
+    pub rerun: Vec<CallRef>,
     /// Time of the transition.
     pub now: Millis,
 }
@@ -42,6 +46,7 @@ impl Transition {
             attempts: None,
             wait: None,
             cancel_sleeps: false,
+            rerun: Vec::new(),
             now,
         }
     }
@@ -80,6 +85,12 @@ impl Transition {
     /// Marks the run's pending sleeps cancelled (`wakeup()`).
     pub fn cancel_sleeps(mut self) -> Self {
         self.cancel_sleeps = true;
+        self
+    }
+
+    /// Runs these task entries again (see [`Transition::rerun`]).
+    pub fn rerun(mut self, calls: Vec<CallRef>) -> Self {
+        self.rerun = calls;
         self
     }
 }

@@ -283,8 +283,8 @@ impl Dialect for PgDialect {
 
     // Run documents read the `wait_set` column of migration 0006, and the wake-ups need its
     // triggers; the timeline, the workers and the catalog are the tables of migrations 0007 to
-    // 0009.
-    const OLDEST_READABLE: i64 = 9;
+    // 0009; run documents read the failed call's columns of 0010.
+    const OLDEST_READABLE: i64 = 10;
 
     async fn close(&self) {
         self.pool.close().await;

@@ -106,6 +106,14 @@ pub(crate) fn transition(id: RunId, expected: u64, transition: &Transition) -> V
         Param::Owned(stored),
         Param::Bool(all_children),
     ]);
+    let call = transition
+        .error
+        .as_ref()
+        .and_then(|error| error.call.as_ref());
+    params.extend(params![
+        call.map(|call| call.address.as_str()),
+        call.map(|call| i64::from(call.index)),
+    ]);
     params
 }
 

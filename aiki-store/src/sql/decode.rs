@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::{
-    EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord, RunStatus,
-    SleepRecord, StoreError, UnknownEntryStatus, WaitSpec,
+    CallRef, EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord,
+    RunStatus, SleepRecord, StoreError, UnknownEntryStatus, WaitSpec,
 };
 
 /// A JSON value as stored (compact text, bytes kept exactly).
@@ -39,10 +39,7 @@ pub(crate) fn unsigned<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, Sto
 }
 
 fn failure(kind: Option<String>, message: Option<String>) -> Option<Failure> {
-    kind.map(|kind| Failure {
-        kind,
-        message: message.unwrap_or_default(),
-    })
+    kind.map(|kind| Failure::new(kind, message.unwrap_or_default()))
 }
 
 /// SQLite has no booleans in JSON documents: accept `0`/`1` as well as `false`/`true`.
@@ -80,6 +77,10 @@ pub(crate) struct RunRow {
     output_fingerprint: Option<String>,
     error_kind: Option<String>,
     error_message: Option<String>,
+    #[serde(default)]
+    error_address: Option<String>,
+    #[serde(default)]
+    error_index: Option<i64>,
     parent_run_id: Option<String>,
     parent_address: Option<String>,
     #[serde(default)]
@@ -134,7 +135,16 @@ impl RunRow {
                 .map(|text| parse_json(&text, &format!("the output of run {}", self.id)))
                 .transpose()?,
             output_fingerprint: self.output_fingerprint,
-            error: failure(self.error_kind, self.error_message),
+            error: match (
+                failure(self.error_kind, self.error_message),
+                self.error_address,
+                self.error_index,
+            ) {
+                (Some(error), Some(address), Some(index)) => {
+                    Some(error.call(CallRef::new(address, unsigned(index, "error index")?)))
+                }
+                (error, ..) => error,
+            },
             parent,
             traceparent: self.traceparent,
             wait,

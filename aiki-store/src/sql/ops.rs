@@ -141,7 +141,7 @@ impl<D: Dialect> SqlStore<D> {
             .cancel_sleeps
             .as_ref()
             .filter(|_| transition.cancel_sleeps);
-        if lock_first.is_none() && cancel_apart.is_none() {
+        if lock_first.is_none() && cancel_apart.is_none() && transition.rerun.is_empty() {
             return self.fetch_text(On::Write, &own.transition, &params).await;
         }
         let mut tx = self.begin().await?;
@@ -161,6 +161,18 @@ impl<D: Dialect> SqlStore<D> {
         };
         if let Some(cancel) = cancel_apart {
             self.execute(On::Tx(&mut tx), cancel, &params![id, transition.now])
+                .await?;
+        }
+        let due = transition.due_at.unwrap_or(transition.now);
+        for call in &transition.rerun {
+            let params = params![
+                id,
+                call.address.as_str(),
+                i64::from(call.index),
+                due,
+                transition.now
+            ];
+            self.execute(On::Tx(&mut tx), &self.sql.rerun_entry, &params)
                 .await?;
         }
         self.commit(tx).await?;

@@ -43,6 +43,7 @@ pub(crate) fn run_doc(alias: &str) -> String {
          'heartbeat_at', {a}heartbeat_at, 'due_at', {a}due_at, 'queued_at', {a}queued_at, \
          'output', {a}output, 'output_fingerprint', {a}output_fingerprint, \
          'error_kind', {a}error_kind, 'error_message', {a}error_message, \
+         'error_address', {a}error_address, 'error_index', {a}error_index, \
          'parent_run_id', {a}parent_run_id::text, 'parent_address', {a}parent_address, \
          'traceparent', {a}traceparent, 'wait_set', {a}wait_set, \
          'created_at', {a}created_at, 'updated_at', {a}updated_at)"
@@ -85,6 +86,8 @@ pub(crate) const TRANSITION_SET: &str = "status = CASE WHEN w.sat THEN 'schedule
      output_fingerprint = CASE WHEN $6 THEN $8 ELSE output_fingerprint END, \
      error_kind = COALESCE($9, error_kind), \
      error_message = CASE WHEN $9::text IS NULL THEN error_message ELSE $10 END, \
+     error_address = CASE WHEN $9::text IS NULL THEN error_address ELSE $20 END, \
+     error_index = CASE WHEN $9::text IS NULL THEN error_index ELSE $21 END, \
      attempts = COALESCE($11, attempts), \
      wait_set = CASE WHEN w.sat THEN NULL ELSE $18 END";
 
@@ -124,6 +127,9 @@ pub(crate) struct Statements {
     pub(crate) lock_status: String,
     /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`.
     pub(crate) upsert_entry: String,
+    /// Sets entry `$2`#`$3` of run `$1` to run again: `awaiting_retry`, no attempt made, due
+    /// at `$4`, written at `$5` (inside a transition's transaction).
+    pub(crate) rerun_entry: String,
     /// Refreshes the claim of run `$1` at revision `$2` held by `$3`: heartbeat `$4` (or the
     /// database's clock, see [`Dialect::claim_time`]).
     pub(crate) refresh_claim: String,
@@ -215,6 +221,12 @@ impl Statements {
                  FROM aiki_runs WHERE id = $1::uuid AND revision = $13 FOR SHARE \
                  {ENTRY_CONFLICT}"
             )),
+            rerun_entry: render(
+                "UPDATE aiki_entries SET status = 'awaiting_retry', attempts = 0, \
+                 retry_at = $4, updated_at = $5 \
+                 WHERE run_id = $1::uuid AND address = $2 AND idx = $3"
+                    .to_owned(),
+            ),
             refresh_claim: render(format!(
                 "UPDATE aiki_runs SET heartbeat_at = {} \
                  WHERE id = $1::uuid AND revision = $2 AND owner = $3",
