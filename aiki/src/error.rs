@@ -37,6 +37,8 @@ pub enum WorkflowError {
         task: String,
         /// The call's address.
         address: String,
+        /// The call's index among the calls with this address.
+        index: u32,
         /// Attempts made.
         attempts: u32,
         /// The last error.
@@ -189,7 +191,8 @@ impl WorkflowError {
 
     /// `false` for the kinds that a retry can never fix: non-determinism, a schema mismatch
     /// of a recorded output, a child reference conflict, a mismatched event payload, a duration
-    /// beyond the maximum, a lost run.
+    /// beyond the maximum, a lost run; and for an interrupted task whose policy allows no other
+    /// attempt (`never`: at most once), which only an operator's explicit retry runs again.
     pub fn is_retryable(&self) -> bool {
         !matches!(
             self,
@@ -200,6 +203,10 @@ impl WorkflowError {
                 | WorkflowError::DurationTooLong { .. }
                 | WorkflowError::InputSchemaMismatch { .. }
                 | WorkflowError::Lost(_)
+                | WorkflowError::TaskFailed {
+                    interrupted: true,
+                    ..
+                }
         )
     }
 
@@ -228,7 +235,13 @@ impl WorkflowError {
 
     /// The error as recorded on a run.
     pub fn to_failure(&self) -> Failure {
-        Failure::new(self.kind(), self.to_string())
+        let failure = Failure::new(self.kind(), self.to_string());
+        match self {
+            WorkflowError::TaskFailed { address, index, .. } => {
+                failure.call(aiki_store::CallRef::new(address.clone(), *index))
+            }
+            _ => failure,
+        }
     }
 }
 
@@ -406,6 +419,30 @@ pub enum ClientError {
         status: RunStatus,
         /// The statuses the action applies to.
         expected: Vec<RunStatus>,
+    },
+    /// A retry would run again a task that was interrupted under an at-most-once policy.
+    #[error(
+        "run {run_id} failed because task call `{call}` was interrupted, and its retry policy \
+         runs it at most once: it may have had its effect; check, then retry with the explicit \
+         re-run of interrupted tasks (`--rerun-interrupted`) if it must run again"
+    )]
+    InterruptedTask {
+        /// The run.
+        run_id: RunId,
+        /// The interrupted call.
+        call: aiki_store::CallRef,
+    },
+    /// A retry of a child run whose end its parent has already acted on.
+    #[error(
+        "run {run_id} is a child of run {parent}, which has already run since this child ended \
+         and acted on its outcome; retrying the child would not change the parent: retry or fork \
+         the parent instead, or override with `--even-if-observed`"
+    )]
+    ObservedByParent {
+        /// The run.
+        run_id: RunId,
+        /// Its parent.
+        parent: RunId,
     },
     /// The run has ended, so it takes no more events.
     #[error(

@@ -45,7 +45,7 @@ impl Action {
     }
 
     /// The statuses the action applies to.
-    fn from(self) -> Vec<RunStatus> {
+    pub(super) fn from(self) -> Vec<RunStatus> {
         match self {
             Action::Wakeup => vec![RunStatus::Sleeping],
             Action::Pause => RunStatus::ALL
@@ -85,6 +85,10 @@ impl AnyRun {
     /// The run's id.
     pub fn id(&self) -> RunId {
         self.id
+    }
+
+    pub(super) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The run as stored now.

@@ -12,9 +12,13 @@ use crate::error::ClientError;
 use crate::workflow::{Event, Workflow};
 
 mod any;
+mod bulk;
+mod recover;
 
 use any::Action;
 pub use any::AnyRun;
+pub use bulk::{BulkAction, BulkOutcome};
+pub use recover::{RetryOptions, RetryPlan};
 
 /// A handle on one run of workflow version `W`.
 pub struct RunHandle<W> {
@@ -166,6 +170,13 @@ impl<W: Workflow> RunHandle<W> {
     /// Resumes a paused run.
     pub async fn resume(&self) -> Result<RunRecord, ClientError> {
         self.any().act(Action::Resume, &|run| self.check(run)).await
+    }
+
+    /// Moves a `failed` run back to delivery after a fix: see [`AnyRun::retry`] for the rule
+    /// and the refusals.
+    pub async fn retry(&self, options: RetryOptions) -> Result<RunRecord, ClientError> {
+        self.check(&self.any().record().await?)?;
+        self.any().retry(options).await
     }
 
     /// Puts a stalled run back into delivery, with a fresh `max_age` clock.

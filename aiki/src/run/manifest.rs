@@ -22,6 +22,8 @@ pub(super) struct Manifest {
 }
 
 /// What a call at an address gets.
+// A transient value, one per call: boxing the entry would cost an allocation per replayed call.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Slot {
     /// The next recorded entry there.
     Recorded(EntryRecord),
@@ -69,19 +71,6 @@ impl Manifest {
             .collect();
         unconsumed.sort();
         unconsumed
-    }
-
-    /// The task entries that failed for good, ordered by address and index.
-    pub(super) fn failed_tasks(&self) -> Vec<EntryRecord> {
-        let mut failed: Vec<EntryRecord> = self
-            .queues
-            .values()
-            .flat_map(|queue| &queue.records)
-            .filter(|entry| entry.kind == EntryKind::Task && entry.status == EntryStatus::Failed)
-            .cloned()
-            .collect();
-        failed.sort_by(|a, b| (&a.address, a.index).cmp(&(&b.address, b.index)));
-        failed
     }
 
     /// Replaces the manifest's copy of an entry just written (one this execution took, so it
@@ -162,21 +151,8 @@ mod tests {
         assert!(manifest.unconsumed().is_empty());
         assert_eq!(manifest.remaining, 0);
 
-        // A fresh entry is reserved consumed, and counts once it is written as failed.
+        // A fresh entry is reserved consumed.
         assert_eq!(manifest.reserve(RunId::new(), "b:1"), 2);
         assert!(manifest.unconsumed().is_empty());
-        let failed = |manifest: &Manifest| {
-            manifest
-                .failed_tasks()
-                .into_iter()
-                .map(|entry| (entry.address, entry.index))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(failed(&manifest), [("a:1".to_owned(), 0)]);
-        manifest.update(entry("b:1", 2, EntryStatus::Failed));
-        assert_eq!(
-            failed(&manifest),
-            [("a:1".to_owned(), 0), ("b:1".to_owned(), 2)]
-        );
     }
 }

@@ -323,12 +323,6 @@ impl Run {
         Ok(())
     }
 
-    /// The task entries that failed for good, recorded earlier or in this execution: what a
-    /// workflow retry runs again.
-    pub(crate) fn failed_tasks(&self) -> Vec<EntryRecord> {
-        self.replay().manifest.failed_tasks()
-    }
-
     fn in_flight(&self) -> InFlight<'_> {
         self.replay().in_flight += 1;
         InFlight { run: self }

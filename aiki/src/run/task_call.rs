@@ -93,6 +93,7 @@ impl Run {
                     return Err(WorkflowError::TaskFailed {
                         task: T::NAME.to_owned(),
                         address,
+                        index: entry.index,
                         attempts: entry.attempts,
                         interrupted: error.kind == "interrupted",
                         message: error.message,
@@ -129,6 +130,7 @@ impl Run {
                         return Err(WorkflowError::TaskFailed {
                             task: T::NAME.to_owned(),
                             address,
+                            index: entry.index,
                             attempts: entry.attempts,
                             interrupted: true,
                             message: error.message,
@@ -253,6 +255,7 @@ impl Run {
                             return Err(WorkflowError::TaskFailed {
                                 task: T::NAME.to_owned(),
                                 address,
+                                index,
                                 attempts: attempt,
                                 message: error.message().to_owned(),
                                 interrupted: false,

@@ -6,9 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
 
-use aiki_store::{
-    EntryStatus, Failure, Millis, RunId, RunRecord, RunStatus, StoreError, Transition,
-};
+use aiki_store::{Failure, Millis, RunId, RunRecord, RunStatus, StoreError, Transition};
 use serde_json::Value;
 use tracing::{Instrument, Span};
 
@@ -176,8 +174,9 @@ async fn unreadable_history(shared: &Shared, claimed: &RunRecord, error: StoreEr
     }
 }
 
-/// Fails the run, or schedules a workflow retry: completed tasks will replay, failed ones run
-/// again.
+/// Fails the run, or schedules a workflow retry. The retry replays every recorded entry as
+/// recorded except the task call whose unhandled failure failed this attempt, which runs again;
+/// a failure the workflow handled is history and replays as such.
 async fn fail_or_retry(shared: &Arc<Shared>, run: &Run, policy: RetryPolicy, error: WorkflowError) {
     let now = shared.clock.now();
     let delay = if error.is_retryable() {
@@ -201,21 +200,11 @@ async fn fail_or_retry(shared: &Arc<Shared>, run: &Run, policy: RetryPolicy, err
         return;
     };
     let due: Millis = now.saturating_add(millis(delay));
-    // Failed tasks run again in the next attempt, with a fresh attempt count.
-    for entry in run.failed_tasks() {
-        let mut reset = entry;
-        reset.status = EntryStatus::AwaitingRetry;
-        reset.attempts = 0;
-        reset.retry_at = Some(due);
-        reset.updated_at = now;
-        if let Err(error) = shared.store.put_entry(run.revision(), reset).await {
-            tracing::warn!(run_id = %run.id(), %error, "could not schedule the retry; the claim will expire");
-            return;
-        }
-    }
+    let failure = error.to_failure();
     let transition = Transition::to(RunStatus::AwaitingRetry, now)
         .due_at(due)
-        .error(error.to_failure())
+        .rerun(failure.call.iter().cloned().collect())
+        .error(failure)
         .attempts(run.attempt() + 1);
     finish(run, transition).await;
     wake_when_due(shared, due);
