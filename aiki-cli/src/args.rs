@@ -95,36 +95,31 @@ pub enum RunsCommand {
         #[arg(long, value_parser = parse_duration)]
         timeout: Option<Duration>,
     },
-    /// Cancels a run and the child runs it started that have not ended.
-    Cancel {
-        /// The run's id.
-        #[arg(value_parser = parse_run_id)]
-        id: RunId,
-    },
+    /// Cancels a run and the child runs it started that have not ended; or, with filter flags
+    /// or `--ids-from`, many runs (a dry run unless `--yes`).
+    Cancel(ActArgs),
+    /// Moves a failed run back to delivery after a fix: its recorded entries replay, the task
+    /// call whose unhandled failure failed it runs again; or, with filter flags or `--ids-from`,
+    /// many runs (a dry run unless `--yes`).
+    Retry(RetryArgs),
     /// Pauses a run.
     Pause {
         /// The run's id.
         #[arg(value_parser = parse_run_id)]
         id: RunId,
     },
-    /// Resumes a paused run.
-    Resume {
-        /// The run's id.
-        #[arg(value_parser = parse_run_id)]
-        id: RunId,
-    },
+    /// Resumes a paused run; or, with filter flags or `--ids-from`, many (a dry run unless
+    /// `--yes`).
+    Resume(ActArgs),
     /// Ends a sleeping run's sleep now (the sleep returns `cancelled`).
     Wake {
         /// The run's id.
         #[arg(value_parser = parse_run_id)]
         id: RunId,
     },
-    /// Puts a stalled run back into delivery.
-    Requeue {
-        /// The run's id.
-        #[arg(value_parser = parse_run_id)]
-        id: RunId,
-    },
+    /// Puts a stalled run back into delivery; or, with filter flags or `--ids-from`, many (a
+    /// dry run unless `--yes`).
+    Requeue(ActArgs),
     /// Starts a run from JSON; the input is checked against the schema the version's workers
     /// published in the catalog, as the typed API checks it.
     Start(StartArgs),
@@ -176,9 +171,58 @@ pub struct WorkflowArg {
     pub version: Option<String>,
 }
 
-/// The filters and page of `runs list`.
+/// The page of `runs list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Which runs.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Runs per page (at most 1000).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
+    /// The page after this cursor (printed with the previous page).
+    #[arg(long)]
+    pub after: Option<RunCursor>,
+}
+
+/// One run by id, or many: by the filters of `runs list`, or from a dry run's list.
+#[derive(Debug, Args)]
+pub struct ActArgs {
+    /// The run's id (or use filter flags, or `--ids-from`, for many runs).
+    #[arg(value_parser = parse_run_id)]
+    pub id: Option<RunId>,
+    /// Which runs, for many.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// The runs listed in this file: a dry run's `-o json` output, or one id per line.
+    #[arg(long, value_name = "FILE")]
+    pub ids_from: Option<std::path::PathBuf>,
+    /// At most this many runs from the filter.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max: u32,
+    /// Act on many runs; without it, only list the runs the action would apply to.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `runs retry`.
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// Which runs.
+    #[command(flatten)]
+    pub act: ActArgs,
+    /// Also run again a task interrupted under an at-most-once (`never`) retry policy: it may
+    /// have had its effect before its executor stopped.
+    #[arg(long)]
+    pub rerun_interrupted: bool,
+    /// Also retry a child run whose parent has already acted on its end.
+    #[arg(long)]
+    pub even_if_observed: bool,
+}
+
+/// The filters of `runs list` and the bulk actions.
+#[derive(Debug, Args)]
+pub struct FilterArgs {
     /// Runs of this workflow.
     #[arg(long)]
     pub workflow: Option<String>,
@@ -203,12 +247,20 @@ pub struct ListArgs {
     /// Runs created within this long (`30s`, `5m`, `2h`, `1d`).
     #[arg(long, value_parser = parse_duration)]
     pub since: Option<Duration>,
-    /// Runs per page (at most 1000).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub limit: u32,
-    /// The page after this cursor (printed with the previous page).
-    #[arg(long)]
-    pub after: Option<RunCursor>,
+}
+
+impl FilterArgs {
+    /// Whether any filter is given.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.workflow.is_none()
+            && self.version.is_none()
+            && self.status.is_empty()
+            && self.reference_id.is_none()
+            && self.parent.is_none()
+            && self.pool.is_none()
+            && self.error_kind.is_none()
+            && self.since.is_none()
+    }
 }
 
 /// A run id: a UUID.

@@ -37,6 +37,17 @@
 //! publish holds the schemas, and a value that breaks them is refused with the typed API's own
 //! error. A version no worker has published is refused.
 //!
+//! `runs retry ID` moves a failed run back to delivery after a fix: its recorded entries replay
+//! and only the task call whose unhandled failure failed it runs again (`--rerun-interrupted`
+//! lets it re-run a task interrupted under an at-most-once policy, `--even-if-observed` retry a
+//! child whose parent acted on its end). `runs cancel|retry|requeue|resume` take one id, or
+//! select many with the filter flags of `runs list` (or `--ids-from FILE`, at most `--max`):
+//! then they only print the count and the ids (`{"action", "dry_run": true, "count", "ids"}`,
+//! a file `--ids-from` reads) unless `--yes`, which acts on each run and prints one outcome per
+//! run (`{"action", "done", "skipped", "failed", "results": [{"id", "outcome": "done" |
+//! "skipped" | "failed", "status" | "reason" | "error"}]}`; exit 1 when any failed). A run that
+//! no longer qualifies is skipped, not changed.
+//!
 //! Exit codes: 0 done; 1 the command failed (one line on standard error says why); 2 a usage
 //! error (an unknown flag, a malformed id, an unknown status). `runs result`: 0 completed (the
 //! output is printed), 3 failed, 4 cancelled, 5 still running when `--timeout` passed.
@@ -45,6 +56,7 @@
 //! can call it to offer the same commands.
 
 mod args;
+mod bulk;
 mod output;
 mod runs;
 mod send;

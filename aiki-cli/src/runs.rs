@@ -3,11 +3,11 @@
 use std::io::Write;
 use std::time::Duration;
 
-use aiki::{Client, MigrationMode, RunRecord, RunStatus};
+use aiki::{BulkAction, Client, MigrationMode, RetryOptions, RunRecord, RunStatus};
 use aiki_store::{History, RunFilter, StatusChange, TimeRange};
 use serde_json::{Value, json};
 
-use crate::args::{Cli, Format, ListArgs, RunsCommand};
+use crate::args::{Cli, FilterArgs, Format, ListArgs, RunsCommand};
 use crate::output::{Table, json, relative, run_json};
 use crate::waits::doing;
 use crate::{EXIT_CANCELLED, EXIT_FAILED, EXIT_TIMED_OUT, Failure};
@@ -36,12 +36,27 @@ pub(crate) async fn run(
         RunsCommand::Result { id, timeout } => {
             return result(&client, *id, *timeout, format, out).await;
         }
-        RunsCommand::Cancel { id } => acted(cli, client.any_run(*id).cancel().await?, format, out)?,
+        RunsCommand::Cancel(args) => {
+            return crate::bulk::act(cli, &client, BulkAction::Cancel, args, format, out).await;
+        }
+        RunsCommand::Retry(args) => {
+            let mut options = RetryOptions::default();
+            if args.rerun_interrupted {
+                options = options.rerun_interrupted();
+            }
+            if args.even_if_observed {
+                options = options.even_if_observed();
+            }
+            let action = BulkAction::Retry(options);
+            return crate::bulk::act(cli, &client, action, &args.act, format, out).await;
+        }
         RunsCommand::Pause { id } => acted(cli, client.any_run(*id).pause().await?, format, out)?,
-        RunsCommand::Resume { id } => acted(cli, client.any_run(*id).resume().await?, format, out)?,
+        RunsCommand::Resume(args) => {
+            return crate::bulk::act(cli, &client, BulkAction::Resume, args, format, out).await;
+        }
         RunsCommand::Wake { id } => acted(cli, client.any_run(*id).wakeup().await?, format, out)?,
-        RunsCommand::Requeue { id } => {
-            acted(cli, client.any_run(*id).requeue().await?, format, out)?
+        RunsCommand::Requeue(args) => {
+            return crate::bulk::act(cli, &client, BulkAction::Requeue, args, format, out).await;
         }
         RunsCommand::Start(args) => crate::send::start(cli, &client, args, format, out).await?,
         RunsCommand::Send(args) => crate::send::send(&client, args, format, out).await?,
@@ -49,7 +64,8 @@ pub(crate) async fn run(
     Ok(0)
 }
 
-fn filter(args: &ListArgs) -> RunFilter {
+/// The store's filter for the filter flags.
+pub(crate) fn filter(args: &FilterArgs) -> RunFilter {
     let mut filter = RunFilter::default();
     filter.workflow = args.workflow.clone();
     filter.version = args.version.clone();
@@ -76,7 +92,7 @@ async fn list(
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let page = client
-        .list_runs(filter(args), args.after, args.limit)
+        .list_runs(filter(&args.filter), args.after, args.limit)
         .await?;
     let next = page.next.map(|cursor| cursor.to_string());
     match format {
@@ -274,7 +290,12 @@ fn name(value: &impl serde::Serialize) -> String {
 }
 
 /// Prints a run after an action.
-fn acted(cli: &Cli, run: RunRecord, format: Format, out: &mut impl Write) -> Result<(), Failure> {
+pub(crate) fn acted(
+    cli: &Cli,
+    run: RunRecord,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
     match format {
         Format::Table => writeln!(out, "{} is now {}", run.id, run.status)?,
         _ => json(out, format, &run_json(&run, cli.no_payloads))?,

@@ -5,6 +5,7 @@
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod catalog;
+mod recovery;
 mod support;
 
 use std::process::Command;
