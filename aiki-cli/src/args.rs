@@ -102,6 +102,19 @@ pub enum RunsCommand {
     /// call whose unhandled failure failed it runs again; or, with filter flags or `--ids-from`,
     /// many runs (a dry run unless `--yes`).
     Retry(RetryArgs),
+    /// Starts a new run of the same version from an ended one, carrying its completed tasks,
+    /// ended children, sleeps and received events; failed calls run again.
+    Fork {
+        /// The ended run's id.
+        #[arg(value_parser = parse_run_id)]
+        id: RunId,
+        /// Run the entries at this address again (repeat for several).
+        #[arg(long, value_name = "ADDRESS")]
+        drop: Vec<String>,
+        /// Run the entries at this address, and everything recorded from them on, again.
+        #[arg(long, value_name = "ADDRESS")]
+        drop_from: Option<String>,
+    },
     /// Pauses a run.
     Pause {
         /// The run's id.

@@ -46,7 +46,10 @@
 //! a file `--ids-from` reads) unless `--yes`, which acts on each run and prints one outcome per
 //! run (`{"action", "done", "skipped", "failed", "results": [{"id", "outcome": "done" |
 //! "skipped" | "failed", "status" | "reason" | "error"}]}`; exit 1 when any failed). A run that
-//! no longer qualifies is skipped, not changed.
+//! no longer qualifies is skipped, not changed. `runs fork ID [--drop ADDRESS]... [--drop-from
+//! ADDRESS]` starts a new run of the same version from an ended one (completed tasks, ended
+//! children, sleeps and received events carried; failed calls run again) and prints it; the
+//! same options give the same fork.
 //!
 //! Exit codes: 0 done; 1 the command failed (one line on standard error says why); 2 a usage
 //! error (an unknown flag, a malformed id, an unknown status). `runs result`: 0 completed (the

@@ -50,6 +50,24 @@ pub(crate) async fn run(
             let action = BulkAction::Retry(options);
             return crate::bulk::act(cli, &client, action, &args.act, format, out).await;
         }
+        RunsCommand::Fork {
+            id,
+            drop,
+            drop_from,
+        } => {
+            let mut options = aiki::ForkOptions::default();
+            for address in drop {
+                options = options.drop(address.clone());
+            }
+            if let Some(address) = drop_from {
+                options = options.drop_from(address.clone());
+            }
+            let fork = client.any_run(*id).fork(options).await?;
+            match format {
+                Format::Table => writeln!(out, "forked {id} as {} ({})", fork.id, fork.status)?,
+                _ => json(out, format, &run_json(&fork, cli.no_payloads))?,
+            }
+        }
         RunsCommand::Pause { id } => acted(cli, client.any_run(*id).pause().await?, format, out)?,
         RunsCommand::Resume(args) => {
             return crate::bulk::act(cli, &client, BulkAction::Resume, args, format, out).await;

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use crate::{
     AppendOutcome, CatalogEntry, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History,
-    ListRuns, Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord,
+    ListRuns, Millis, NewEvent, NewFork, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord,
     StatusChange, StoreError, Transition, WorkerRecord,
 };
 
@@ -28,6 +28,12 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// Creates a run, unless one with the same namespace and reference id exists, in which case
     /// that run is returned untouched as [`CreateOutcome::Existing`].
     async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError>;
+
+    /// Creates a fork: the run and its carried entries, sleeps and events (their `run_id`s
+    /// are set to the new run's), all or nothing. A run already holding the fork's namespace
+    /// and reference id is returned as [`CreateOutcome::Existing`] and nothing is written, so
+    /// forking twice with the same options gives the same fork.
+    async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError>;
 
     /// One run. [`StoreError::NotFound`] if there is none.
     async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError>;

@@ -648,3 +648,47 @@ async fn an_unknown_aiki_parameter_is_refused() {
         assert!(error.to_string().contains(named), "{error}");
     }
 }
+
+/// A retry is one transaction: its connection killed after the first statement (the status
+/// change; a trigger on the entry reset terminates its own backend) leaves the run, its
+/// entries and its timeline as they were.
+#[tokio::test]
+async fn a_retry_whose_connection_dies_midway_changes_nothing() {
+    let Some(url) = pg::create_database().await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).await.expect("open");
+    let run = support::records::failed_run(&store, 1_000).await;
+    raw(
+        &url,
+        &[
+            "CREATE FUNCTION aiki.kill_own_connection() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END; $$",
+            "CREATE TRIGGER kill_own_connection BEFORE UPDATE OF status ON aiki.aiki_entries \
+             FOR EACH ROW WHEN (NEW.status = 'awaiting_retry') \
+             EXECUTE FUNCTION aiki.kill_own_connection()",
+        ],
+    )
+    .await;
+    let error = store
+        .transition(run.id, run.revision, support::records::retry(&run, 2_000))
+        .await
+        .expect_err("the connection died");
+    assert!(
+        error.is_transient(),
+        "a lost connection is transient: {error}"
+    );
+    support::records::assert_unchanged(&store, &run).await;
+    raw(
+        &url,
+        &["DROP TRIGGER kill_own_connection ON aiki.aiki_entries"],
+    )
+    .await;
+    let retried = store
+        .transition(run.id, run.revision, support::records::retry(&run, 2_000))
+        .await
+        .expect("the same retry, now whole");
+    assert_eq!(retried.status, aiki_store::RunStatus::Queued);
+    store.close().await;
+    pg::drop_database(&url).await;
+}

@@ -388,3 +388,51 @@ async fn check_mode_creates_nothing_and_accepts_this_releases_schema() {
     assert!(checked.wake_due(0).await.is_ok());
     checked.close().await;
 }
+
+/// A retry is one transaction: a failure injected after its first statement (the status
+/// change; a trigger aborts the entry reset) leaves the run, its entries and its timeline as
+/// they were.
+#[tokio::test]
+async fn a_retry_that_fails_midway_changes_nothing() {
+    let file = TempFile::new();
+    let store = SqliteStore::connect(&file.url()).await.expect("open");
+    let run = support::records::failed_run(&store, 1_000).await;
+    {
+        use sqlx::Connection;
+        let mut connection = sqlx::SqliteConnection::connect(&file.url())
+            .await
+            .expect("raw connection");
+        sqlx::query(
+            "CREATE TRIGGER inject_failure BEFORE UPDATE OF status ON aiki_entries \
+             WHEN NEW.status = 'awaiting_retry' \
+             BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
+        )
+        .execute(&mut connection)
+        .await
+        .expect("install the failure");
+        connection.close().await.expect("close");
+    }
+    let error = store
+        .transition(run.id, run.revision, support::records::retry(&run, 2_000))
+        .await
+        .expect_err("the injected failure");
+    assert!(error.to_string().contains("injected failure"), "{error}");
+    support::records::assert_unchanged(&store, &run).await;
+    {
+        use sqlx::Connection;
+        let mut connection = sqlx::SqliteConnection::connect(&file.url())
+            .await
+            .expect("raw connection");
+        sqlx::query("DROP TRIGGER inject_failure")
+            .execute(&mut connection)
+            .await
+            .expect("remove the failure");
+        connection.close().await.expect("close");
+    }
+    let retried = store
+        .transition(run.id, run.revision, support::records::retry(&run, 2_000))
+        .await
+        .expect("the same retry, now whole");
+    assert_eq!(retried.status, aiki_store::RunStatus::Queued);
+    store.close().await;
+}

@@ -444,6 +444,17 @@ pub enum ClientError {
         /// Its parent.
         parent: RunId,
     },
+    /// An address the run has not recorded, given to an action on its history.
+    #[error(
+        "run {run_id} has recorded nothing at `{address}`; `aiki runs show {run_id}` lists its \
+         addresses"
+    )]
+    UnknownAddress {
+        /// The run.
+        run_id: RunId,
+        /// The address given.
+        address: String,
+    },
     /// The run has ended, so it takes no more events.
     #[error(
         "run {run_id} has ended (`{status}`): it takes no more events; start a new run, or send \

@@ -241,7 +241,9 @@ pub use address::{TaskAddress, canonical_json, child_address, input_hash, sha256
 pub use client::{Client, ConflictPolicy, Start, StartJson};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ClientError, TaskError, WorkflowError};
-pub use handle::{AnyRun, BulkAction, BulkOutcome, RetryOptions, RetryPlan, RunHandle};
+pub use handle::{
+    AnyRun, BulkAction, BulkOutcome, ForkOptions, RetryOptions, RetryPlan, RunHandle,
+};
 pub use retry::{RetryPolicy, RetryPolicyError};
 pub use run::{ChildRun, ChildStart, EventWait, Run, SleepOutcome};
 pub use schema::Schema;

@@ -116,6 +116,7 @@ pub trait Task: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct TaskContext {
     pub(crate) run_id: RunId,
+    pub(crate) lineage: RunId,
     pub(crate) task: &'static str,
     pub(crate) address: Arc<str>,
     pub(crate) index: u32,
@@ -155,13 +156,14 @@ impl TaskContext {
     }
 
     /// A key to hand to an outside system (a payment provider) so that it performs this call's
-    /// side effect once: unique per run, address and call index, and the same for every attempt
-    /// and every replay of the call. 64 hex digits.
+    /// side effect once: unique per run lineage, address and call index, and the same for every
+    /// attempt and every replay of the call. 64 hex digits.
     ///
-    /// It is derived from the run's lineage, today the run itself; once runs can be forked,
-    /// from the first run of the lineage, so that a re-run call keeps the original's key.
+    /// It is derived from the first run of the run's lineage (the run itself, unless it is a
+    /// [fork](crate::AnyRun::fork)), so a call that a fork runs again hands the provider the
+    /// original's key.
     pub fn idempotency_key(&self) -> String {
-        let lineage = self.run_id;
+        let lineage = self.lineage;
         sha256_hex(format!("aiki-task\n{lineage}\n{}\n{}", self.address, self.index).as_bytes())
     }
 

@@ -311,6 +311,10 @@ impl aiki::Store for Counting {
         self.count("list_workers");
         self.inner.list_workers(now, within_ms).await
     }
+    async fn fork_run(&self, fork: aiki::store::NewFork) -> Result<CreateOutcome, StoreError> {
+        self.count("fork_run");
+        self.inner.fork_run(fork).await
+    }
     async fn publish_catalog(
         &self,
         entry: aiki::store::CatalogEntry,

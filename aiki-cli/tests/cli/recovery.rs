@@ -29,6 +29,29 @@ async fn retries_and_acts_in_bulk(backend: Backend) {
         "{line}"
     );
 
+    // A fork of the completed run: queued, with its lineage; the same again is the same fork.
+    let fork = on(&f.url, "fork", f.done, "json").json();
+    assert_eq!(fork["status"], "queued", "{fork}");
+    assert_eq!(fork["lineage"]["forked_from"], f.done.to_string());
+    assert_eq!(on(&f.url, "fork", f.done, "json").json()["id"], fork["id"]);
+    let refused = on(&f.url, "fork", f.waiting, "table");
+    assert!(
+        refused.failed(1).contains("cannot fork run"),
+        "{}",
+        refused.stderr
+    );
+    let done = f.done.to_string();
+    let unknown = aiki(&f.url, &["runs", "fork", &done, "--drop", "nothing:1"]);
+    assert!(
+        unknown
+            .failed(1)
+            .contains("has recorded nothing at `nothing:1`"),
+        "{}",
+        unknown.stderr
+    );
+    let usage = aiki(&f.url, &["runs", "fork", &done, "--drop"]);
+    usage.failed(2);
+
     // Many runs: a dry run lists them and changes nothing.
     let dry = aiki(
         &f.url,

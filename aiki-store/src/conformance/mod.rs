@@ -38,7 +38,7 @@ mod concurrency;
 mod counts;
 mod entries;
 mod events;
-mod retry;
+mod recovery;
 mod runs;
 mod sleeps;
 mod sweeps;
@@ -51,7 +51,7 @@ pub use concurrency::*;
 pub use counts::*;
 pub use entries::*;
 pub use events::*;
-pub use retry::*;
+pub use recovery::*;
 pub use runs::*;
 pub use sleeps::*;
 pub use sweeps::*;
@@ -115,6 +115,7 @@ macro_rules! conformance_tests {
             check_worker_heartbeats,
             check_catalog_entries,
             check_retry_moves_a_failed_run_back_and_resets_its_call,
+            check_fork_creates_a_run_with_its_carried_history_once,
             check_cancel_sleeps,
             check_claim_filters_orders_and_limits,
             check_claim_skips_the_runs_it_is_told_to,
@@ -167,6 +168,7 @@ fn new_run(namespace: &Namespace, status: RunStatus, now: Millis) -> NewRun {
         due_at: None,
         parent: None,
         traceparent: None,
+        lineage: None,
         now,
     }
 }

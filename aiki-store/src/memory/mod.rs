@@ -12,8 +12,8 @@ use state::State;
 
 use crate::{
     AppendOutcome, CatalogEntry, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EventRecord,
-    History, ListRuns, MAX_PAGE, Millis, NewEvent, NewRun, RunCounts, RunId, RunPage, RunRecord,
-    RunStatus, SleepRecord, StatusChange, Store, StoreError, Transition, WorkerRecord,
+    History, ListRuns, MAX_PAGE, Millis, NewEvent, NewFork, NewRun, RunCounts, RunId, RunPage,
+    RunRecord, RunStatus, SleepRecord, StatusChange, Store, StoreError, Transition, WorkerRecord,
 };
 
 /// The in-memory backend. Every call takes one lock, so every call is atomic.
@@ -50,6 +50,34 @@ impl Store for MemoryStore {
             });
         }
         Ok(state.insert_run(run))
+    }
+
+    async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
+        let mut state = self.lock();
+        let outcome = state.insert_run(fork.run);
+        let CreateOutcome::Created(run) = &outcome else {
+            return Ok(outcome);
+        };
+        let id = run.id;
+        for mut entry in fork.entries {
+            entry.run_id = id;
+            state
+                .entries
+                .insert((id, entry.address.clone(), entry.index), entry);
+        }
+        for mut sleep in fork.sleeps {
+            sleep.run_id = id;
+            state
+                .sleeps
+                .insert((id, sleep.name.clone(), sleep.index), sleep);
+        }
+        for mut event in fork.events {
+            event.run_id = id;
+            state
+                .events
+                .insert((id, event.name.clone(), event.index), event);
+        }
+        Ok(outcome)
     }
 
     async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {

@@ -51,8 +51,22 @@ pub struct NewRun {
     /// The W3C `traceparent` of the trace the run belongs to (see
     /// [`RunRecord::traceparent`]).
     pub traceparent: Option<String>,
+    /// For a fork: the run it was forked from and its lineage's first run.
+    #[serde(default)]
+    pub lineage: Option<Lineage>,
     /// Creation time.
     pub now: Millis,
+}
+
+/// Where a forked run comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lineage {
+    /// The run it was forked from.
+    pub forked_from: RunId,
+    /// The first run of the lineage (the run forked from, unless that was a fork itself):
+    /// task idempotency keys derive from it, so a call a fork runs again hands an outside
+    /// system the original's key.
+    pub root: RunId,
 }
 
 impl NewRun {
@@ -75,6 +89,7 @@ impl NewRun {
             due_at: None,
             parent: None,
             traceparent: None,
+            lineage: None,
             now,
         }
     }
@@ -129,6 +144,12 @@ impl NewRun {
         self
     }
 
+    /// Makes it a fork.
+    pub fn lineage(mut self, lineage: Lineage) -> Self {
+        self.lineage = Some(lineage);
+        self
+    }
+
     /// The run as [`Store::create_run`](crate::Store::create_run) stores it: revision 1,
     /// attempt 1, `queued_at` set for a queued run, created and updated at `now`.
     pub fn into_record(self) -> RunRecord {
@@ -152,6 +173,7 @@ impl NewRun {
             parent: self.parent,
             traceparent: self.traceparent,
             wait: None,
+            lineage: self.lineage,
             created_at: self.now,
             updated_at: self.now,
         }
@@ -226,6 +248,9 @@ pub struct RunRecord {
     /// run wakes on any event, or any child's end).
     #[serde(default)]
     pub wait: Option<WaitSpec>,
+    /// For a fork: the run it was forked from and its lineage's first run.
+    #[serde(default)]
+    pub lineage: Option<Lineage>,
     /// Creation time.
     pub created_at: Millis,
     /// Time of the last transition.

@@ -8,7 +8,7 @@ use super::decode::{json_text, revision};
 use super::dialect::{Param, params};
 
 /// The parameters of `Statements::insert_run`.
-pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 15] {
+pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 17] {
     params![
         run.id,
         run.namespace.to_string(),
@@ -25,6 +25,8 @@ pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 15] {
         run.parent.as_ref().map(|parent| parent.address.as_str()),
         run.now,
         &run.traceparent,
+        run.lineage.map(|lineage| lineage.forked_from.to_string()),
+        run.lineage.map(|lineage| lineage.root.to_string()),
     ]
 }
 

@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::{
-    CallRef, EntryRecord, EventRecord, Failure, History, Namespace, ParentLink, RunId, RunRecord,
-    RunStatus, SleepRecord, StoreError, UnknownEntryStatus, WaitSpec,
+    CallRef, EntryRecord, EventRecord, Failure, History, Lineage, Namespace, ParentLink, RunId,
+    RunRecord, RunStatus, SleepRecord, StoreError, UnknownEntryStatus, WaitSpec,
 };
 
 /// A JSON value as stored (compact text, bytes kept exactly).
@@ -87,6 +87,10 @@ pub(crate) struct RunRow {
     traceparent: Option<String>,
     #[serde(default)]
     wait_set: Option<String>,
+    #[serde(default)]
+    forked_from: Option<String>,
+    #[serde(default)]
+    lineage_root: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -106,6 +110,13 @@ impl RunRow {
             .map_err(|error| StoreError::Incompatible {
                 message: format!("run {}: {error}", self.id),
             })?;
+        let lineage = match (self.forked_from, self.lineage_root) {
+            (Some(from), Some(root)) => Some(Lineage {
+                forked_from: parse_id(&from)?,
+                root: parse_id(&root)?,
+            }),
+            _ => None,
+        };
         let wait = match self.wait_set {
             Some(text) if status.is_suspended() => {
                 Some(serde_json::from_str::<WaitSpec>(&text).map_err(|error| {
@@ -148,6 +159,7 @@ impl RunRow {
             parent,
             traceparent: self.traceparent,
             wait,
+            lineage,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })

@@ -15,6 +15,7 @@ pub(crate) mod decode;
 pub(crate) mod dialect;
 pub(crate) mod driver;
 pub(crate) mod error;
+mod fork;
 mod listing;
 mod ops;
 pub(crate) mod statements;
@@ -418,6 +419,13 @@ macro_rules! store_impl {
                 within_ms: i64,
             ) -> Result<Vec<$crate::WorkerRecord>, $crate::StoreError> {
                 self.inner.list_workers(now, within_ms).await
+            }
+
+            async fn fork_run(
+                &self,
+                fork: $crate::NewFork,
+            ) -> Result<$crate::CreateOutcome, $crate::StoreError> {
+                self.inner.fork_run(fork).await
             }
 
             async fn publish_catalog(

@@ -18,7 +18,7 @@ use super::{SqlStore, binds};
 
 impl<D: Dialect> SqlStore<D> {
     /// Inserts a run unless its namespace and reference id name one already.
-    async fn insert_run(
+    pub(super) async fn insert_run(
         &self,
         on: On<'_, Tx<D>>,
         run: &NewRun,
@@ -30,7 +30,7 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// The run holding a new run's namespace and reference id.
-    async fn select_by_reference(
+    pub(super) async fn select_by_reference(
         &self,
         on: On<'_, Tx<D>>,
         run: &NewRun,
@@ -48,7 +48,7 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// Upserts an entry if its run has revision `expected`; whether it was written.
-    async fn upsert_entry(
+    pub(super) async fn upsert_entry(
         &self,
         on: On<'_, Tx<D>>,
         expected: u64,

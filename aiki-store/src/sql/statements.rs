@@ -46,6 +46,7 @@ pub(crate) fn run_doc(alias: &str) -> String {
          'error_address', {a}error_address, 'error_index', {a}error_index, \
          'parent_run_id', {a}parent_run_id::text, 'parent_address', {a}parent_address, \
          'traceparent', {a}traceparent, 'wait_set', {a}wait_set, \
+         'forked_from', {a}forked_from::text, 'lineage_root', {a}lineage_root::text, \
          'created_at', {a}created_at, 'updated_at', {a}updated_at)"
     )
 }
@@ -127,6 +128,9 @@ pub(crate) struct Statements {
     pub(crate) lock_status: String,
     /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`.
     pub(crate) upsert_entry: String,
+    /// Inserts event `$2`#`$3` of run `$1` as it was recorded elsewhere (a fork's carried
+    /// history): data `$4`, timed out `$5`, reference id `$6`, received at `$7`.
+    pub(crate) copy_event: String,
     /// Sets entry `$2`#`$3` of run `$1` to run again: `awaiting_retry`, no attempt made, due
     /// at `$4`, written at `$5` (inside a transition's transaction).
     pub(crate) rerun_entry: String,
@@ -179,9 +183,10 @@ impl Statements {
             insert_run: render(format!(
                 "INSERT INTO aiki_runs (id, namespace, workflow, version, input, input_hash, \
                  reference_id, pool, status, revision, attempts, due_at, queued_at, \
-                 parent_run_id, parent_address, traceparent, created_at, updated_at) \
+                 parent_run_id, parent_address, traceparent, forked_from, lineage_root, \
+                 created_at, updated_at) \
                  VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, 1, 1, $10, $11, $12::uuid, \
-                 $13, $15, $14, $14) \
+                 $13, $15, $16::uuid, $17::uuid, $14, $14) \
                  ON CONFLICT (namespace, reference_id) DO NOTHING RETURNING {run}::text"
             )),
             select_by_reference: render(format!(
@@ -221,6 +226,11 @@ impl Statements {
                  FROM aiki_runs WHERE id = $1::uuid AND revision = $13 FOR SHARE \
                  {ENTRY_CONFLICT}"
             )),
+            copy_event: render(
+                "INSERT INTO aiki_events (run_id, name, idx, data, timed_out, reference_id, \
+                 received_at) VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)"
+                    .to_owned(),
+            ),
             rerun_entry: render(
                 "UPDATE aiki_entries SET status = 'awaiting_retry', attempts = 0, \
                  retry_at = $4, updated_at = $5 \

@@ -26,3 +26,73 @@ pub fn entry(run_id: RunId, address: &str) -> EntryRecord {
     .output(json!({"ok": true}), Some("fp".to_owned()))
     .attempts(1)
 }
+
+/// A failed run of a fresh namespace whose error names its failed entry `ship:1`#0, for the
+/// retry tests; returns the run.
+pub async fn failed_run(store: &dyn aiki_store::Store, now: i64) -> aiki_store::RunRecord {
+    use aiki_store::{CallRef, Failure, RunStatus, Transition};
+    let namespace = Namespace::new(format!("retry-{}", RunId::new()), "1");
+    store
+        .create_run(new_run(&namespace, now))
+        .await
+        .expect("create");
+    let run = store
+        .claim(claim(&namespace, now))
+        .await
+        .expect("claim")
+        .pop()
+        .expect("claimed");
+    let failed = EntryRecord::new(
+        run.id,
+        "ship:1",
+        0,
+        EntryKind::Task,
+        EntryStatus::Failed,
+        now,
+    )
+    .attempts(1)
+    .error(Failure::new("task_failed", "carrier down"));
+    store.put_entry(run.revision, failed).await.expect("entry");
+    store
+        .transition(
+            run.id,
+            run.revision,
+            Transition::to(RunStatus::Failed, now)
+                .error(Failure::new("task_failed", "ship").call(CallRef::new("ship:1", 0))),
+        )
+        .await
+        .expect("fail")
+}
+
+/// The retry transition of `run` (see [`failed_run`]).
+pub fn retry(run: &aiki_store::RunRecord, now: i64) -> aiki_store::Transition {
+    aiki_store::Transition::to(aiki_store::RunStatus::Queued, now)
+        .attempts(run.attempts + 1)
+        .rerun(vec![aiki_store::CallRef::new("ship:1", 0)])
+}
+
+/// Asserts that a refused retry left `run`, its entry and its timeline as they were.
+pub async fn assert_unchanged(store: &dyn aiki_store::Store, run: &aiki_store::RunRecord) {
+    let history = store.load_history(run.id).await.expect("history");
+    assert_eq!(
+        (
+            history.run.status,
+            history.run.revision,
+            history.run.attempts
+        ),
+        (run.status, run.revision, run.attempts),
+        "the run is unchanged"
+    );
+    assert_eq!(history.entries.len(), 1);
+    assert_eq!(
+        (history.entries[0].status, history.entries[0].attempts),
+        (EntryStatus::Failed, 1),
+        "the entry is unchanged"
+    );
+    let timeline = store.timeline(run.id).await.expect("timeline");
+    assert_eq!(
+        timeline.last().map(|change| change.revision),
+        Some(run.revision),
+        "no change appended"
+    );
+}

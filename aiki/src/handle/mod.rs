@@ -13,11 +13,13 @@ use crate::workflow::{Event, Workflow};
 
 mod any;
 mod bulk;
+mod fork;
 mod recover;
 
 use any::Action;
 pub use any::AnyRun;
 pub use bulk::{BulkAction, BulkOutcome};
+pub use fork::ForkOptions;
 pub use recover::{RetryOptions, RetryPlan};
 
 /// A handle on one run of workflow version `W`.
@@ -177,6 +179,14 @@ impl<W: Workflow> RunHandle<W> {
     pub async fn retry(&self, options: RetryOptions) -> Result<RunRecord, ClientError> {
         self.check(&self.any().record().await?)?;
         self.any().retry(options).await
+    }
+
+    /// Starts a new run of this version from this ended run, carrying what it may safely
+    /// carry: see [`AnyRun::fork`].
+    pub async fn fork(&self, options: ForkOptions) -> Result<RunHandle<W>, ClientError> {
+        self.check(&self.any().record().await?)?;
+        let fork = self.any().fork(options).await?;
+        Ok(RunHandle::new(self.client.clone(), fork.id))
     }
 
     /// Puts a stalled run back into delivery, with a fresh `max_age` clock.

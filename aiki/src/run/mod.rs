@@ -51,6 +51,9 @@ pub struct Run {
 
 struct Inner {
     id: RunId,
+    /// The first run of its lineage (itself, unless it is a fork): idempotency keys derive
+    /// from it.
+    lineage: RunId,
     namespace: Namespace,
     /// The worker pool the run is routed to; its children inherit it.
     pool: String,
@@ -151,6 +154,10 @@ impl Run {
         Run {
             inner: Inner {
                 id: history.run.id,
+                lineage: history
+                    .run
+                    .lineage
+                    .map_or(history.run.id, |lineage| lineage.root),
                 namespace: history.run.namespace.clone(),
                 pool: history.run.pool.clone(),
                 traceparent: history.run.traceparent.clone(),

@@ -58,6 +58,7 @@ impl Run {
     fn context(&self, task: &'static str, address: &str, index: u32, attempt: u32) -> TaskContext {
         TaskContext {
             run_id: self.inner.id,
+            lineage: self.inner.lineage,
             task,
             address: Arc::from(address),
             index,

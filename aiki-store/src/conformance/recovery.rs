@@ -1,5 +1,5 @@
-//! Retrying a failed run: one atomic operation moves it back to delivery and resets the task
-//! call its error names.
+//! Recovery: retrying a failed run (one atomic operation moves it back to delivery and resets
+//! the task call its error names), and forking an ended run with its carried history.
 
 use super::*;
 
@@ -120,4 +120,78 @@ pub async fn check_retry_moves_a_failed_run_back_and_resets_its_call(store: &dyn
             )
             .await,
     );
+}
+
+/// A fork is created with its lineage and carried entries, sleeps and events (indexes, data,
+/// timeouts and reference ids as recorded); a second fork with the same reference id returns
+/// the first and writes nothing.
+pub async fn check_fork_creates_a_run_with_its_carried_history_once(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let source = running(store, "worker-a", now).await;
+    let lineage = crate::Lineage {
+        forked_from: source.id,
+        root: source.id,
+    };
+    let new = |id: RunId| {
+        new_run(&source.namespace, RunStatus::Queued, now + 10)
+            .id(id)
+            .reference_id(Some(format!("fork:{}", source.id)))
+            .lineage(lineage)
+    };
+    let fork_id = RunId::new();
+    let mut done = entry(fork_id, "charge:1", 0, now);
+    done.status = EntryStatus::Completed;
+    done.output = Some(json!({"receipt": 7}));
+    let nap = sleep(fork_id, "settle", 0, now + 5_000);
+    let approved = crate::EventRecord::received(
+        fork_id,
+        "approved",
+        0,
+        json!(true),
+        Some("approval-1".to_owned()),
+        now + 3,
+    );
+    let timed_out = crate::EventRecord::timeout(fork_id, "approved", 1, now + 4);
+    let outcome = store
+        .fork_run(crate::NewFork::new(
+            new(fork_id),
+            vec![done.clone()],
+            vec![nap.clone()],
+            vec![approved.clone(), timed_out.clone()],
+        ))
+        .await
+        .expect("fork");
+    let CreateOutcome::Created(fork) = outcome else {
+        panic!("a new fork: {outcome:?}");
+    };
+    assert_eq!(fork.id, fork_id);
+    assert_eq!(fork.lineage, Some(lineage));
+    assert_eq!(fork.status, RunStatus::Queued);
+    let history = store.load_history(fork_id).await.expect("history");
+    assert_eq!(history.run.lineage, Some(lineage), "read back");
+    assert_eq!(history.entries, [done.clone()]);
+    assert_eq!(history.sleeps, std::slice::from_ref(&nap));
+    assert_eq!(history.events, [approved.clone(), timed_out.clone()]);
+
+    // The same fork again: the first one, nothing written.
+    let again = store
+        .fork_run(crate::NewFork::new(
+            new(RunId::new()),
+            vec![entry(fork_id, "other:1", 0, now)],
+            Vec::new(),
+            Vec::new(),
+        ))
+        .await
+        .expect("fork again");
+    assert!(
+        matches!(&again, CreateOutcome::Existing(run) if run.id == fork_id),
+        "{again:?}"
+    );
+    assert_eq!(
+        store.load_history(fork_id).await.expect("history").entries,
+        [done],
+        "nothing added"
+    );
+    let source_history = store.load_history(source.id).await.expect("history");
+    assert!(source_history.entries.is_empty(), "the source is untouched");
 }

@@ -1,11 +1,17 @@
 -- Recovery: a failed run records the task call whose unhandled failure failed it (what a
--- retry runs again), and a retry (`failed` → `queued`) is named so in the timeline.
+-- retry runs again), and a retry (`failed` → `queued`) is named so in the timeline; a fork
+-- records the run it was forked from and the first run of its lineage.
 ALTER TABLE aiki_runs ADD COLUMN error_address TEXT;
-ALTER TABLE aiki_runs ADD COLUMN error_index BIGINT;
+ALTER TABLE aiki_runs ADD COLUMN error_index INTEGER;
+ALTER TABLE aiki_runs ADD COLUMN forked_from TEXT;
+ALTER TABLE aiki_runs ADD COLUMN lineage_root TEXT;
 
-CREATE OR REPLACE FUNCTION aiki_timeline_change() RETURNS trigger LANGUAGE plpgsql AS $$
+DROP TRIGGER aiki_runs_timeline_change;
+CREATE TRIGGER aiki_runs_timeline_change
+AFTER UPDATE OF status ON aiki_runs
+WHEN NEW.status <> OLD.status
 BEGIN
-    INSERT INTO aiki_timeline (run_id, revision, from_status, to_status, reason, actor, at)
+    INSERT OR IGNORE INTO aiki_timeline (run_id, revision, from_status, to_status, reason, actor, at)
     VALUES (NEW.id, NEW.revision, OLD.status, NEW.status, CASE
         WHEN NEW.status = 'running' THEN 'claimed'
         WHEN NEW.status = 'completed' THEN 'completed'
@@ -29,9 +35,5 @@ BEGIN
         WHEN NEW.status = 'queued' THEN 'due'
         ELSE 'changed'
     END,
-    CASE WHEN OLD.status = 'running' THEN OLD.owner WHEN NEW.status = 'running' THEN NEW.owner END, NEW.updated_at)
-    ON CONFLICT DO NOTHING;
-    RETURN NULL;
+    CASE WHEN OLD.status = 'running' THEN OLD.owner WHEN NEW.status = 'running' THEN NEW.owner END, NEW.updated_at);
 END;
-$$;
-ALTER FUNCTION aiki_timeline_change() SET search_path FROM CURRENT;
