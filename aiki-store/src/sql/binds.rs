@@ -1,6 +1,6 @@
 //! The parameter lists of the statements that write whole records, written once.
 
-use crate::{EntryRecord, NewEvent, NewRun, RunId, RunStatus, Transition, WaitSpec};
+use crate::{EntryRecord, NewEvent, NewRun, RunId, RunStatus, SleepRecord, Transition, WaitSpec};
 
 use super::statements::sources_of;
 
@@ -34,6 +34,19 @@ pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 17] {
 /// taken.
 pub(crate) fn by_reference(run: &NewRun) -> [Param<'_>; 2] {
     params![run.namespace.to_string(), &run.reference_id]
+}
+
+/// The parameters of `Statements::put_sleep`.
+pub(crate) fn put_sleep(sleep: &SleepRecord, expected: u64) -> [Param<'_>; 7] {
+    params![
+        sleep.run_id,
+        sleep.name.as_str(),
+        i64::from(sleep.index),
+        sleep.duration_ms,
+        sleep.wake_at,
+        sleep.cancelled,
+        revision(expected),
+    ]
 }
 
 /// The parameters of `Statements::upsert_entry`.

@@ -2,9 +2,8 @@
 
 use crate::{CreateOutcome, NewFork, StoreError};
 
-use super::SqlStore;
-use super::decode::revision;
 use super::dialect::{Dialect, On, params};
+use super::{SqlStore, binds};
 
 impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
@@ -22,15 +21,9 @@ impl<D: Dialect> SqlStore<D> {
                 .await?;
         }
         for sleep in &fork.sleeps {
-            let params = params![
-                run.id,
-                sleep.name.as_str(),
-                i64::from(sleep.index),
-                sleep.duration_ms,
-                sleep.wake_at,
-                sleep.cancelled,
-                revision(run.revision),
-            ];
+            let mut sleep = sleep.clone();
+            sleep.run_id = run.id;
+            let params = binds::put_sleep(&sleep, run.revision);
             self.execute(On::Tx(&mut tx), &self.sql.put_sleep, &params)
                 .await?;
         }

@@ -270,15 +270,7 @@ impl<D: Dialect> SqlStore<D> {
             .execute(
                 On::Write,
                 &self.sql.put_sleep,
-                &params![
-                    sleep.run_id,
-                    sleep.name.as_str(),
-                    i64::from(sleep.index),
-                    sleep.duration_ms,
-                    sleep.wake_at,
-                    sleep.cancelled,
-                    revision(expected),
-                ],
+                &binds::put_sleep(&sleep, expected),
             )
             .await?;
         if written == 0 {
