@@ -457,7 +457,72 @@ async fn a_fork_refuses_a_run_that_has_not_ended(backend: Backend) {
     );
 }
 
+// Bulk actions.
+
+async fn bulk_actions_list_then_act_and_skip_what_changed(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Child)).await;
+    let mut failed = Vec::new();
+    for n in 0..3 {
+        let run = h.client.start::<Child>(n).await.unwrap();
+        h.reach(&run, RunStatus::Failed).await;
+        failed.push(run.id());
+    }
+    h.deploy(|w| w).await;
+    let filter = aiki::store::RunFilter::default().workflow("recover-child");
+    let retry = aiki::BulkAction::Retry(RetryOptions::default());
+    let mut planned = h
+        .client
+        .bulk_plan(retry, filter.clone(), 100)
+        .await
+        .unwrap();
+    planned.sort();
+    failed.sort();
+    assert_eq!(planned, failed, "the dry run lists the failed runs");
+    assert_eq!(
+        h.client
+            .bulk_plan(retry, filter.clone(), 2)
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "at most max"
+    );
+    let none = h
+        .client
+        .bulk_plan(aiki::BulkAction::Requeue, filter.clone(), 100)
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "nothing stalled");
+    // One of them is retried by hand in between: the bulk action skips it and says why.
+    h.client
+        .any_run(planned[0])
+        .retry(RetryOptions::default())
+        .await
+        .unwrap();
+    let outcomes = h.client.bulk(retry, &planned).await;
+    assert_eq!(outcomes.len(), 3);
+    assert_eq!(
+        outcomes.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        planned,
+        "in order"
+    );
+    match &outcomes[0].1 {
+        aiki::BulkOutcome::Skipped(ClientError::InvalidAction { status, .. }) => {
+            assert_eq!(*status, RunStatus::Queued)
+        }
+        other => panic!("skipped: {other:?}"),
+    }
+    for (_, outcome) in &outcomes[1..] {
+        assert!(
+            matches!(outcome, aiki::BulkOutcome::Done(run) if run.status == RunStatus::Queued),
+            "{outcome:?}"
+        );
+    }
+}
+
 on_every_backend!(
+    bulk_actions_list_then_act_and_skip_what_changed,
     a_fork_carries_events_and_ended_children_and_keeps_idempotency_keys,
     a_fork_refuses_a_run_that_has_not_ended,
     a_run_failed_by_a_bad_deploy_completes_after_the_fix_and_a_retry,
