@@ -111,7 +111,7 @@ impl Client {
         Ok(ids)
     }
 
-    /// Applies `action` to each run of `ids` (a dry run's list), [`CHUNK`] runs at a time, and
+    /// Applies `action` to each run of `ids` (a dry run's list), 25 runs at a time, and
     /// returns one outcome per run, in the order given. A run that no longer qualifies is
     /// skipped and reported; nothing else is touched.
     pub async fn bulk(&self, action: BulkAction, ids: &[RunId]) -> Vec<(RunId, BulkOutcome)> {
