@@ -139,6 +139,15 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// Every published catalog entry, by workflow name and version.
     async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError>;
 
+    /// Records `slot` (an event record the run itself writes: a wait's timeout, a child outcome
+    /// it observed) in its queue and index, unless that slot is taken. Checks the revision
+    /// without incrementing. Returns whatever holds the slot now.
+    async fn record_event_slot(
+        &self,
+        expected: u64,
+        slot: EventRecord,
+    ) -> Result<EventRecord, StoreError>;
+
     /// Records that the `index`-th wait for `name` timed out, unless an event already took that
     /// slot. Checks the revision without incrementing. Returns whatever holds the slot now.
     async fn record_event_timeout(

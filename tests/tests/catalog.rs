@@ -183,7 +183,9 @@ async fn json_starts_and_events_are_checked_as_typed_ones_are(backend: Backend) 
         "nothing recorded"
     );
 
-    // A good payload is delivered once per reference id, and the run completes.
+    // A good payload is delivered once per reference id (sent while no worker serves the run,
+    // so the second send meets a run that has not ended), and the run completes.
+    h.deploy(|w| w).await;
     let payment = json!({"amount_cents": 700});
     assert!(
         run.send_json("payment_received", payment.clone(), Some("pay-1".into()))
@@ -195,6 +197,8 @@ async fn json_starts_and_events_are_checked_as_typed_ones_are(backend: Backend) 
             .await
             .unwrap()
     );
+    h.deploy(|w| w.register(CatalogOrder).task(CatalogPrice))
+        .await;
     assert_eq!(
         tokio::time::timeout(PATIENCE, typed.result())
             .await

@@ -457,6 +457,46 @@ async fn a_fork_refuses_a_run_that_has_not_ended(backend: Backend) {
     );
 }
 
+// A parent replays the child outcome it recorded, whatever a retry makes of the child.
+
+#[aiki::workflow(name = "recover-shipping-child", version = "1")]
+async fn shipping_child(run: &Run, n: u32) -> Result<u32, WorkflowError> {
+    Ship.start(run, n).await
+}
+
+#[aiki::workflow(name = "recover-shipping-parent", version = "1")]
+async fn shipping_parent(run: &Run) -> Result<u32, WorkflowError> {
+    run.child::<ShippingChild>(1).await?.wait().await
+}
+
+async fn a_parent_replays_the_child_outcome_it_recorded(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(ShippingParent).register(ShippingChild))
+        .await;
+    let parent = h.client.start::<ShippingParent>(NoInput).await.unwrap();
+    let failed = h.reach(&parent, RunStatus::Failed).await;
+    assert_eq!(failed.error.unwrap().kind, "child_failed");
+    let children = h
+        .client
+        .list_runs(aiki::store::RunFilter::default().parent(parent.id()), None, 10)
+        .await
+        .unwrap();
+    let child = h.client.handle::<ShippingChild>(children.runs[0].id);
+    let plan = h.client.any_run(child.id()).retry_plan().await.unwrap();
+    assert_eq!(plan.observed_by, Some(parent.id()), "the parent recorded the failure");
+    // The child, retried anyway, now completes (its task succeeds the second time)...
+    child
+        .retry(RetryOptions::default().even_if_observed())
+        .await
+        .unwrap();
+    assert_eq!(child.result().await.unwrap(), 101);
+    // ...but the parent, retried, replays the failure it recorded, not the child's new row.
+    let retried = parent.retry(RetryOptions::default()).await.unwrap();
+    let again = h.reach_next(&parent, RunStatus::Failed, &retried).await;
+    assert_eq!(again.error.unwrap().kind, "child_failed");
+    assert_eq!(h.executions.count("ship"), 2, "the parent did not start the child again");
+}
+
 // Bulk actions.
 
 async fn bulk_actions_list_then_act_and_skip_what_changed(backend: Backend) {
@@ -522,6 +562,7 @@ async fn bulk_actions_list_then_act_and_skip_what_changed(backend: Backend) {
 }
 
 on_every_backend!(
+    a_parent_replays_the_child_outcome_it_recorded,
     bulk_actions_list_then_act_and_skip_what_changed,
     a_fork_carries_events_and_ended_children_and_keeps_idempotency_keys,
     a_fork_refuses_a_run_that_has_not_ended,

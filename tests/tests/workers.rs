@@ -311,6 +311,14 @@ impl aiki::Store for Counting {
         self.count("list_workers");
         self.inner.list_workers(now, within_ms).await
     }
+    async fn record_event_slot(
+        &self,
+        expected: u64,
+        slot: EventRecord,
+    ) -> Result<EventRecord, StoreError> {
+        self.count("record_event_slot");
+        self.inner.record_event_slot(expected, slot).await
+    }
     async fn fork_run(&self, fork: aiki::store::NewFork) -> Result<CreateOutcome, StoreError> {
         self.count("fork_run");
         self.inner.fork_run(fork).await

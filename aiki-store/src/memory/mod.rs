@@ -339,13 +339,22 @@ impl Store for MemoryStore {
         index: u32,
         now: Millis,
     ) -> Result<EventRecord, StoreError> {
+        self.record_event_slot(expected, EventRecord::timeout(id, name, index, now))
+            .await
+    }
+
+    async fn record_event_slot(
+        &self,
+        expected: u64,
+        slot: EventRecord,
+    ) -> Result<EventRecord, StoreError> {
         let mut state = self.lock();
-        state.check_revision(id, expected)?;
-        let slot = state
+        state.check_revision(slot.run_id, expected)?;
+        let held = state
             .events
-            .entry((id, name.to_owned(), index))
-            .or_insert_with(|| EventRecord::timeout(id, name, index, now));
-        Ok(slot.clone())
+            .entry((slot.run_id, slot.name.clone(), slot.index))
+            .or_insert(slot);
+        Ok(held.clone())
     }
 
     async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError> {

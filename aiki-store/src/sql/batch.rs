@@ -74,10 +74,14 @@ impl<W: EntryWriter> EntryBatcher<W> {
         };
         {
             let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
+            let mut fresh = false;
             loop {
                 if let Some(channel) = sender.as_ref() {
                     match channel.send(pending) {
                         Ok(()) => break,
+                        // A task just spawned is gone too: this runtime is shutting down and
+                        // drops what it is given. Spawning again would spin forever.
+                        Err(_) if fresh => return Err(writer_stopped()),
                         // The task is gone (its runtime shut down): start another.
                         Err(mpsc::error::SendError(returned)) => pending = returned,
                     }
@@ -85,16 +89,10 @@ impl<W: EntryWriter> EntryBatcher<W> {
                 let (channel, queue) = mpsc::unbounded_channel();
                 tokio::spawn(drain(self.writer.clone(), queue));
                 *sender = Some(channel);
+                fresh = true;
             }
         }
-        outcome.await.unwrap_or_else(|_| {
-            Err(StoreError::Unavailable {
-                message: "the entry writer stopped before answering (its runtime shut down); \
-                          the write may or may not have been committed, retry it"
-                    .to_owned(),
-                source: None,
-            })
-        })
+        outcome.await.unwrap_or_else(|_| Err(writer_stopped()))
     }
 
     /// Stops the task once the writes already queued are done.
@@ -111,6 +109,16 @@ fn key(pending: &Pending) -> Key {
         pending.entry.address.clone(),
         pending.entry.index,
     )
+}
+
+/// The error of a write whose writer task stopped (its runtime shut down) before answering.
+fn writer_stopped() -> StoreError {
+    StoreError::Unavailable {
+        message: "the entry writer stopped before answering (its runtime shut down); the write \
+                  may or may not have been committed, retry it"
+            .to_owned(),
+        source: None,
+    }
 }
 
 /// The writer task: takes what is queued, writes it, answers, until every sender is gone.

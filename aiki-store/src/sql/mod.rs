@@ -421,6 +421,14 @@ macro_rules! store_impl {
                 self.inner.list_workers(now, within_ms).await
             }
 
+            async fn record_event_slot(
+                &self,
+                expected: u64,
+                slot: $crate::EventRecord,
+            ) -> Result<$crate::EventRecord, $crate::StoreError> {
+                self.inner.record_event_slot(expected, slot).await
+            }
+
             async fn fork_run(
                 &self,
                 fork: $crate::NewFork,

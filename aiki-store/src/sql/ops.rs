@@ -341,27 +341,47 @@ impl<D: Dialect> SqlStore<D> {
         index: u32,
         now: Millis,
     ) -> Result<EventRecord, StoreError> {
+        self.record_event_slot(expected, EventRecord::timeout(id, name, index, now))
+            .await
+    }
+
+    pub(crate) async fn record_event_slot(
+        &self,
+        expected: u64,
+        slot: EventRecord,
+    ) -> Result<EventRecord, StoreError> {
+        let id = slot.run_id;
+        let data = slot.data.as_ref().map(decode::json_text);
         let inserted = self
             .execute(
                 On::Write,
-                &self.sql.insert_timeout,
-                &params![id, name, i64::from(index), now, revision(expected)],
+                &self.sql.insert_slot,
+                &params![
+                    id,
+                    slot.name.as_str(),
+                    i64::from(slot.index),
+                    data,
+                    slot.timed_out,
+                    &slot.reference_id,
+                    slot.received_at,
+                    revision(expected)
+                ],
             )
             .await?;
         if inserted == 1 {
-            return Ok(EventRecord::timeout(id, name, index, now));
+            return Ok(slot);
         }
         let mut row = self
             .fetch_optional(
                 On::Write,
                 &self.sql.timeout_slot,
-                &params![id, name, i64::from(index)],
+                &params![id, slot.name.as_str(), i64::from(slot.index)],
             )
             .await?
             .unwrap_or_default();
         let actual = row.int(0)?;
-        let slot = row.take_text(1)?;
-        decode::timeout_outcome(id, expected, actual, slot)
+        let held = row.take_text(1)?;
+        decode::timeout_outcome(id, expected, actual, held)
     }
 
     pub(crate) async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {

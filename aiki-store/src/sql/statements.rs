@@ -139,9 +139,9 @@ pub(crate) struct Statements {
     pub(crate) refresh_claim: String,
     /// Upserts a sleep if run `$1` has revision `$7`.
     pub(crate) put_sleep: String,
-    /// Records the timeout of wait `$3` of event `$2` at `$4`, if run `$1` has revision `$5`
-    /// and the slot is free.
-    pub(crate) insert_timeout: String,
+    /// Records slot `$3` of event queue `$2` of run `$1` (data `$4`, timed out `$5`, reference
+    /// id `$6`, at `$7`), if the run has revision `$8` and the slot is free.
+    pub(crate) insert_slot: String,
     /// Run `$1`'s revision and the document of its event `$2` at index `$3`.
     pub(crate) timeout_slot: String,
     /// Moves every run with a due timer to `queued` at `$1`.
@@ -251,11 +251,11 @@ impl Statements {
                  cancelled = excluded.cancelled"
                     .to_owned(),
             ),
-            insert_timeout: render(
+            insert_slot: render(
                 "INSERT INTO aiki_events (run_id, name, idx, data, timed_out, reference_id, \
                  received_at) \
-                 SELECT $1::uuid, $2, $3, NULL, true, NULL, $4 \
-                 FROM aiki_runs WHERE id = $1::uuid AND revision = $5 FOR SHARE \
+                 SELECT $1::uuid, $2, $3, $4, $5, $6, $7 \
+                 FROM aiki_runs WHERE id = $1::uuid AND revision = $8 FOR SHARE \
                  ON CONFLICT (run_id, name, idx) DO NOTHING"
                     .to_owned(),
             ),

@@ -20,8 +20,8 @@ pub struct RetryOptions {
     /// Run again a task interrupted under an at-most-once policy (`never`): it may have had
     /// its effect before its executor stopped.
     pub rerun_interrupted: bool,
-    /// Retry a child run even though its parent has run since the child ended (and so acted on
-    /// its outcome).
+    /// Retry a child run even though its parent has recorded the child's end (and replays
+    /// that record: the retried child's new outcome does not reach it).
     pub even_if_observed: bool,
 }
 
@@ -51,9 +51,8 @@ pub struct RetryPlan {
     /// Task calls interrupted under an at-most-once policy that the retry would run again: it
     /// needs [`RetryOptions::rerun_interrupted`].
     pub interrupted: Vec<CallRef>,
-    /// The parent that has run since this child ended: the retry needs
-    /// [`RetryOptions::even_if_observed`]. (Judged by time: a parent claimed in the same
-    /// millisecond as the child's end counts as having run after it.)
+    /// The parent that has recorded this child's end (and replays that record, whatever a
+    /// retry makes of the child): the retry needs [`RetryOptions::even_if_observed`].
     pub observed_by: Option<RunId>,
     /// The run's revision when the plan was made: the retry applies only at this revision.
     pub revision: u64,
@@ -87,11 +86,17 @@ impl AnyRun {
             }
         }
         if let Some(parent) = &run.parent {
-            let timeline = self.client().store.timeline(parent.run_id).await?;
-            // The parent executed after the child ended: it has read the child's outcome.
-            if timeline
+            // A parent records each child outcome it observes, in the child wait's queue.
+            let queue = crate::run::outcome_queue(&parent.address);
+            let events = self
+                .client()
+                .store
+                .load_history(parent.run_id)
+                .await?
+                .events;
+            if events
                 .iter()
-                .any(|change| change.to == RunStatus::Running && change.at >= run.updated_at)
+                .any(|event| event.name == queue && crate::run::holds_outcome_of(event, run.id))
             {
                 plan.observed_by = Some(parent.run_id);
             }

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::Run;
 use super::manifest::Slot;
+use super::outcome::Outcome;
 use super::sleep::{SleepState, check_duration};
 use super::suspend::Block;
 use crate::ConflictPolicy;
@@ -129,7 +130,7 @@ impl Run {
 
     /// A child's record: from the history, or (for a child started elsewhere and shared by
     /// reference id) from the store.
-    async fn child_record(&self, id: RunId) -> Result<RunRecord, WorkflowError> {
+    pub(super) async fn child_record(&self, id: RunId) -> Result<RunRecord, WorkflowError> {
         if let Some(child) = self.replay().children.get(&id).cloned() {
             return Ok(child);
         }
@@ -153,26 +154,23 @@ impl Run {
                 timeout,
             )?;
         }
-        let timer = format!("\u{1}child:{address}");
-        let timeout_slot = timeout.map(|_| self.next_event_slot(&timer));
-        if let Some((_, Some(record))) = &timeout_slot
-            && record.timed_out
-        {
+        let timer = super::outcome::queue(address);
+        let (index, recorded) = self.next_event_slot(&timer);
+        if timeout.is_some() && recorded.as_ref().is_some_and(|record| record.timed_out) {
             return Ok(None);
         }
-        let child = self.child_record(id).await?;
-        if let Some(outcome) = self.child_outcome::<W>(child, address) {
-            return outcome.map(Some);
+        if let Some(outcome) = self.observe_child(id, address, index, recorded).await? {
+            return self.child_outcome::<W>(outcome, address).map(Some);
         }
-        let deadline = match (timeout, timeout_slot) {
-            (Some(timeout), Some((index, _))) => match self.sleep_until(&timer, timeout).await? {
+        let deadline = match timeout {
+            Some(timeout) => match self.sleep_until(&timer, timeout).await? {
                 SleepState::Until(deadline) => Some(deadline),
                 SleepState::Done { .. } => {
                     self.record_timeout(&timer, index).await?;
                     return Ok(None);
                 }
             },
-            _ => None,
+            None => None,
         };
         match self.block(Block::Child { id, deadline }).await {}
     }
@@ -180,29 +178,28 @@ impl Run {
 
 impl Run {
     /// An ended child's outcome: its output (validated like a task's), or
-    /// [`WorkflowError::ChildFailed`]. `None` while it has not ended.
+    /// [`WorkflowError::ChildFailed`].
     fn child_outcome<W: Workflow>(
         &self,
-        child: RunRecord,
+        child: Outcome,
         address: &str,
-    ) -> Option<Result<W::Output, WorkflowError>> {
+    ) -> Result<W::Output, WorkflowError> {
         match child.status {
-            RunStatus::Completed => Some(self.decode_recorded::<W::Output>(
+            RunStatus::Completed => self.decode_recorded::<W::Output>(
                 format!("child workflow `{}`", W::namespace()),
                 address,
                 child.output.unwrap_or(Value::Null),
-                child.output_fingerprint.as_deref(),
-            )),
-            status if status.is_terminal() => Some(Err(WorkflowError::ChildFailed {
+                child.fingerprint.as_deref(),
+            ),
+            status => Err(WorkflowError::ChildFailed {
                 namespace: W::namespace().to_string(),
-                run_id: child.id,
+                run_id: child.run_id,
                 status,
                 message: child
                     .error
                     .map(|failure| failure.message)
                     .unwrap_or_else(|| "cancelled".to_owned()),
-            })),
-            _ => None,
+            }),
         }
     }
 
@@ -238,10 +235,12 @@ impl Run {
         let mut outputs = Vec::with_capacity(children.len());
         let mut pending = Vec::new();
         for child in children {
-            let record = self.child_record(child.id).await?;
-            match self.child_outcome::<W>(record, &child.address) {
-                Some(Ok(output)) => outputs.push(output),
-                Some(Err(error)) => return Err(error),
+            let (index, recorded) = self.next_event_slot(&super::outcome::queue(&child.address));
+            match self
+                .observe_child(child.id, &child.address, index, recorded)
+                .await?
+            {
+                Some(outcome) => outputs.push(self.child_outcome::<W>(outcome, &child.address)?),
                 None => pending.push(child.id),
             }
         }

@@ -7,11 +7,14 @@
 mod child;
 mod event;
 mod manifest;
+mod outcome;
 mod sleep;
 mod suspend;
 mod task_call;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use outcome::{holds_outcome_of, queue as outcome_queue};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;

@@ -1,0 +1,86 @@
+//! Child outcomes as the parent observed them. The first time a parent sees a child ended, it
+//! records the outcome in the child wait's own queue (where a wait's timeout is recorded too);
+//! every later replay returns that record, never the child's live row, which a retry of the
+//! child could change under the parent's feet.
+
+use aiki_store::{EventRecord, Failure, RunId, RunRecord, RunStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Run;
+use crate::error::WorkflowError;
+
+/// The queue of a child wait's records (its timeout, or the outcome it observed), by the
+/// child start's address.
+pub(crate) fn queue(address: &str) -> String {
+    format!("\u{1}child:{address}")
+}
+
+/// Whether `record` (of a child wait's queue) holds the outcome of `child` its parent observed.
+pub(crate) fn holds_outcome_of(record: &EventRecord, child: RunId) -> bool {
+    Outcome::recorded(record, child).is_some()
+}
+
+/// An ended child as its parent observed it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Outcome {
+    pub(crate) run_id: RunId,
+    pub(crate) status: RunStatus,
+    pub(crate) output: Option<Value>,
+    pub(crate) fingerprint: Option<String>,
+    pub(crate) error: Option<Failure>,
+}
+
+impl Outcome {
+    fn of(child: &RunRecord) -> Self {
+        Outcome {
+            run_id: child.id,
+            status: child.status,
+            output: child.output.clone(),
+            fingerprint: child.output_fingerprint.clone(),
+            error: child.error.clone(),
+        }
+    }
+
+    /// The outcome a record of a child wait's queue holds, if it holds one of `child`.
+    pub(crate) fn recorded(record: &EventRecord, child: RunId) -> Option<Self> {
+        let data = record.data.clone().filter(|_| !record.timed_out)?;
+        serde_json::from_value::<Outcome>(data)
+            .ok()
+            .filter(|outcome| outcome.run_id == child)
+    }
+}
+
+impl Run {
+    /// The outcome of child `id` for the wait at slot `index` of the queue of `address`: the
+    /// recorded one; else, once the child has ended, its outcome, recorded now (when the slot
+    /// is free). `None` while the child has not ended.
+    pub(super) async fn observe_child(
+        &self,
+        id: RunId,
+        address: &str,
+        index: u32,
+        recorded: Option<EventRecord>,
+    ) -> Result<Option<Outcome>, WorkflowError> {
+        if let Some(outcome) = recorded.as_ref().and_then(|r| Outcome::recorded(r, id)) {
+            return Ok(Some(outcome));
+        }
+        let child = self.child_record(id).await?;
+        if !child.status.is_terminal() {
+            return Ok(None);
+        }
+        let outcome = Outcome::of(&child);
+        if recorded.is_none() {
+            let data = serde_json::to_value(&outcome).expect("BUG: an outcome serializes");
+            let slot =
+                EventRecord::received(self.inner.id, queue(address), index, data, None, self.now());
+            let revision = self.inner.revision;
+            self.write(move |store| {
+                let slot = slot.clone();
+                async move { store.record_event_slot(revision, slot).await }
+            })
+            .await?;
+        }
+        Ok(Some(outcome))
+    }
+}
