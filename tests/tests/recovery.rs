@@ -478,12 +478,20 @@ async fn a_parent_replays_the_child_outcome_it_recorded(backend: Backend) {
     assert_eq!(failed.error.unwrap().kind, "child_failed");
     let children = h
         .client
-        .list_runs(aiki::store::RunFilter::default().parent(parent.id()), None, 10)
+        .list_runs(
+            aiki::store::RunFilter::default().parent(parent.id()),
+            None,
+            10,
+        )
         .await
         .unwrap();
     let child = h.client.handle::<ShippingChild>(children.runs[0].id);
     let plan = h.client.any_run(child.id()).retry_plan().await.unwrap();
-    assert_eq!(plan.observed_by, Some(parent.id()), "the parent recorded the failure");
+    assert_eq!(
+        plan.observed_by,
+        Some(parent.id()),
+        "the parent recorded the failure"
+    );
     // The child, retried anyway, now completes (its task succeeds the second time)...
     child
         .retry(RetryOptions::default().even_if_observed())
@@ -494,7 +502,11 @@ async fn a_parent_replays_the_child_outcome_it_recorded(backend: Backend) {
     let retried = parent.retry(RetryOptions::default()).await.unwrap();
     let again = h.reach_next(&parent, RunStatus::Failed, &retried).await;
     assert_eq!(again.error.unwrap().kind, "child_failed");
-    assert_eq!(h.executions.count("ship"), 2, "the parent did not start the child again");
+    assert_eq!(
+        h.executions.count("ship"),
+        2,
+        "the parent did not start the child again"
+    );
 }
 
 // Bulk actions.

@@ -1,6 +1,8 @@
 //! The parameter lists of the statements that write whole records, written once.
 
-use crate::{EntryRecord, NewEvent, NewRun, RunId, RunStatus, SleepRecord, Transition, WaitSpec};
+use crate::{
+    EntryRecord, EventRecord, NewEvent, NewRun, RunId, RunStatus, SleepRecord, Transition, WaitSpec,
+};
 
 use super::statements::sources_of;
 
@@ -34,6 +36,24 @@ pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 17] {
 /// taken.
 pub(crate) fn by_reference(run: &NewRun) -> [Param<'_>; 2] {
     params![run.namespace.to_string(), &run.reference_id]
+}
+
+/// The parameters of `Statements::insert_slot`: `slot` with its data as JSON text.
+pub(crate) fn event_slot<'a>(
+    slot: &'a EventRecord,
+    data: Option<&'a str>,
+    expected: u64,
+) -> [Param<'a>; 8] {
+    params![
+        slot.run_id,
+        slot.name.as_str(),
+        i64::from(slot.index),
+        data,
+        slot.timed_out,
+        &slot.reference_id,
+        slot.received_at,
+        revision(expected),
+    ]
 }
 
 /// The parameters of `Statements::put_sleep`.

@@ -2,8 +2,8 @@
 
 use crate::{CreateOutcome, NewFork, StoreError};
 
-use super::dialect::{Dialect, On, params};
-use super::{SqlStore, binds};
+use super::dialect::{Dialect, On};
+use super::{SqlStore, binds, decode};
 
 impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
@@ -28,20 +28,11 @@ impl<D: Dialect> SqlStore<D> {
                 .await?;
         }
         for event in &fork.events {
-            let data = event
-                .data
-                .as_ref()
-                .map(|data| serde_json::to_string(data).expect("BUG: JSON serializes"));
-            let params = params![
-                run.id,
-                event.name.as_str(),
-                i64::from(event.index),
-                data,
-                event.timed_out,
-                &event.reference_id,
-                event.received_at,
-            ];
-            self.execute(On::Tx(&mut tx), &self.sql.copy_event, &params)
+            let mut event = event.clone();
+            event.run_id = run.id;
+            let data = event.data.as_ref().map(decode::json_text);
+            let params = binds::event_slot(&event, data.as_deref(), run.revision);
+            self.execute(On::Tx(&mut tx), &self.sql.insert_slot, &params)
                 .await?;
         }
         self.commit(tx).await?;

@@ -356,16 +356,7 @@ impl<D: Dialect> SqlStore<D> {
             .execute(
                 On::Write,
                 &self.sql.insert_slot,
-                &params![
-                    id,
-                    slot.name.as_str(),
-                    i64::from(slot.index),
-                    data,
-                    slot.timed_out,
-                    &slot.reference_id,
-                    slot.received_at,
-                    revision(expected)
-                ],
+                &binds::event_slot(&slot, data.as_deref(), expected),
             )
             .await?;
         if inserted == 1 {

@@ -128,9 +128,6 @@ pub(crate) struct Statements {
     pub(crate) lock_status: String,
     /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`.
     pub(crate) upsert_entry: String,
-    /// Inserts event `$2`#`$3` of run `$1` as it was recorded elsewhere (a fork's carried
-    /// history): data `$4`, timed out `$5`, reference id `$6`, received at `$7`.
-    pub(crate) copy_event: String,
     /// Sets entry `$2`#`$3` of run `$1` to run again: `awaiting_retry`, no attempt made, due
     /// at `$4`, written at `$5` (inside a transition's transaction).
     pub(crate) rerun_entry: String,
@@ -226,11 +223,6 @@ impl Statements {
                  FROM aiki_runs WHERE id = $1::uuid AND revision = $13 FOR SHARE \
                  {ENTRY_CONFLICT}"
             )),
-            copy_event: render(
-                "INSERT INTO aiki_events (run_id, name, idx, data, timed_out, reference_id, \
-                 received_at) VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)"
-                    .to_owned(),
-            ),
             rerun_entry: render(
                 "UPDATE aiki_entries SET status = 'awaiting_retry', attempts = 0, \
                  retry_at = $4, updated_at = $5 \
