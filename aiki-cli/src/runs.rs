@@ -260,7 +260,7 @@ fn show(
         let mut table = Table::new(&["event", "index", "received", "timed out"]);
         for event in &history.events {
             table.row(vec![
-                event.name.clone(),
+                event_label(&event.name),
                 event.index.to_string(),
                 relative(event.received_at),
                 event.timed_out.to_string(),
@@ -296,6 +296,15 @@ fn show(
         table.print(out)?;
     }
     Ok(())
+}
+
+/// An event queue's name for people: the runtime's own queue of a child wait (its timeout, or
+/// the child outcome the run recorded) says so.
+fn event_label(name: &str) -> String {
+    match name.strip_prefix("\u{1}child:") {
+        Some(address) => format!("(wait on child {address})"),
+        None => name.to_owned(),
+    }
 }
 
 /// How a value names itself in JSON (`awaiting_retry`), for a table.
@@ -366,5 +375,17 @@ async fn result(
                 },
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn child_wait_queues_are_named_for_people() {
+        assert_eq!(super::event_label("approved"), "approved");
+        assert_eq!(
+            super::event_label("\u{1}child:ship:1:abc"),
+            "(wait on child ship:1:abc)"
+        );
     }
 }
