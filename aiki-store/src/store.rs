@@ -149,7 +149,8 @@ pub trait Store: Send + Sync + Debug + 'static {
     ) -> Result<EventRecord, StoreError>;
 
     /// Records that the `index`-th wait for `name` timed out, unless an event already took that
-    /// slot. Checks the revision without incrementing. Returns whatever holds the slot now.
+    /// slot: [`record_event_slot`](Store::record_event_slot) with a timeout record. Checks the
+    /// revision without incrementing. Returns whatever holds the slot now.
     async fn record_event_timeout(
         &self,
         id: RunId,
@@ -157,7 +158,10 @@ pub trait Store: Send + Sync + Debug + 'static {
         name: &str,
         index: u32,
         now: Millis,
-    ) -> Result<EventRecord, StoreError>;
+    ) -> Result<EventRecord, StoreError> {
+        self.record_event_slot(expected, EventRecord::timeout(id, name, index, now))
+            .await
+    }
 
     /// Moves every `scheduled`, `sleeping`, `awaiting_event`, `awaiting_retry` and
     /// `awaiting_child_workflow` run whose `due_at` is at or before `now` to `queued`

@@ -108,7 +108,7 @@ pub(crate) fn check_catalog_event(
             entry.events.iter().map(|event| event.name.as_str()),
         ));
     };
-    Schema::from_json("the catalog's event schema", event.payload.schema.clone())
+    Schema::shared(&event.payload.schema)
         .validate(data)
         .map_err(|message| invalid_event(&entry.namespace, name, message))
 }

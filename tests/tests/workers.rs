@@ -258,19 +258,6 @@ impl aiki::Store for Counting {
         self.count("append_event");
         self.inner.append_event(event).await
     }
-    async fn record_event_timeout(
-        &self,
-        id: RunId,
-        expected: u64,
-        name: &str,
-        index: u32,
-        now: Millis,
-    ) -> Result<EventRecord, StoreError> {
-        self.count("record_event_timeout");
-        self.inner
-            .record_event_timeout(id, expected, name, index, now)
-            .await
-    }
     async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {
         self.count("wake_due");
         self.inner.wake_due(now).await

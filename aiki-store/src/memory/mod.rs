@@ -331,18 +331,6 @@ impl Store for MemoryStore {
         Ok(AppendOutcome::Appended { index: next, woke })
     }
 
-    async fn record_event_timeout(
-        &self,
-        id: RunId,
-        expected: u64,
-        name: &str,
-        index: u32,
-        now: Millis,
-    ) -> Result<EventRecord, StoreError> {
-        self.record_event_slot(expected, EventRecord::timeout(id, name, index, now))
-            .await
-    }
-
     async fn record_event_slot(
         &self,
         expected: u64,

@@ -344,9 +344,9 @@ pub(crate) fn parse_ids(ids: &[String]) -> Result<Vec<RunId>, StoreError> {
     ids.iter().map(|id| parse_id(id)).collect()
 }
 
-/// What `record_event_timeout` returns when its insert wrote nothing: a revision conflict, or
+/// What `record_event_slot` returns when its insert wrote nothing: a revision conflict, or
 /// the event that already holds the slot.
-pub(crate) fn timeout_outcome(
+pub(crate) fn slot_outcome(
     id: RunId,
     expected: u64,
     actual: Option<i64>,
@@ -358,7 +358,7 @@ pub(crate) fn timeout_outcome(
     match slot {
         Some(doc) => event_from_json(&doc),
         None => Err(corrupt(format!(
-            "run {id}: the event timeout was neither written nor found; the revision check \
+            "run {id}: the event slot was neither written nor found; the revision check \
              passed, so the slot must be held"
         ))),
     }

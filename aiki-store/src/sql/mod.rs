@@ -361,19 +361,6 @@ macro_rules! store_impl {
                 self.inner.append_event(event).await
             }
 
-            async fn record_event_timeout(
-                &self,
-                id: $crate::RunId,
-                expected: u64,
-                name: &str,
-                index: u32,
-                now: $crate::Millis,
-            ) -> Result<$crate::EventRecord, $crate::StoreError> {
-                self.inner
-                    .record_event_timeout(id, expected, name, index, now)
-                    .await
-            }
-
             async fn wake_due(&self, now: $crate::Millis) -> Result<u64, $crate::StoreError> {
                 self.inner.wake_due(now).await
             }

@@ -333,18 +333,6 @@ impl<D: Dialect> SqlStore<D> {
         })
     }
 
-    pub(crate) async fn record_event_timeout(
-        &self,
-        id: RunId,
-        expected: u64,
-        name: &str,
-        index: u32,
-        now: Millis,
-    ) -> Result<EventRecord, StoreError> {
-        self.record_event_slot(expected, EventRecord::timeout(id, name, index, now))
-            .await
-    }
-
     pub(crate) async fn record_event_slot(
         &self,
         expected: u64,
@@ -365,14 +353,14 @@ impl<D: Dialect> SqlStore<D> {
         let mut row = self
             .fetch_optional(
                 On::Write,
-                &self.sql.timeout_slot,
+                &self.sql.event_slot,
                 &params![id, slot.name.as_str(), i64::from(slot.index)],
             )
             .await?
             .unwrap_or_default();
         let actual = row.int(0)?;
         let held = row.take_text(1)?;
-        decode::timeout_outcome(id, expected, actual, held)
+        decode::slot_outcome(id, expected, actual, held)
     }
 
     pub(crate) async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {

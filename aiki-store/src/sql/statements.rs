@@ -140,7 +140,7 @@ pub(crate) struct Statements {
     /// id `$6`, at `$7`), if the run has revision `$8` and the slot is free.
     pub(crate) insert_slot: String,
     /// Run `$1`'s revision and the document of its event `$2` at index `$3`.
-    pub(crate) timeout_slot: String,
+    pub(crate) event_slot: String,
     /// Moves every run with a due timer to `queued` at `$1`.
     pub(crate) wake_due: String,
     /// Wakes run `$1` for an event, at `$5` (see [`WAKE_FOR_EVENT`]).
@@ -251,7 +251,7 @@ impl Statements {
                  ON CONFLICT (run_id, name, idx) DO NOTHING"
                     .to_owned(),
             ),
-            timeout_slot: render(format!(
+            event_slot: render(format!(
                 "SELECT (SELECT revision FROM aiki_runs WHERE id = $1::uuid), \
                  (SELECT {EVENT_DOC}::text FROM aiki_events e \
                  WHERE e.run_id = $1::uuid AND e.name = $2 AND e.idx = $3)"

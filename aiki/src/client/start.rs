@@ -232,7 +232,7 @@ impl<'c> IntoFuture for StartJson<'c> {
 
 /// Validates a run input against the catalog entry of its version.
 fn check_input(entry: &CatalogEntry, input: &Value) -> Result<(), ClientError> {
-    Schema::from_json("the catalog's input schema", entry.input.schema.clone())
+    Schema::shared(&entry.input.schema)
         .validate(input)
         .map_err(|message| invalid_input(&entry.namespace, message))
 }

@@ -81,6 +81,22 @@ impl Schema {
             .cloned()
     }
 
+    /// The schema with this JSON as this process keeps it by its fingerprint: the one a Rust
+    /// type registered, or one made now and kept, so its validator compiles once per process
+    /// (for schemas read from the catalog).
+    pub(crate) fn shared(json: &Value) -> Arc<Schema> {
+        let schema = Schema::from_json("a schema from the catalog", json.clone());
+        if let Some(known) = Schema::registered(schema.fingerprint()) {
+            return known;
+        }
+        registry()
+            .write()
+            .expect("BUG: schema registry poisoned")
+            .entry(schema.fingerprint.clone())
+            .or_insert_with(|| Arc::new(schema))
+            .clone()
+    }
+
     /// A schema from its JSON (for schemas that come from elsewhere than a Rust type).
     pub fn from_json(type_name: &'static str, json: Value) -> Schema {
         let canonical = canonical_json(&json).expect("BUG: a JSON value always serializes");
