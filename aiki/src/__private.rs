@@ -12,6 +12,17 @@ pub use crate::retry::{RetryPolicy, RetryPolicyError};
 
 use crate::error::{TaskError, WorkflowError};
 
+/// The first statement of every `#[task]` function: a call from workflow code (instead of
+/// through the task's `start`) fails the run with [`WorkflowError::DirectTaskCall`] before the
+/// body runs.
+pub async fn forbid_direct_call(
+    task: &'static str,
+    task_type: &'static str,
+    function: &'static str,
+) {
+    crate::direct::guard(task, task_type, function).await;
+}
+
 /// A duration in milliseconds, as the macros' `*_ms` retry parameters are written.
 pub const fn ms(millis: u64) -> core::time::Duration {
     core::time::Duration::from_millis(millis)

@@ -18,10 +18,11 @@ pub enum WorkflowError {
     /// execution were still unconsumed: the code changed under a running workflow in a way that
     /// is not safe (an inserted task, a changed input or name, a new branch). Nothing new ran.
     #[error(
-        "non-determinism: the workflow reached the new address `{new_address}` while recorded \
+        "non-determinism: the workflow reached the new address `{new_address}`{} while recorded \
          results were still unconsumed at {}; the code changed under a running workflow (an \
          inserted task, a changed task input or name, or a new branch). Append new work after \
          all recorded work, or start a new workflow version with `v()`",
+        called_at(call_site.as_deref()),
         list(unconsumed)
     )]
     NonDeterminism {
@@ -29,6 +30,27 @@ pub enum WorkflowError {
         new_address: String,
         /// The addresses recorded by an earlier execution and not consumed, one per entry.
         unconsumed: Vec<String>,
+        /// Where the code calls the new address (`src/order.rs:42:9`), when known: task calls
+        /// through `start` record their caller.
+        call_site: Option<String>,
+    },
+    /// A `#[task]` function was called directly from workflow code (`charge_card(x).await`)
+    /// instead of through its task (`ChargeCard.start(run, x)`): it would run outside the
+    /// run's record, again at every replay, and its side effect is not durable. Detected
+    /// before the function's body runs. Calling it from a task, a helper or a unit test is
+    /// fine.
+    #[error(
+        "`{function}` is the function of task `{task}`, and workflow code called it directly: \
+         it would run outside the run's record, again at every replay; call the task instead: \
+         `{task_type}.start(run, input).await`"
+    )]
+    DirectTaskCall {
+        /// The task's durable name.
+        task: String,
+        /// The function called.
+        function: String,
+        /// The task type `#[task]` generated, whose `start` is the right call.
+        task_type: String,
     },
     /// A task failed after its last attempt (or was interrupted with no attempt left).
     #[error("task `{task}` at `{address}` failed after {attempts} attempt(s): {message}")]
@@ -173,6 +195,12 @@ pub enum WorkflowError {
     },
 }
 
+fn called_at(call_site: Option<&str>) -> String {
+    call_site
+        .map(|at| format!(" (called at {at})"))
+        .unwrap_or_default()
+}
+
 fn list(addresses: &[String]) -> String {
     addresses
         .iter()
@@ -202,6 +230,7 @@ impl WorkflowError {
                 | WorkflowError::EventPayloadMismatch { .. }
                 | WorkflowError::DurationTooLong { .. }
                 | WorkflowError::InputSchemaMismatch { .. }
+                | WorkflowError::DirectTaskCall { .. }
                 | WorkflowError::Lost(_)
                 | WorkflowError::TaskFailed {
                     interrupted: true,
@@ -214,6 +243,7 @@ impl WorkflowError {
     pub fn kind(&self) -> &'static str {
         match self {
             WorkflowError::NonDeterminism { .. } => "non_determinism",
+            WorkflowError::DirectTaskCall { .. } => "direct_task_call",
             WorkflowError::TaskFailed {
                 interrupted: true, ..
             } => "interrupted",

@@ -100,6 +100,10 @@ pub trait Task: Send + Sync + 'static {
 
     /// Calls the task from a workflow: returns the recorded result if the run has one at this
     /// address, runs it otherwise (after checking that no recorded result was skipped).
+    ///
+    /// The caller's source location is kept (`#[track_caller]`), so that a call that diverges
+    /// from the run's record is reported with where the code makes it.
+    #[track_caller]
     fn start(
         &self,
         run: &Run,
@@ -108,7 +112,7 @@ pub trait Task: Send + Sync + 'static {
     where
         Self: Sized,
     {
-        run.call_task(self, input)
+        run.call_task(self, input, Some(std::panic::Location::caller()))
     }
 }
 

@@ -58,35 +58,54 @@ pub(crate) fn task(attrs: &TaskAttrs, task: &TaskFn) -> TokenStream {
     let retry = retry_fn(attrs.retry.as_ref());
     // An inherent `start`, so that calling a task needs no trait import (and a task without
     // input is called without one).
+    // A plain fn returning the call's future, not an `async fn`: `#[track_caller]` then
+    // hands the caller's location to `Task::start`, for the impact check and divergence errors.
+    let returns = quote! {
+        impl ::aiki::__private::core::future::Future<
+            Output = ::aiki::__private::core::result::Result<#output, ::aiki::WorkflowError>,
+        > + ::aiki::__private::core::marker::Send + '__aiki_call
+    };
     let start = match input {
         Some(ty) => quote! {
             /// Calls the task from a workflow: its recorded result on replay, a fresh run
             /// otherwise (see [`Task::start`](::aiki::Task::start)).
-            #vis async fn start(
-                &self,
-                run: &::aiki::Run,
+            #[track_caller]
+            #vis fn start<'__aiki_call>(
+                &'__aiki_call self,
+                run: &'__aiki_call ::aiki::Run,
                 input: #ty,
-            ) -> ::aiki::__private::core::result::Result<#output, ::aiki::WorkflowError>
+            ) -> #returns
             where
                 for<'__aiki> Self: ::aiki::Task<Input = #ty, Output = #output>,
             {
-                <Self as ::aiki::Task>::start(self, run, input).await
+                <Self as ::aiki::Task>::start(self, run, input)
             }
         },
         None => quote! {
             /// Calls the task from a workflow: its recorded result on replay, a fresh run
             /// otherwise (see [`Task::start`](::aiki::Task::start)).
-            #vis async fn start(
-                &self,
-                run: &::aiki::Run,
-            ) -> ::aiki::__private::core::result::Result<#output, ::aiki::WorkflowError>
+            #[track_caller]
+            #vis fn start<'__aiki_call>(
+                &'__aiki_call self,
+                run: &'__aiki_call ::aiki::Run,
+            ) -> #returns
             where
                 for<'__aiki> Self: ::aiki::Task<Input = ::aiki::NoInput, Output = #output>,
             {
-                <Self as ::aiki::Task>::start(self, run, ::aiki::NoInput).await
+                <Self as ::aiki::Task>::start(self, run, ::aiki::NoInput)
             }
         },
     };
+    // The function's first statement: called from workflow code (instead of through `start`)
+    // it fails the run before its body runs.
+    let mut item = item.clone();
+    let (task_type, function) = (ident.to_string(), fn_ident.to_string());
+    item.block.stmts.insert(
+        0,
+        syn::parse_quote! {
+            ::aiki::__private::forbid_direct_call(#name, #task_type, #function).await;
+        },
+    );
     let derives = unit_derives();
 
     quote! {

@@ -24,7 +24,10 @@ impl<E: Event> EventWait<'_, E> {
     /// Waits for the next event of this name. The k-th wait of a name reads the k-th event;
     /// if it has not arrived, the run suspends until it does.
     pub async fn wait(self) -> Result<E::Payload, WorkflowError> {
-        let data = self.run.wait_event(E::NAME, None).await?;
+        let data = self
+            .run
+            .wait_event(E::NAME, None, crate::schema::example::<E::Payload>)
+            .await?;
         let data = data.expect("BUG: an event wait without timeout returned a timeout");
         decode_event::<E>(self.run, data)
     }
@@ -36,7 +39,11 @@ impl<E: Event> EventWait<'_, E> {
         self,
         timeout: Duration,
     ) -> Result<Option<E::Payload>, WorkflowError> {
-        match self.run.wait_event(E::NAME, Some(timeout)).await? {
+        match self
+            .run
+            .wait_event(E::NAME, Some(timeout), crate::schema::example::<E::Payload>)
+            .await?
+        {
             Some(data) => decode_event::<E>(self.run, data).map(Some),
             None => Ok(None),
         }
@@ -63,11 +70,13 @@ impl Run {
         }
     }
 
-    /// Reads the next event of `name` (or its recorded timeout: `None`), or blocks.
+    /// Reads the next event of `name` (or its recorded timeout: `None`), or blocks. `example`
+    /// makes a payload for the impact check to look past the wait with.
     pub(crate) async fn wait_event(
         &self,
         name: &str,
         timeout: Option<Duration>,
+        example: fn() -> Option<Value>,
     ) -> Result<Option<Value>, WorkflowError> {
         self.check_fatal()?;
         if let Some(timeout) = timeout {
@@ -88,6 +97,7 @@ impl Run {
                     .await?
                 {
                     SleepState::Until(deadline) => Some(deadline),
+                    SleepState::Done { .. } if self.probing() => return Ok(None),
                     SleepState::Done { .. } => {
                         let record = self.record_timeout(name, index).await?;
                         return Ok(record.data.filter(|_| !record.timed_out));
@@ -95,6 +105,21 @@ impl Run {
                 }
             }
         };
+        if self.looking_ahead() {
+            match (example(), timeout) {
+                (Some(payload), _) => {
+                    self.assume(format!("event `{name}` arrives"));
+                    return Ok(Some(payload));
+                }
+                (None, Some(_)) => {
+                    self.assume(format!("the wait for event `{name}` times out"));
+                    return Ok(None);
+                }
+                (None, None) => {
+                    self.assume_value(format!("event `{name}`"), None);
+                }
+            }
+        }
         match self
             .block(Block::Event {
                 name: name.to_owned(),

@@ -7,6 +7,7 @@
 //! beside them, by the one method that consumes, so the check on every fresh call costs O(1).
 
 use std::collections::HashMap;
+use std::panic::Location;
 
 use aiki_store::{EntryKind, EntryRecord, EntryStatus, RunId};
 
@@ -93,7 +94,11 @@ impl Run {
     /// Takes the next recorded entry at `address`, or the index a fresh call gets there after
     /// the non-determinism check: a fresh call while recorded entries remain unconsumed fails
     /// before anything runs.
-    pub(super) fn take_slot(&self, address: &str) -> Result<Slot, WorkflowError> {
+    pub(super) fn take_slot(
+        &self,
+        address: &str,
+        call_site: Option<&'static Location<'static>>,
+    ) -> Result<Slot, WorkflowError> {
         let mut replay = self.replay();
         let manifest = &mut replay.manifest;
         if let Some(entry) = manifest.take(address) {
@@ -103,6 +108,7 @@ impl Run {
             let error = WorkflowError::NonDeterminism {
                 new_address: address.to_owned(),
                 unconsumed: manifest.unconsumed(),
+                call_site: call_site.map(ToString::to_string),
             };
             return Err(self.record_fatal(&mut replay, error));
         }

@@ -8,6 +8,7 @@ mod child;
 mod event;
 mod manifest;
 mod outcome;
+mod probe;
 mod sleep;
 mod suspend;
 mod task_call;
@@ -15,6 +16,7 @@ mod task_call;
 mod tests;
 
 pub(crate) use outcome::{holds_outcome_of, queue as outcome_queue};
+pub(crate) use probe::{Found, Probe};
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -133,6 +135,8 @@ struct Replay {
     next_block: u64,
     /// An error that fails the run whatever the workflow does with it.
     fatal: Option<WorkflowError>,
+    /// Set for the impact check's replay: nothing is written, no task runs.
+    probe: Option<Probe>,
 }
 
 impl Run {
@@ -173,6 +177,13 @@ impl Run {
                 replay: Mutex::new(replay),
             },
         }
+    }
+
+    /// This run as the impact check replays it: it writes nothing and runs no task, and
+    /// notes what it would do instead ([`Run::take_findings`]).
+    pub(crate) fn into_probe(self, probe: Probe) -> Run {
+        self.replay().probe = Some(probe);
+        self
     }
 
     /// The run's id.
@@ -234,9 +245,11 @@ impl Run {
             WorkflowError::NonDeterminism {
                 new_address,
                 unconsumed,
+                call_site,
             } => tracing::warn!(
                 %new_address,
                 unconsumed = ?unconsumed,
+                call_site = call_site.as_deref().unwrap_or("unknown"),
                 "replay diverged: a new task address while recorded results are unconsumed"
             ),
             WorkflowError::OutputSchemaMismatch {
@@ -255,9 +268,20 @@ impl Run {
             WorkflowError::NonDeterminism {
                 new_address,
                 unconsumed,
+                call_site,
             } => WorkflowError::NonDeterminism {
                 new_address: new_address.clone(),
                 unconsumed: unconsumed.clone(),
+                call_site: call_site.clone(),
+            },
+            WorkflowError::DirectTaskCall {
+                task,
+                function,
+                task_type,
+            } => WorkflowError::DirectTaskCall {
+                task: task.clone(),
+                function: function.clone(),
+                task_type: task_type.clone(),
             },
             WorkflowError::OutputSchemaMismatch {
                 what,
@@ -272,6 +296,9 @@ impl Run {
         };
         if replay.fatal.is_none() {
             replay.fatal = Some(error);
+            if let Some(probe) = replay.probe.as_mut() {
+                probe.fatal_after = probe.assumed.clone();
+            }
         }
         copy
     }
@@ -283,6 +310,29 @@ impl Run {
     /// Every write counts as in flight for as long as it runs, so the run cannot suspend (and
     /// drop the write half done) while one is under way, whichever path makes it.
     pub(crate) async fn write<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
+    where
+        F: Fn(BoxStore) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        if self.probing() {
+            // Every path that writes checks `probing` first; this is the fence behind them.
+            return Err(self.fail_fatally(WorkflowError::failed(
+                "BUG: the impact check's replay tried to write to the store; nothing was written",
+            )));
+        }
+        self.store_op(op).await
+    }
+
+    /// A store read, retried as writes are; the impact check's replay may make it.
+    pub(crate) async fn read<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
+    where
+        F: Fn(BoxStore) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        self.store_op(op).await
+    }
+
+    async fn store_op<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
     where
         F: Fn(BoxStore) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,

@@ -42,6 +42,17 @@ impl Outcome {
         }
     }
 
+    /// A child assumed completed with `output` (the impact check looking past a child wait).
+    pub(super) fn assumed(run_id: RunId, output: Value) -> Self {
+        Outcome {
+            run_id,
+            status: RunStatus::Completed,
+            output: Some(output),
+            fingerprint: None,
+            error: None,
+        }
+    }
+
     /// The outcome a record of a child wait's queue holds, if it holds one of `child`.
     pub(crate) fn recorded(record: &EventRecord, child: RunId) -> Option<Self> {
         let data = record.data.clone().filter(|_| !record.timed_out)?;
@@ -70,7 +81,7 @@ impl Run {
             return Ok(None);
         }
         let outcome = Outcome::of(&child);
-        if recorded.is_none() {
+        if recorded.is_none() && !self.probing() {
             let data = serde_json::to_value(&outcome).expect("BUG: an outcome serializes");
             let slot =
                 EventRecord::received(self.inner.id, queue(address), index, data, None, self.now());

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use aiki_store::{Millis, SleepRecord};
 
-use super::Run;
 use super::suspend::Block;
+use super::{Found, Run};
 use crate::clock::{MAX_DURATION, millis};
 use crate::error::WorkflowError;
 
@@ -36,6 +36,16 @@ pub(super) enum SleepState {
     Until(Millis),
 }
 
+/// A sleep asked for with another duration than the recorded one, as the impact check notes it.
+fn changed(name: &str, record: &SleepRecord, wanted: Millis, ends: Millis) -> Found {
+    Found::SleepChanged {
+        name: name.to_owned(),
+        recorded_ms: record.duration_ms,
+        wanted_ms: wanted,
+        new_end: ends,
+    }
+}
+
 impl Run {
     /// A durable sleep named `name`. The k-th sleep of a name reads the k-th recorded sleep of
     /// that name: a sleep recorded for a shorter duration sleeps the difference more (once); one
@@ -55,6 +65,10 @@ impl Run {
         let wake_at = self.sleep_until(name, duration).await?;
         match wake_at {
             SleepState::Done { cancelled } => Ok(SleepOutcome { cancelled }),
+            SleepState::Until(_) if self.looking_ahead() => {
+                self.assume(format!("sleep `{name}` ends"));
+                Ok(SleepOutcome { cancelled: false })
+            }
             SleepState::Until(wake_at) => {
                 let name = name.to_owned();
                 match self.block(Block::Sleep { wake_at, name }).await {}
@@ -81,6 +95,9 @@ impl Run {
             Some(record) if record.cancelled => return Ok(SleepState::Done { cancelled: true }),
             Some(record) if wanted <= record.duration_ms => {
                 let ends = record.wake_at - (record.duration_ms - wanted);
+                if wanted < record.duration_ms {
+                    self.note(|| changed(name, &record, wanted, ends));
+                }
                 return Ok(if ends <= now {
                     SleepState::Done { cancelled: false }
                 } else {
@@ -89,10 +106,12 @@ impl Run {
             }
             // Longer than recorded: sleep the difference more, folded into the record.
             Some(mut record) => {
-                record.wake_at = record
+                let ends = record
                     .wake_at
                     .max(now)
                     .saturating_add(wanted - record.duration_ms);
+                self.note(|| changed(name, &record, wanted, ends));
+                record.wake_at = ends;
                 record.duration_ms = wanted;
                 record
             }
@@ -115,11 +134,13 @@ impl Run {
             }
         }
         let revision = self.inner.revision;
-        self.write(move |store| {
-            let record = record.clone();
-            async move { store.put_sleep(revision, record).await }
-        })
-        .await?;
+        if !self.probing() {
+            self.write(move |store| {
+                let record = record.clone();
+                async move { store.put_sleep(revision, record).await }
+            })
+            .await?;
+        }
         Ok(if wake_at <= now {
             SleepState::Done { cancelled: false }
         } else {

@@ -1,5 +1,6 @@
 //! Task calls: replay of recorded results, fresh executions and their in-process retries.
 
+use std::panic::Location;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -7,9 +8,9 @@ use aiki_store::{EntryKind, EntryRecord, EntryStatus, Millis};
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::Run;
 use super::manifest::Slot;
 use super::suspend::Block;
+use super::{Found, Run};
 use crate::clock::millis;
 use crate::error::{TaskError, WorkflowError};
 use crate::schema;
@@ -37,7 +38,8 @@ async fn attempt_once<T: Task>(
     ctx: TaskContext,
 ) -> Result<Result<T::Output, TaskError>, String> {
     let Some(owned) = task.spawnable() else {
-        return crate::panic::caught(task.execute(input, ctx)).await;
+        let attempt = crate::direct::outside_workflow_code(task.execute(input, ctx));
+        return crate::panic::caught(attempt).await;
     };
     // The attempt's own task logs inside the attempt's span, to the same subscriber.
     let attempt = crate::trace::in_current_dispatch(
@@ -71,12 +73,27 @@ impl Run {
         &self,
         task: &T,
         input: T::Input,
+        call_site: Option<&'static Location<'static>>,
     ) -> Result<T::Output, WorkflowError> {
         self.check_fatal()?;
         let address = task.address(&input)?.into_string();
         let what = || format!("task `{}`", T::NAME);
-        let (index, failed_attempts) = match self.take_slot(&address)? {
-            Slot::Fresh(index) => (index, 0),
+        let resume = |address: &str| Found::Resume {
+            task: T::NAME,
+            address: address.to_owned(),
+        };
+        let (index, failed_attempts) = match self.take_slot(&address, call_site)? {
+            Slot::Fresh(index) => {
+                let found = || Found::NewTask {
+                    task: T::NAME,
+                    address: address.clone(),
+                    call_site: call_site.map(ToString::to_string),
+                };
+                if self.note(found) {
+                    self.stop_here().await
+                }
+                (index, 0)
+            }
             Slot::Recorded(entry) => match entry.status {
                 EntryStatus::Completed => {
                     tracing::debug!(task = T::NAME, %address, "task replayed");
@@ -110,9 +127,15 @@ impl Run {
                         });
                         match blocked.await {}
                     }
+                    if self.note(|| resume(&address)) {
+                        self.stop_here().await
+                    }
                     (entry.index, entry.attempts)
                 }
                 EntryStatus::Running => {
+                    if self.note(|| resume(&address)) {
+                        self.stop_here().await
+                    }
                     // The executor died mid-attempt: that attempt failed.
                     if task.retry().delay_after(entry.attempts).is_none() {
                         let error = aiki_store::Failure::new(

@@ -19,11 +19,13 @@ use serde_json::Value;
 
 use crate::address::{canonical_json, sha256_hex};
 
+mod example;
 mod rename;
 mod shape;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use example::example;
 use rename::Mismatch;
 pub(crate) use rename::{Recorded, decode_recorded};
 

@@ -2,7 +2,6 @@
 //! lost, keep its claim fresh meanwhile, and write where it ended.
 
 use std::future::poll_fn;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -12,6 +11,7 @@ use tracing::{Instrument, Span};
 
 use super::Shared;
 use crate::clock::millis;
+use crate::direct::{DirectCalls, poll_workflow_code};
 use crate::error::WorkflowError;
 use crate::retry::RetryPolicy;
 use crate::run::{Run, Suspension};
@@ -68,19 +68,16 @@ async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
     );
     // The workflow future borrows the run; a panic while polling it is a workflow error.
     let mut future = workflow.execute(&run, input);
-    let driven = poll_fn(|cx| {
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)));
-        match polled {
-            Err(payload) => Poll::Ready(Outcome::Done(Err(WorkflowError::Panicked {
-                message: crate::panic::message(&*payload),
-            }))),
-            Ok(Poll::Ready(result)) => Poll::Ready(Outcome::Done(result)),
-            Ok(Poll::Pending) => match run.suspension() {
+    let direct = Arc::new(DirectCalls::default());
+    let driven = poll_fn(
+        |cx| match poll_workflow_code(future.as_mut(), &direct, cx) {
+            Poll::Ready(result) => Poll::Ready(Outcome::Done(result)),
+            Poll::Pending => match run.suspension() {
                 Some(suspension) => Poll::Ready(Outcome::Suspend(suspension)),
                 None => Poll::Pending,
             },
-        }
-    });
+        },
+    );
     // The claim refresher is a branch of this select, not a task of its own: it ends with the
     // execution, whether that completes, panics, or is dropped (a shutdown, a dropped worker).
     let outcome = tokio::select! {

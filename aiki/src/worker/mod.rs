@@ -36,7 +36,7 @@ use execute::execute;
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A registered workflow version with its types erased.
-trait Registered: Send + Sync {
+pub(crate) trait Registered: Send + Sync {
     /// The workflow's future; it borrows the run, which the execution owns.
     fn execute<'a>(
         &self,
@@ -171,6 +171,28 @@ impl Worker {
     /// This worker's identity.
     pub fn id(&self) -> &str {
         &self.shared.worker_id
+    }
+
+    /// The workflow versions this worker registers.
+    pub fn registered(&self) -> impl Iterator<Item = &Namespace> {
+        self.shared.registry.keys()
+    }
+
+    /// The registered version `namespace`, for the impact check.
+    pub(crate) fn workflow(&self, namespace: &Namespace) -> Option<&Arc<dyn Registered>> {
+        self.shared.registry.get(namespace)
+    }
+
+    pub(crate) fn store(&self) -> &BoxStore {
+        &self.shared.store
+    }
+
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    pub(crate) fn served(&self) -> &Arc<std::collections::HashSet<Namespace>> {
+        &self.shared.served
     }
 
     /// Starts the claim loop on the current tokio runtime.

@@ -1,0 +1,173 @@
+//! The pre-deploy impact report: which in-flight runs a new build would break.
+//!
+//! [`check`] replays every run that is not over (and, if asked, recently failed runs that a
+//! retry would revive) against the workflows a [`Worker`] registers, the build about to be
+//! deployed, **without writing anything**: no task handler runs, nothing is recorded, no run
+//! moves. Each run's history is read in one statement (one snapshot) and replayed exactly as
+//! its next execution would replay it, by the same manifest and the same non-determinism rule;
+//! where the execution would start work, the check notes it and stops. It also looks past the
+//! waits a run is suspended on, assuming each satisfied (the sleep ends; the event arrives,
+//! or a wait with a timeout times out, when no payload can be made; a child completes with the
+//! smallest output its type allows), so that a task appended after the wait, or a divergence
+//! behind it, shows before the deploy; every finding made past such an assumption says which
+//! ([`RunImpact::waits`], the `after` of a verdict).
+//!
+//! Each run gets a [`Verdict`]: [`Safe`](Verdict::Safe), [`NewWork`](Verdict::NewWork),
+//! [`Diverges`](Verdict::Diverges), [`Mismatch`](Verdict::Mismatch),
+//! [`Stranded`](Verdict::Stranded), [`Broken`](Verdict::Broken) or [`Ends`](Verdict::Ends);
+//! the first four name what they found. Changed sleeps are listed beside the verdict. Runs of
+//! workflows the build does not register at all (another service's) are listed apart, in
+//! [`Report::other_services`].
+//!
+//! Workflow code outside tasks runs during the check, as at every replay; a `#[task]`
+//! function it calls directly, instead of through the task, is caught before its body runs
+//! ([`Verdict::Broken`], kind `direct_task_call`). Anything else workflow code does by itself
+//! (printing, a network call) it does in the check too: keep side effects in tasks.
+//!
+//! ```no_run
+//! # async fn demo(store: aiki::BoxStore) -> Result<(), aiki::ClientError> {
+//! let worker = aiki::Worker::builder(store).build()?; // .register(..) the new build's workflows
+//! let report = aiki::impact::check(&worker, &aiki::impact::CheckOptions::default()).await?;
+//! for run in report.failing(&aiki::impact::Gate::default()) {
+//!     println!("{} {}: {}", run.run_id, run.namespace, run.verdict);
+//! }
+//! # Ok(()) }
+//! ```
+
+mod replay;
+mod report;
+
+use std::collections::HashSet;
+
+use aiki_store::{ListRuns, Millis, RunFilter, RunId, RunRecord, RunStatus};
+
+use crate::error::ClientError;
+use crate::worker::Worker;
+
+pub use report::{
+    Gate, NewWork, OtherRun, Report, RunImpact, SleepChange, Verdict, VersionSummary,
+};
+
+/// What [`check`] covers.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CheckOptions {
+    /// Only these runs (workflow, version, pool, ...); its statuses are ignored: the check
+    /// takes every status that is not over.
+    pub filter: RunFilter,
+    /// Also failed runs that changed status at or after this time: what a `retry` of them
+    /// would do (the call that failed them runs again).
+    pub failed_since: Option<Millis>,
+    /// Runs replayed at once (default 16).
+    pub concurrency: usize,
+    /// Runs checked at most; `None`: all (default).
+    pub max_runs: Option<usize>,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            filter: RunFilter::default(),
+            failed_since: None,
+            concurrency: 16,
+            max_runs: None,
+        }
+    }
+}
+
+impl CheckOptions {
+    /// Only runs that `filter` selects.
+    pub fn filter(mut self, filter: RunFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// Also failed runs that failed at or after `since`.
+    pub fn failed_since(mut self, since: Millis) -> Self {
+        self.failed_since = Some(since);
+        self
+    }
+
+    /// Runs replayed at once (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// At most this many runs.
+    pub fn max_runs(mut self, n: usize) -> Self {
+        self.max_runs = Some(n);
+        self
+    }
+}
+
+/// Checks the runs `options` select against the workflows `worker` registers, writing
+/// nothing; see the [module docs](self). The worker is only read (it need not be started).
+///
+/// Errors are the store's: the check could not run. What the check found is in the report.
+pub async fn check(worker: &Worker, options: &CheckOptions) -> Result<Report, ClientError> {
+    let registered: HashSet<&str> = worker
+        .registered()
+        .map(|namespace| namespace.workflow.as_str())
+        .collect();
+    let now = worker.clock().now();
+    let runs = select(worker, options).await?;
+    let (ours, theirs): (Vec<RunRecord>, Vec<RunRecord>) = runs
+        .into_iter()
+        .partition(|run| registered.contains(run.namespace.workflow.as_str()));
+    let mut impacts = Vec::with_capacity(ours.len());
+    for chunk in ours.chunks(options.concurrency.max(1)) {
+        let checked = futures_util::future::join_all(
+            chunk.iter().map(|run| replay::check_run(worker, run, now)),
+        )
+        .await;
+        for impact in checked {
+            if let Some(impact) = impact? {
+                impacts.push(impact);
+            }
+        }
+    }
+    Ok(Report::new(now, impacts, theirs))
+}
+
+/// The runs to check: every status that is not over, then failed ones if asked, newest first,
+/// one page at a time.
+async fn select(worker: &Worker, options: &CheckOptions) -> Result<Vec<RunRecord>, ClientError> {
+    let store = worker.store();
+    let mut live = options.filter.clone();
+    live.statuses = RunStatus::ALL
+        .into_iter()
+        .filter(|status| !status.is_terminal())
+        .collect();
+    let mut passes = vec![live];
+    if let Some(since) = options.failed_since {
+        let mut failed = options.filter.clone();
+        failed.statuses = vec![RunStatus::Failed];
+        failed.updated.from = Some(since);
+        passes.push(failed);
+    }
+    let max = options.max_runs.unwrap_or(usize::MAX);
+    let mut seen: HashSet<RunId> = HashSet::new();
+    let mut runs = Vec::new();
+    for filter in passes {
+        let mut cursor = None;
+        loop {
+            let page = store
+                .list_runs(ListRuns::new(filter.clone(), 500).after(cursor))
+                .await?;
+            for run in page.runs {
+                if runs.len() >= max {
+                    return Ok(runs);
+                }
+                if seen.insert(run.id) {
+                    runs.push(run);
+                }
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+    }
+    Ok(runs)
+}

@@ -1,0 +1,878 @@
+//! The impact check against every case of the refactoring guide: version A of a workflow runs
+//! to where it waits, the worker stops, and the check replays the run against A' (same name and
+//! version, changed code) without writing anything. Each case has a name of its own, so that
+//! one check over one store classifies them all; the table it prints is the closing note's.
+
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use aiki::impact::{self, CheckOptions, Gate, Report, RunImpact, Verdict};
+use aiki::{Run, RunStatus, Task, TaskError, WorkflowError};
+use aiki_tests::{Backend, Harness, on_every_backend};
+use common::{TaskA, TaskB, TaskC};
+use serde::{Deserialize, Serialize};
+
+const HOUR: Duration = Duration::from_secs(3600);
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn address<T: Task<Input = String>>(task: T, input: &str) -> String {
+    task.address(&input.to_owned()).unwrap().into_string()
+}
+
+/// Declares a case: A and A', both `name@1`, with the events given.
+macro_rules! case {
+    ($name:literal, [$($events:tt)*], $a:ident, $a2:ident, |$run:ident, $input:ident| $body:block, |$run2:ident, $input2:ident| $body2:block) => {
+        #[aiki::workflow(name = $name, version = "1", events($($events)*))]
+        async fn $a($run: &Run, $input: String) -> Result<String, WorkflowError> $body
+
+        #[aiki::workflow(name = $name, version = "1", events($($events)*))]
+        async fn $a2($run2: &Run, $input2: String) -> Result<String, WorkflowError> $body2
+    };
+}
+
+case!(
+    "reorder",
+    [proceed],
+    reorder,
+    reorder2,
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        TaskB.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(String::new())
+    },
+    |run, input| {
+        TaskB.start(run, input.clone()).await?;
+        TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(String::new())
+    }
+);
+
+case!(
+    "remove",
+    [proceed],
+    remove,
+    remove2,
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        TaskB.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(String::new())
+    },
+    |run, input| {
+        TaskB.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(String::new())
+    }
+);
+
+case!(
+    "remove-then-new",
+    [proceed],
+    remove_then_new,
+    remove_then_new2,
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        run.events().proceed().wait().await?;
+        TaskB.start(run, input).await
+    },
+    |run, input| {
+        run.events().proceed().wait().await?;
+        TaskB.start(run, input).await
+    }
+);
+
+case!(
+    "append",
+    [proceed],
+    append,
+    append2,
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    },
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        TaskB.start(run, a).await
+    }
+);
+
+case!(
+    "insert",
+    [proceed],
+    insert,
+    insert2,
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        TaskB.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(String::new())
+    },
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        TaskC.start(run, input.clone()).await?;
+        TaskB.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(String::new())
+    }
+);
+
+case!(
+    "change-input",
+    [proceed],
+    change_input,
+    change_input2,
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    },
+    |run, input| {
+        let a = TaskA.start(run, format!("{input}!")).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    }
+);
+
+// A rename changes the address just as another task would: task-a's entry, task-c's call.
+case!(
+    "rename",
+    [proceed],
+    rename,
+    rename2,
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    },
+    |run, input| {
+        let a = TaskC.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    }
+);
+
+// Conditional logic: only `premium` runs recorded task-c (the discount).
+case!(
+    "discount",
+    [proceed],
+    discount,
+    discount2,
+    |run, input| {
+        if input == "premium" {
+            TaskC.start(run, input.clone()).await?;
+        }
+        TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(String::new())
+    },
+    |run, input| {
+        TaskC.start(run, input.clone()).await?;
+        TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(String::new())
+    }
+);
+
+case!(
+    "waits",
+    [approved = String, payment_received = u64],
+    waits,
+    waits2,
+    |run, _input| {
+        let approver = run.events().approved().wait().await?;
+        let cents = run.events().payment_received().wait().await?;
+        Ok(format!("{approver}:{cents}"))
+    },
+    |run, _input| {
+        let cents = run.events().payment_received().wait().await?;
+        let approver = run.events().approved().wait().await?;
+        Ok(format!("{approver}:{cents}"))
+    }
+);
+
+case!(
+    "add-wait",
+    [proceed, approved = String],
+    add_wait,
+    add_wait2,
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    },
+    |run, input| {
+        let _approver = run.events().approved().wait().await?;
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    }
+);
+
+case!(
+    "event-into-input",
+    [proceed, approved = String],
+    event_into_input,
+    event_into_input2,
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    },
+    |run, input| {
+        let approver = run.events().approved().wait().await?;
+        let a = TaskA.start(run, format!("{input}/{approver}")).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    }
+);
+
+case!(
+    "sleep-longer",
+    [proceed],
+    sleep_longer,
+    sleep_longer2,
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        run.sleep("wait-for-fulfillment", HOUR).await?;
+        TaskB.start(run, input).await
+    },
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        run.sleep("wait-for-fulfillment", HOUR + 30 * MINUTE)
+            .await?;
+        TaskB.start(run, input).await
+    }
+);
+
+case!(
+    "sleep-shorter",
+    [proceed],
+    sleep_shorter,
+    sleep_shorter2,
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        run.sleep("wait-for-fulfillment", HOUR).await?;
+        TaskB.start(run, input).await
+    },
+    |run, input| {
+        TaskA.start(run, input.clone()).await?;
+        run.sleep("wait-for-fulfillment", 30 * MINUTE).await?;
+        TaskB.start(run, input).await
+    }
+);
+
+case!(
+    "same-named-sleeps",
+    [proceed],
+    delays,
+    delays2,
+    |run, input| {
+        run.sleep("delay", 5 * MINUTE).await?;
+        run.sleep("delay", HOUR).await?;
+        TaskA.start(run, input).await
+    },
+    |run, input| {
+        run.sleep("delay", HOUR).await?;
+        run.sleep("delay", 5 * MINUTE).await?;
+        TaskA.start(run, input).await
+    }
+);
+
+case!(
+    "named-sleeps",
+    [proceed],
+    named_sleeps,
+    named_sleeps2,
+    |run, input| {
+        run.sleep("initial-delay", 5 * MINUTE).await?;
+        run.sleep("cooldown-period", HOUR).await?;
+        TaskA.start(run, input).await
+    },
+    |run, input| {
+        run.sleep("cooldown-period", HOUR).await?;
+        run.sleep("initial-delay", 5 * MINUTE).await?;
+        TaskA.start(run, input).await
+    }
+);
+
+// Output shapes.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+struct User {
+    email: String,
+}
+
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+struct UserRenamed {
+    email_address: String,
+}
+
+#[aiki::task(name = "fetch-user")]
+async fn fetch_user(id: String) -> Result<User, TaskError> {
+    Ok(User {
+        email: format!("{id}@example.com"),
+    })
+}
+
+#[aiki::task(name = "fetch-user")]
+async fn fetch_user_renamed(id: String) -> Result<UserRenamed, TaskError> {
+    Ok(UserRenamed {
+        email_address: format!("{id}@example.com"),
+    })
+}
+
+case!(
+    "shape",
+    [proceed],
+    shape,
+    shape2,
+    |run, input| {
+        let user = FetchUser.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(user.email)
+    },
+    |run, input| {
+        let user = FetchUserRenamed.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(user.email_address)
+    }
+);
+
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "version")]
+enum ContactV1 {
+    #[serde(rename = "1")]
+    V1 { email: String },
+}
+
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "version")]
+enum ContactV2 {
+    #[serde(rename = "1")]
+    V1 { email: String },
+    #[serde(rename = "2")]
+    V2 { email_address: String },
+}
+
+#[aiki::task(name = "fetch-contact")]
+async fn fetch_contact(id: String) -> Result<ContactV1, TaskError> {
+    Ok(ContactV1::V1 {
+        email: format!("{id}@example.com"),
+    })
+}
+
+#[aiki::task(name = "fetch-contact")]
+async fn fetch_contact2(id: String) -> Result<ContactV2, TaskError> {
+    Ok(ContactV2::V2 {
+        email_address: format!("{id}@example.com"),
+    })
+}
+
+case!(
+    "versioned-output",
+    [proceed],
+    contact,
+    contact2,
+    |run, input| {
+        let ContactV1::V1 { email } = FetchContact.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(email)
+    },
+    |run, input| {
+        let email = match FetchContact2.start(run, input).await? {
+            ContactV2::V1 { email } => email,
+            ContactV2::V2 { email_address } => email_address,
+        };
+        run.events().proceed().wait().await?;
+        Ok(email)
+    }
+);
+
+// Child starts are manifest entries: the same rule.
+#[aiki::workflow(name = "echo-child", version = "1")]
+async fn echo_child(_run: &Run, input: String) -> Result<String, WorkflowError> {
+    Ok(format!("child({input})"))
+}
+
+case!(
+    "child-input",
+    [proceed],
+    child_input,
+    child_input2,
+    |run, input| {
+        let out = run.child::<EchoChild>(input).await?.wait().await?;
+        run.events().proceed().wait().await?;
+        Ok(out)
+    },
+    |run, input| {
+        let out = run
+            .child::<EchoChild>(format!("{input}!"))
+            .await?
+            .wait()
+            .await?;
+        run.events().proceed().wait().await?;
+        Ok(out)
+    }
+);
+
+case!(
+    "child-append",
+    [proceed],
+    child_append,
+    child_append2,
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    },
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        run.child::<EchoChild>(a).await?.wait().await
+    }
+);
+
+// A `#[task]` fn called directly from workflow code.
+static CHARGES: AtomicUsize = AtomicUsize::new(0);
+
+#[aiki::task(name = "charge-card")]
+async fn charge_card(cents: u64) -> Result<u64, TaskError> {
+    CHARGES.fetch_add(1, Ordering::SeqCst);
+    Ok(cents)
+}
+
+case!(
+    "direct-call",
+    [proceed],
+    direct_call,
+    direct_call2,
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        Ok(a)
+    },
+    |run, input| {
+        let a = TaskA.start(run, input).await?;
+        run.events().proceed().wait().await?;
+        let cents = charge_card(700).await.map_err(WorkflowError::failed)?;
+        Ok(format!("{a}:{cents}"))
+    }
+);
+
+// A version this build drops.
+#[aiki::workflow(name = "stranded", version = "1")]
+async fn stranded(run: &Run, _input: String) -> Result<(), WorkflowError> {
+    run.sleep("forever", HOUR).await?;
+    Ok(())
+}
+
+#[aiki::workflow(name = "stranded", version = "2")]
+async fn stranded_v2(_run: &Run, _input: String) -> Result<(), WorkflowError> {
+    Ok(())
+}
+
+// Another service's workflow, in the same store.
+#[aiki::workflow(name = "someone-else", version = "1")]
+async fn someone_else(run: &Run, _input: String) -> Result<(), WorkflowError> {
+    run.sleep("forever", HOUR).await?;
+    Ok(())
+}
+
+/// The check's verdict for the one run of `workflow`.
+fn of<'r>(report: &'r Report, workflow: &str, input: &str) -> &'r RunImpact {
+    let _ = input;
+    report
+        .runs
+        .iter()
+        .find(|run| run.namespace.workflow == workflow)
+        .unwrap_or_else(|| panic!("no run of {workflow} in the report"))
+}
+
+fn diverges(run: &RunImpact) -> (&str, &[String], &[String]) {
+    match &run.verdict {
+        Verdict::Diverges {
+            new_address,
+            unconsumed,
+            after,
+            ..
+        } => (new_address, unconsumed, after),
+        other => panic!("{}: expected a divergence, got {other}", run.namespace),
+    }
+}
+
+fn proceed_arrives() -> Vec<String> {
+    vec!["event `proceed` arrives".to_owned()]
+}
+
+async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| {
+        w.register(Reorder)
+            .register(Remove)
+            .register(RemoveThenNew)
+            .register(Append)
+            .register(Insert)
+            .register(ChangeInput)
+            .register(Rename)
+            .register(Discount)
+            .register(Waits)
+            .register(AddWait)
+            .register(EventIntoInput)
+            .register(SleepLonger)
+            .register(SleepShorter)
+            .register(Delays)
+            .register(NamedSleeps)
+            .register(Shape)
+            .register(Contact)
+            .register(EchoChild)
+            .register(ChildInput)
+            .register(ChildAppend)
+            .register(DirectCall)
+            .register(Stranded)
+            .register(SomeoneElse)
+    })
+    .await;
+    let c = &h.client;
+    let x = || "x".to_owned();
+    let waiting = [
+        c.start::<Reorder>(x()).await.unwrap().id(),
+        c.start::<Remove>(x()).await.unwrap().id(),
+        c.start::<RemoveThenNew>(x()).await.unwrap().id(),
+        c.start::<Append>(x()).await.unwrap().id(),
+        c.start::<Insert>(x()).await.unwrap().id(),
+        c.start::<ChangeInput>(x()).await.unwrap().id(),
+        c.start::<Rename>(x()).await.unwrap().id(),
+        c.start::<Discount>("premium".into()).await.unwrap().id(),
+        c.start::<Discount>("regular".into()).await.unwrap().id(),
+        c.start::<AddWait>(x()).await.unwrap().id(),
+        c.start::<EventIntoInput>(x()).await.unwrap().id(),
+        c.start::<Shape>("u1".into()).await.unwrap().id(),
+        c.start::<Contact>("u1".into()).await.unwrap().id(),
+        c.start::<ChildInput>(x()).await.unwrap().id(),
+        c.start::<ChildAppend>(x()).await.unwrap().id(),
+        c.start::<DirectCall>(x()).await.unwrap().id(),
+    ];
+    for id in waiting {
+        let deadline = tokio::time::Instant::now() + aiki_tests::PATIENCE;
+        while c.any_run(id).record().await.unwrap().status != RunStatus::AwaitingEvent {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "run {id} never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let waits = c.start::<Waits>(x()).await.unwrap();
+    let first = h.reach(&waits, RunStatus::AwaitingEvent).await;
+    waits.send::<WaitsApproved>("ann".into()).await.unwrap();
+    h.reach_next(&waits, RunStatus::AwaitingEvent, &first).await;
+    let longer = c.start::<SleepLonger>(x()).await.unwrap();
+    let shorter = c.start::<SleepShorter>(x()).await.unwrap();
+    h.reach(&longer, RunStatus::Sleeping).await;
+    h.reach(&shorter, RunStatus::Sleeping).await;
+    let stranded = c.start::<Stranded>(x()).await.unwrap();
+    h.reach(&stranded, RunStatus::Sleeping).await;
+    let other = c.start::<SomeoneElse>(x()).await.unwrap();
+    h.reach(&other, RunStatus::Sleeping).await;
+    let delays = c.start::<Delays>(x()).await.unwrap();
+    let named = c.start::<NamedSleeps>(x()).await.unwrap();
+    let one = h.reach(&delays, RunStatus::Sleeping).await;
+    let two = h.reach(&named, RunStatus::Sleeping).await;
+    h.advance(5 * MINUTE);
+    h.reach_next(&delays, RunStatus::Sleeping, &one).await;
+    h.reach_next(&named, RunStatus::Sleeping, &two).await;
+    // The worker stops; 40 minutes pass: the shortened sleep (30 min) is over, the others not.
+    h.deploy(|w| w).await;
+    h.advance(40 * MINUTE);
+
+    let before = snapshot(&h).await;
+    let executed = [
+        h.executions.count("task-a"),
+        h.executions.count("task-b"),
+        h.executions.count("task-c"),
+    ];
+    let new_build = h
+        .worker_builder()
+        .register(Reorder2)
+        .register(Remove2)
+        .register(RemoveThenNew2)
+        .register(Append2)
+        .register(Insert2)
+        .register(ChangeInput2)
+        .register(Rename2)
+        .register(Discount2)
+        .register(Waits2)
+        .register(AddWait2)
+        .register(EventIntoInput2)
+        .register(SleepLonger2)
+        .register(SleepShorter2)
+        .register(Delays2)
+        .register(NamedSleeps2)
+        .register(Shape2)
+        .register(Contact2)
+        .register(EchoChild)
+        .register(ChildInput2)
+        .register(ChildAppend2)
+        .register(DirectCall2)
+        .register(StrandedV2)
+        .build()
+        .unwrap();
+    let report = impact::check(&new_build, &CheckOptions::default())
+        .await
+        .unwrap();
+    println!("{}", table(&report));
+
+    // The check wrote nothing and ran no task.
+    assert_eq!(snapshot(&h).await, before, "the check changed the store");
+    assert_eq!(
+        [
+            h.executions.count("task-a"),
+            h.executions.count("task-b"),
+            h.executions.count("task-c"),
+        ],
+        executed,
+        "the check ran a task"
+    );
+    assert_eq!(
+        CHARGES.load(Ordering::SeqCst),
+        0,
+        "the direct call's body ran"
+    );
+
+    // Safe, as the guide says.
+    for safe in ["reorder", "remove", "waits", "add-wait", "versioned-output"] {
+        let run = of(&report, safe, "x");
+        assert!(
+            matches!(run.verdict, Verdict::Safe) && run.new_work.is_empty(),
+            "{safe}: {} {:?}",
+            run.verdict,
+            run.new_work
+        );
+        assert!(!run.fails(&Gate::default()));
+    }
+    assert_eq!(of(&report, "reorder", "x").waits, proceed_arrives());
+    assert_eq!(
+        of(&report, "add-wait", "x").waits,
+        ["event `approved` arrives", "event `proceed` arrives"]
+    );
+
+    // Removal followed by a new task: diverges once `proceed` arrives.
+    let (new, unconsumed, after) = diverges(of(&report, "remove-then-new", "x"));
+    assert_eq!(new, address(TaskB, "x"));
+    assert_eq!(unconsumed, [address(TaskA, "x")]);
+    assert_eq!(after, proceed_arrives());
+
+    // Appended after the wait: new work, named.
+    let append = of(&report, "append", "x");
+    assert_eq!(append.verdict, Verdict::NewWork);
+    assert_eq!(append.new_work.len(), 1);
+    assert_eq!(append.new_work[0].name, "task-b");
+    assert_eq!(append.new_work[0].address, address(TaskB, "task-a(x)"));
+    assert_eq!(append.new_work[0].after, proceed_arrives());
+    let call_site = append.new_work[0].call_site.as_deref().unwrap();
+    assert!(
+        call_site.starts_with("tests/tests/impact.rs:"),
+        "{call_site}"
+    );
+    assert!(!append.fails(&Gate::default()));
+    assert!(append.fails(&Gate::default().deny_new_work()));
+
+    // Inserted, changed input, renamed: diverge in the next execution, before any wait.
+    let (new, unconsumed, after) = diverges(of(&report, "insert", "x"));
+    assert_eq!(
+        (new, unconsumed),
+        (&*address(TaskC, "x"), &[address(TaskB, "x")][..])
+    );
+    assert!(after.is_empty());
+    let (new, unconsumed, _) = diverges(of(&report, "change-input", "x"));
+    assert_eq!(
+        (new, unconsumed),
+        (&*address(TaskA, "x!"), &[address(TaskA, "x")][..])
+    );
+    let (new, unconsumed, _) = diverges(of(&report, "rename", "x"));
+    assert_eq!(
+        (new, unconsumed),
+        (&*address(TaskC, "x"), &[address(TaskA, "x")][..])
+    );
+    if let Verdict::Diverges { call_site, .. } = &of(&report, "insert", "x").verdict {
+        let at = call_site
+            .as_deref()
+            .expect("the diverging call's source location");
+        assert!(at.starts_with("tests/tests/impact.rs:"), "{at}");
+    }
+
+    // Conditional change: only the run that took the other branch diverges.
+    let discount: Vec<&RunImpact> = report
+        .runs
+        .iter()
+        .filter(|run| run.namespace.workflow == "discount")
+        .collect();
+    assert_eq!(discount.len(), 2);
+    let diverging = discount
+        .iter()
+        .filter(|run| matches!(run.verdict, Verdict::Diverges { .. }))
+        .count();
+    assert_eq!(diverging, 1, "{discount:?}");
+    assert!(discount.iter().any(|run| run.verdict == Verdict::Safe));
+
+    // Event data flowing into a task input changes its address.
+    let (new, unconsumed, after) = diverges(of(&report, "event-into-input", "x"));
+    assert!(new.starts_with("task-a:"), "{new}");
+    assert_eq!(unconsumed, [address(TaskA, "x")]);
+    assert_eq!(after, ["event `approved` arrives"]);
+
+    // Sleeps: the change and by how much; a run that then runs task-b.
+    let longer = of(&report, "sleep-longer", "x");
+    assert_eq!(longer.sleeps.len(), 1);
+    assert_eq!(
+        longer.sleeps[0].extended_by_ms,
+        (30 * MINUTE).as_millis() as i64
+    );
+    assert!(!longer.sleeps[0].already_satisfied);
+    assert_eq!(longer.verdict, Verdict::NewWork);
+    let shorter = of(&report, "sleep-shorter", "x");
+    assert_eq!(
+        shorter.sleeps[0].extended_by_ms,
+        -((30 * MINUTE).as_millis() as i64)
+    );
+    assert!(
+        shorter.sleeps[0].already_satisfied,
+        "30 of 40 minutes passed"
+    );
+    let delays = of(&report, "same-named-sleeps", "x");
+    let extended: Vec<i64> = delays.sleeps.iter().map(|s| s.extended_by_ms).collect();
+    let m55 = (55 * MINUTE).as_millis() as i64;
+    assert_eq!(
+        extended,
+        [m55, -m55],
+        "1 h asked of the 5 min record, 5 min of the 1 h one"
+    );
+    assert!(delays.fails(&Gate::default().deny_sleep_changes()));
+    let named = of(&report, "named-sleeps", "x");
+    assert!(named.sleeps.is_empty(), "{:?}", named.sleeps);
+    assert!(!named.fails(&Gate::default().deny_sleep_changes()));
+
+    // Output shapes.
+    match &of(&report, "shape", "u1").verdict {
+        Verdict::Mismatch {
+            what,
+            address,
+            mismatch,
+            ..
+        } => {
+            assert_eq!(what, "task `fetch-user`");
+            assert_eq!(
+                address.as_deref(),
+                Some(&*FetchUser.address(&"u1".to_owned()).unwrap().into_string())
+            );
+            assert!(mismatch.contains("email_address"), "{mismatch}");
+        }
+        other => panic!("shape: {other}"),
+    }
+
+    // Child starts: a changed child input diverges; an appended child is new work.
+    let (new, unconsumed, _) = diverges(of(&report, "child-input", "x"));
+    assert!(new.starts_with("echo-child:1:"), "{new}");
+    assert_eq!(unconsumed.len(), 1);
+    let appended = of(&report, "child-append", "x");
+    assert_eq!(appended.verdict, Verdict::NewWork);
+    assert_eq!(appended.new_work[0].kind, "child");
+    assert_eq!(appended.new_work[0].name, "echo-child@1");
+
+    // A task fn called directly: broken, before its body ran.
+    match &of(&report, "direct-call", "x").verdict {
+        Verdict::Broken {
+            error_kind,
+            message,
+            after,
+        } => {
+            assert_eq!(error_kind, "direct_task_call");
+            assert!(
+                message.contains("ChargeCard.start(run, input)"),
+                "{message}"
+            );
+            assert_eq!(after, &proceed_arrives());
+        }
+        other => panic!("direct-call: {other}"),
+    }
+
+    // A dropped version is stranded; another service's run is listed apart.
+    match &of(&report, "stranded", "x").verdict {
+        Verdict::Stranded { reason } => {
+            assert!(reason.contains("version 1 of `stranded`"), "{reason}");
+            assert!(reason.contains("registers 2"), "{reason}");
+        }
+        other => panic!("stranded: {other}"),
+    }
+    assert_eq!(report.other_services.len(), 1);
+    assert_eq!(report.other_services[0].run_id, other.id());
+    assert!(!report.passes(&Gate::default()));
+    assert!(
+        report
+            .runs
+            .iter()
+            .all(|run| run.namespace.workflow != "someone-else")
+    );
+}
+
+/// Every run's history and timeline, to compare before and after the check.
+async fn snapshot(h: &Harness) -> Vec<(aiki::store::History, Vec<aiki::store::StatusChange>)> {
+    let page = h
+        .store
+        .list_runs(aiki::store::ListRuns::new(Default::default(), 500))
+        .await
+        .unwrap();
+    let mut all = Vec::new();
+    for run in page.runs {
+        all.push((
+            h.store.load_history(run.id).await.unwrap(),
+            h.store.timeline(run.id).await.unwrap(),
+        ));
+    }
+    all
+}
+
+/// The report as the closing note shows it.
+fn table(report: &Report) -> String {
+    let mut lines = vec!["| case | verdict | new work | sleeps | waits assumed |".to_owned()];
+    lines.push("|---|---|---|---|---|".to_owned());
+    let mut runs: Vec<&RunImpact> = report.runs.iter().collect();
+    runs.sort_by(|a, b| a.namespace.workflow.cmp(&b.namespace.workflow));
+    for run in runs {
+        let work: Vec<String> = run
+            .new_work
+            .iter()
+            .map(|work| format!("{} `{}`", work.kind, work.name))
+            .collect();
+        let sleeps: Vec<String> = run
+            .sleeps
+            .iter()
+            .map(|s| {
+                format!(
+                    "`{}` {:+} min{}",
+                    s.name,
+                    s.extended_by_ms / 60_000,
+                    if s.already_satisfied { " (over)" } else { "" }
+                )
+            })
+            .collect();
+        lines.push(format!(
+            "| {} | {} | {} | {} | {} |",
+            run.namespace.workflow,
+            run.verdict,
+            work.join(", "),
+            sleeps.join(", "),
+            run.waits.join(", ")
+        ));
+    }
+    lines.join("\n")
+}
+
+on_every_backend!(the_check_classifies_every_case_of_the_refactoring_guide);
