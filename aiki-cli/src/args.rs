@@ -72,6 +72,61 @@ pub enum Command {
     Workers,
     /// Applies pending migrations to the store's schema.
     Migrate,
+    /// The pre-deploy impact report: replays every run that has not ended against the
+    /// workflows compiled into this binary, writing nothing, and says which would break
+    /// (exit 6) — from a binary of your own built with `aiki_cli::App::workflows`.
+    Check(CheckArgs),
+}
+
+/// `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Only runs of this workflow.
+    #[arg(long)]
+    pub workflow: Option<String>,
+    /// Only runs of this version (with `--workflow`).
+    #[arg(long)]
+    pub version: Option<String>,
+    /// Only runs of this worker pool.
+    #[arg(long)]
+    pub pool: Option<String>,
+    /// Also failed runs that failed within this long (`30s`, `5m`, `2h`, `1d`): what `runs
+    /// retry` would revive.
+    #[arg(long, value_parser = parse_duration)]
+    pub failed_within: Option<Duration>,
+    /// Also fail (exit 6) on: `new-work`, `sleep-changes`, `blind` (a wait the check cannot
+    /// see past), `other-services` (runs of workflows this build does not register); repeat,
+    /// or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    pub deny: Vec<Deny>,
+    /// At most this many runs.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max: Option<u32>,
+}
+
+/// What else fails the check's gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Deny {
+    /// A run that would start work with nothing recorded for it.
+    NewWork,
+    /// A sleep asked for with another duration than recorded.
+    SleepChanges,
+    /// A wait the check could not look past.
+    Blind,
+    /// Runs of workflows this build does not register.
+    OtherServices,
+}
+
+impl Deny {
+    /// The flag's value.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Deny::NewWork => "new-work",
+            Deny::SleepChanges => "sleep-changes",
+            Deny::Blind => "blind",
+            Deny::OtherServices => "other-services",
+        }
+    }
 }
 
 /// What to do with runs.
@@ -114,6 +169,10 @@ pub enum RunsCommand {
         /// Run the entries at this address, and everything recorded from them on, again.
         #[arg(long, value_name = "ADDRESS")]
         drop_from: Option<String>,
+        /// Fork onto this version of the workflow, after checking that what the fork carries
+        /// replays on its code (from a binary built with `aiki_cli::App::workflows`).
+        #[arg(long)]
+        version: Option<String>,
     },
     /// Pauses a run.
     Pause {

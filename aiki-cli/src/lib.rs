@@ -51,15 +51,42 @@
 //! children, sleeps and received events carried; failed calls run again) and prints it; the
 //! same options give the same fork.
 //!
-//! Exit codes: 0 done; 1 the command failed (one line on standard error says why); 2 a usage
-//! error (an unknown flag, a malformed id, an unknown status). `runs result`: 0 completed (the
-//! output is printed), 3 failed, 4 cancelled, 5 still running when `--timeout` passed.
+//! Exit codes: 0 done; 1 the command failed (one line on standard error says why; for `check`:
+//! the check could not run); 2 a usage error (an unknown flag, a malformed id, an unknown
+//! status). `runs result`: 0 completed (the output is printed), 3 failed, 4 cancelled, 5 still
+//! running when `--timeout` passed. `check`: 0 the gate passed, 6 a run would diverge, be
+//! stranded, mismatch or break (or fail what `--deny` adds).
 //!
-//! [`main`] is the whole program; a binary of the user's own, with the workflows compiled in,
-//! can call it to offer the same commands.
+//! [`main`] is the whole program. Two commands need the workflows' code and run only from a
+//! binary of your own built with [`App`]: `check`, the pre-deploy impact report (see
+//! `aiki::impact`), and `runs fork ID --version V`, which forks onto another version after
+//! checking that what the fork carries replays on it:
+//!
+//! ```no_run
+//! # #[aiki::workflow(name = "quickstart", version = "1")]
+//! # async fn quickstart(_run: &aiki::Run, _n: u64) -> Result<u64, aiki::WorkflowError> { Ok(1) }
+//! // In the service's own `main`: `my-app aiki check --url URL`.
+//! let mut args = std::env::args_os();
+//! if std::env::args().nth(1).as_deref() == Some("aiki") {
+//!     args.next();
+//!     let app = aiki_cli::App::new().workflows(|worker| worker.register(Quickstart));
+//!     std::process::exit(app.main(args).into());
+//! }
+//! ```
+//!
+//! `check` prints a summary per workflow version and each run with something to say (`-o
+//! json`: `{"passed", "deny", "checked_at", "summary": [{"namespace", "runs", "by_verdict",
+//! "sleep_changes"}], "failing": [RUN_ID, ...], "runs": [IMPACT, ...], "other_services":
+//! [{"run_id", "namespace", "status"}]}`, an `IMPACT` being `aiki::impact::RunImpact` as JSON:
+//! `run_id`, `namespace`, `status`, `revision`, `verdict` (`{"kind": "safe" | "new_work" |
+//! "diverges" | "mismatch" | "stranded" | "broken" | "ends", ...}`), `new_work`, `resumes`,
+//! `sleeps`, `waits`, `blind`). It opens the store in check mode like every command here, so it
+//! runs against a read-only database role, and against the schema of the release deployed
+//! now, down to the oldest this release reads.
 
 mod args;
 mod bulk;
+mod check;
 mod output;
 mod runs;
 mod send;
@@ -70,6 +97,7 @@ mod workflows;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+use aiki::{Worker, WorkerBuilder};
 use clap::Parser;
 
 pub use args::Cli;
@@ -84,6 +112,9 @@ pub const EXIT_FAILED: u8 = 3;
 pub const EXIT_CANCELLED: u8 = 4;
 /// Exit code of `runs result`: the run had not ended when `--timeout` passed.
 pub const EXIT_TIMED_OUT: u8 = 5;
+/// Exit code of `check`: a run would diverge, be stranded, mismatch or break under this build
+/// (or fail what `--deny` adds).
+pub const EXIT_UNSAFE: u8 = 6;
 
 /// A failed command: the one line to print, and the exit code.
 #[derive(Debug)]
@@ -110,39 +141,107 @@ impl<E: std::error::Error> From<E> for Failure {
 }
 
 /// Runs the `aiki` command with these arguments (the first is the program's name), printing
-/// to standard output and error; returns the exit code.
+/// to standard output and error; returns the exit code. The commands that need the workflows'
+/// code (`check`, `runs fork --version`) say so: run them through an [`App`].
 pub fn main<I, T>(args: I) -> ExitCode
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
-        Err(error) => return usage(error),
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return fail(Failure::error(error)),
-    };
-    match runtime.block_on(run(cli)) {
-        Ok(code) => ExitCode::from(code),
-        Err(failure) => fail(failure),
-    }
+    App::new().main(args)
 }
 
 /// Runs a parsed command; the exit code, or the failure to report.
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
-    let mut out = std::io::stdout().lock();
-    let format = cli.format();
-    match &cli.command {
-        args::Command::Runs(command) => runs::run(&cli, command, format, &mut out).await,
-        args::Command::Workflows => workflows::list(&cli, format, &mut out).await,
-        args::Command::Workers => workers::list(&cli, format, &mut out).await,
-        args::Command::Migrate => workflows::migrate(&cli, &mut out).await,
+    App::new().run(cli).await
+}
+
+type Configure = dyn Fn(WorkerBuilder) -> WorkerBuilder + Send + Sync;
+
+/// The `aiki` commands in a binary of your own, with your workflows compiled in: everything
+/// [`main`] does, plus `check` and `runs fork --version`, which replay runs against this
+/// build's code (writing nothing). See the [crate docs](crate) for how a `main` hands its
+/// `aiki …` arguments over.
+#[derive(Default)]
+pub struct App {
+    workflows: Option<Box<Configure>>,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("workflows", &self.workflows.is_some())
+            .finish()
+    }
+}
+
+impl App {
+    /// The commands of [`main`], without workflows.
+    pub fn new() -> Self {
+        App::default()
+    }
+
+    /// The workflows (and tasks) of this build: `configure` registers them on a worker
+    /// builder, as the service's own worker does (`|w| w.register(Checkout).task(Charge)`).
+    /// The worker is never started; state is not needed, since no task runs.
+    pub fn workflows(
+        mut self,
+        configure: impl Fn(WorkerBuilder) -> WorkerBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.workflows = Some(Box::new(configure));
+        self
+    }
+
+    /// Runs the command these arguments give (the first is the program's name, as `aiki`
+    /// would see it), printing to standard output and error; returns the exit code.
+    pub fn main<I, T>(&self, args: I) -> ExitCode
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let cli = match Cli::try_parse_from(args) {
+            Ok(cli) => cli,
+            Err(error) => return usage(error),
+        };
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => return fail(Failure::error(error)),
+        };
+        match runtime.block_on(self.run(cli)) {
+            Ok(code) => ExitCode::from(code),
+            Err(failure) => fail(failure),
+        }
+    }
+
+    /// Runs a parsed command; the exit code, or the failure to report.
+    pub async fn run(&self, cli: Cli) -> Result<u8, Failure> {
+        let mut out = std::io::stdout().lock();
+        let format = cli.format();
+        match &cli.command {
+            args::Command::Runs(command) => runs::run(self, &cli, command, format, &mut out).await,
+            args::Command::Workflows => workflows::list(&cli, format, &mut out).await,
+            args::Command::Workers => workers::list(&cli, format, &mut out).await,
+            args::Command::Migrate => workflows::migrate(&cli, &mut out).await,
+            args::Command::Check(args) => check::check(self, &cli, args, format, &mut out).await,
+        }
+    }
+
+    /// A worker (never started) on the store, in check mode, with this build's workflows.
+    pub(crate) async fn worker(&self, cli: &Cli, command: &str) -> Result<Worker, Failure> {
+        let Some(configure) = &self.workflows else {
+            return Err(Failure::error(format!(
+                "`aiki {command}` needs the workflows' code, and this binary has none: run it \
+                 from your own binary, built with `aiki_cli::App::new().workflows(|w| \
+                 w.register(..))` (see the aiki-cli docs)"
+            )));
+        };
+        let store = aiki::connect_with_mode(cli.url()?, aiki::MigrationMode::Check).await?;
+        let builder = Worker::builder(store).worker_id(format!("aiki-{command}"));
+        Ok(configure(builder).build()?)
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::args::{Cli, FilterArgs, Format, ListArgs, RunsCommand};
 use crate::output::{Table, json, relative, run_json};
 use crate::waits::doing;
-use crate::{EXIT_CANCELLED, EXIT_FAILED, EXIT_TIMED_OUT, Failure};
+use crate::{App, EXIT_CANCELLED, EXIT_FAILED, EXIT_TIMED_OUT, Failure};
 
 /// Opens the store in check mode (it never migrates).
 pub(crate) async fn client(cli: &Cli) -> Result<Client, Failure> {
@@ -19,6 +19,7 @@ pub(crate) async fn client(cli: &Cli) -> Result<Client, Failure> {
 }
 
 pub(crate) async fn run(
+    app: &App,
     cli: &Cli,
     command: &RunsCommand,
     format: Format,
@@ -54,6 +55,7 @@ pub(crate) async fn run(
             id,
             drop,
             drop_from,
+            version,
         } => {
             let mut options = aiki::ForkOptions::default();
             for address in drop {
@@ -62,7 +64,14 @@ pub(crate) async fn run(
             if let Some(address) = drop_from {
                 options = options.drop_from(address.clone());
             }
-            let fork = client.any_run(*id).fork(options).await?;
+            let run = client.any_run(*id);
+            let fork = match version {
+                None => run.fork(options).await?,
+                Some(version) => {
+                    let worker = app.worker(cli, "runs fork --version").await?;
+                    aiki::impact::fork_onto(&worker, &run, version, options).await?
+                }
+            };
             match format {
                 Format::Table => writeln!(out, "forked {id} as {} ({})", fork.id, fork.status)?,
                 _ => json(out, format, &run_json(&fork, cli.no_payloads))?,

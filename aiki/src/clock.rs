@@ -197,6 +197,14 @@ impl ManualClock {
         state.target = state.target.saturating_add(millis(by));
         self.inner.step(state);
     }
+
+    /// Moves the clock forward to `at` (not back: an earlier time changes nothing), as
+    /// [`advance`](ManualClock::advance) does.
+    pub fn advance_to(&self, at: Millis) {
+        let mut state = self.inner.state();
+        state.target = state.target.max(at);
+        self.inner.step(state);
+    }
 }
 
 impl Clock for ManualClock {

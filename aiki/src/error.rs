@@ -401,6 +401,46 @@ pub enum ClientError {
         /// The namespaces the catalog holds.
         known: String,
     },
+    /// A test env's run waits only on outside input (an event nobody sends, a paused or stalled
+    /// run): no timer is left for time to skip to.
+    #[error(
+        "run {run_id} is `{status}` and nothing in the test env will move it (it waits on \
+         {waits}); send it what it waits for, or advance time past its deadline"
+    )]
+    Blocked {
+        /// The run.
+        run_id: RunId,
+        /// Its status.
+        status: RunStatus,
+        /// What it waits on, as its stored wait set.
+        waits: String,
+    },
+    /// A workflow version this build (the worker given) does not register.
+    #[error(
+        "workflow {namespace} is not registered in this build; register it with the worker \
+         (`Worker::builder(..).register(..)`) before forking onto it or checking against it"
+    )]
+    NotRegistered {
+        /// The namespace asked for.
+        namespace: String,
+    },
+    /// A fork onto another version was refused: what it carries does not replay on that
+    /// version's code (the impact check's verdict). Nothing was written.
+    #[error(
+        "refused to fork run {run_id} onto {namespace}: {problem}; drop the entries the new \
+         version does not reach (`--drop ADDRESS`), or fork onto a version whose code replays \
+         them"
+    )]
+    ForkRefused {
+        /// The run forked.
+        run_id: RunId,
+        /// The version forked onto.
+        namespace: String,
+        /// What the check found.
+        problem: String,
+        /// The addresses at which the fork would diverge or mismatch.
+        diverging: Vec<String>,
+    },
     /// The run ended in another terminal status than the one waited for.
     #[error(
         "run {run_id} ended `{status}` instead of reaching `{wanted}`{}",

@@ -231,6 +231,8 @@ mod run;
 mod schema;
 mod subscriber;
 mod task;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod trace;
 mod wake;
 mod worker;

@@ -227,6 +227,22 @@ impl<T> std::ops::Deref for State<T> {
     }
 }
 
+/// A task's handler replaced for a test ([`TestEnv`](crate::testing::TestEnv)): the input as
+/// JSON in, the output as JSON out.
+pub(crate) type MockFn = Arc<
+    dyn Fn(
+            serde_json::Value,
+        )
+            -> std::pin::Pin<Box<dyn Future<Output = Result<serde_json::Value, TaskError>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// The mocked tasks of a test worker, by name; kept in its state.
+#[derive(Default)]
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
+pub(crate) struct Mocks(pub(crate) HashMap<&'static str, MockFn>);
+
 /// The worker's shared state, by type.
 #[derive(Default)]
 pub(crate) struct StateMap {

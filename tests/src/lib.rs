@@ -5,6 +5,7 @@
 //! backend, in modules named after the backend (`memory::`, `sqlite::`, `postgres::`).
 
 pub mod chaos;
+pub mod check_app;
 pub mod crash;
 pub mod processes;
 pub mod soak;

@@ -62,12 +62,23 @@ impl AnyRun {
     /// lineage's first run, so a call it runs again hands an outside system the original's
     /// key. Returns the fork, `queued`. Forking twice with the same options returns the same
     /// fork.
-    /// (Forking onto another version waits for the check that the carried entries replay on
-    /// it.)
+    /// To fork onto another version, [`aiki::impact::fork_onto`](crate::impact::fork_onto)
+    /// first checks that the carried entries replay on it.
     ///
     /// Refused: a run that has not ended ([`ClientError::InvalidAction`]); an address to drop
     /// that the run has not recorded ([`ClientError::UnknownAddress`]). Nothing is written then.
     pub async fn fork(&self, options: ForkOptions) -> Result<RunRecord, ClientError> {
+        let (_, fork) = self.prepare_fork(&options, None).await?;
+        self.create_fork(fork).await
+    }
+
+    /// The fork of this run `options` describe, onto `version` (`None`: its own), with the
+    /// source's history; checked, not written.
+    pub(crate) async fn prepare_fork(
+        &self,
+        options: &ForkOptions,
+        version: Option<&str>,
+    ) -> Result<(History, NewFork), ClientError> {
         let history = self.client().store.load_history(self.id()).await?;
         let source = &history.run;
         if !ENDED.contains(&source.status) {
@@ -87,17 +98,22 @@ impl AnyRun {
                 });
             }
         }
-        let options_hash = sha256_hex(
-            canonical_json(&options)
-                .expect("BUG: fork options serialize")
-                .as_bytes(),
-        );
+        // Onto another version, the version is part of what makes the fork the same fork.
+        let hashed = match version {
+            None => canonical_json(options),
+            Some(version) => canonical_json(&(options, version)),
+        };
+        let options_hash = sha256_hex(hashed.expect("BUG: fork options serialize").as_bytes());
+        let mut namespace = source.namespace.clone();
+        if let Some(version) = version {
+            namespace.version = version.to_owned();
+        }
         let lineage = Lineage {
             forked_from: source.id,
             root: source.lineage.map_or(source.id, |lineage| lineage.root),
         };
         let run = NewRun::new(
-            source.namespace.clone(),
+            namespace,
             source.input.clone(),
             source.input_hash.clone(),
             self.client().clock.now(),
@@ -106,7 +122,12 @@ impl AnyRun {
         .pool(source.pool.clone())
         .traceparent(source.traceparent.clone())
         .lineage(lineage);
-        let fork = carried(&history, &options, run);
+        let fork = carried(&history, options, run);
+        Ok((history, fork))
+    }
+
+    /// Writes a fork [`prepare_fork`](AnyRun::prepare_fork) made.
+    pub(crate) async fn create_fork(&self, fork: NewFork) -> Result<RunRecord, ClientError> {
         let run = match self.client().store.fork_run(fork).await? {
             CreateOutcome::Created(run) => {
                 crate::metrics::run_started(&run.namespace);

@@ -94,6 +94,47 @@ impl<W: Workflow> RunHandle<W> {
         Ok(run)
     }
 
+    /// Waits for the next time the run reaches `status` after revision `after` (a revision
+    /// read from an earlier record: `handle.record().await?.revision`), and returns that change
+    /// of its timeline. Read from the timeline, so a status the run reached and left again
+    /// between two polls is not missed; a run already in `status` at `after` waits for the next
+    /// time. Fails with [`ClientError::EndedInOtherStatus`] when the run ends otherwise first.
+    ///
+    /// ```no_run
+    /// # async fn demo<W: aiki::Workflow>(run: aiki::RunHandle<W>) -> Result<(), aiki::ClientError> {
+    /// let before = run.record().await?.revision;
+    /// // ... send it an event that makes it sleep again ...
+    /// let asleep = run.wait_for_status_after(aiki::RunStatus::Sleeping, before).await?;
+    /// println!("asleep again at revision {}", asleep.revision);
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_for_status_after(
+        &self,
+        status: RunStatus,
+        after: u64,
+    ) -> Result<aiki_store::StatusChange, ClientError> {
+        loop {
+            let run = self.record().await?;
+            let timeline = self.client.store.timeline(self.id).await?;
+            if let Some(change) = timeline
+                .iter()
+                .find(|change| change.to == status && change.revision > after)
+            {
+                return Ok(change.clone());
+            }
+            // Ended (read before the timeline, so a change up to its end is in it).
+            if run.status.is_terminal() {
+                return Err(ClientError::EndedInOtherStatus {
+                    run_id: self.id,
+                    status: run.status,
+                    wanted: status,
+                    error: run.error,
+                });
+            }
+            tokio::time::sleep(self.client.poll_interval).await;
+        }
+    }
+
     /// As [`wait_for_status`](RunHandle::wait_for_status), giving up after `timeout` (real
     /// time) with [`ClientError::Timeout`].
     pub async fn wait_for_status_timeout(

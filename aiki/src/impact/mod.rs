@@ -34,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+mod fork;
 mod replay;
 mod report;
 
@@ -44,6 +45,7 @@ use aiki_store::{ListRuns, Millis, RunFilter, RunId, RunRecord, RunStatus};
 use crate::error::ClientError;
 use crate::worker::Worker;
 
+pub use fork::fork_onto;
 pub use report::{
     Gate, NewWork, OtherRun, Report, RunImpact, SleepChange, Verdict, VersionSummary,
 };

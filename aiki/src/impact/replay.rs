@@ -13,7 +13,7 @@ use crate::direct::{DirectCalls, poll_workflow_code};
 use crate::error::{ClientError, WorkflowError};
 use crate::run::{Found, Probe, Run};
 use crate::task::StateMap;
-use crate::worker::Worker;
+use crate::worker::{Registered, Worker};
 
 /// How long one run's replay may take (real time) before the check gives up on it: workflow
 /// code that waits on something not durable (a tokio sleep, a channel) never settles.
@@ -26,16 +26,9 @@ pub(super) async fn check_run(
     now: Millis,
 ) -> Result<Option<RunImpact>, ClientError> {
     let impact = |verdict| RunImpact {
-        run_id: run.id,
-        namespace: run.namespace.clone(),
-        status: run.status,
         revision: run.revision,
         verdict,
-        new_work: Vec::new(),
-        resumes: Vec::new(),
-        sleeps: Vec::new(),
-        waits: Vec::new(),
-        blind: None,
+        ..RunImpact::new(run.id, run.namespace.clone(), run.status)
     };
     let Some(workflow) = worker.workflow(&run.namespace) else {
         let mut versions: Vec<String> = worker
@@ -75,6 +68,19 @@ pub(super) async fn check_run(
     let mut impact = impact(Verdict::Safe);
     impact.revision = history.run.revision;
     impact.status = history.run.status;
+    replay(worker, &**workflow, history, &mut impact, now).await?;
+    Ok(Some(impact))
+}
+
+/// Replays `history` with `workflow`'s code, writing nothing, and fills in `impact`: what the
+/// probe saw, and the verdict.
+pub(super) async fn replay(
+    worker: &Worker,
+    workflow: &dyn Registered,
+    history: History,
+    impact: &mut RunImpact,
+    now: Millis,
+) -> Result<(), ClientError> {
     let input = history.run.input.clone();
     let probe = Run::from_history(
         history,
@@ -98,7 +104,7 @@ pub(super) async fn check_run(
     };
     let fatal = probe.take_fatal();
     let seen = probe.take_probe();
-    read_findings(&mut impact, &seen, now);
+    read_findings(impact, &seen, now);
     let after = seen.fatal_after.clone();
     impact.verdict = match (fatal, ended) {
         (Some(WorkflowError::Lost(error)), _) => return Err(error.into()),
@@ -116,7 +122,7 @@ pub(super) async fn check_run(
         (None, Ok(_)) if !impact.new_work.is_empty() => Verdict::NewWork,
         (None, Ok(_)) => Verdict::Safe,
     };
-    Ok(Some(impact))
+    Ok(())
 }
 
 /// A failed run as a retry would leave it: the call whose failure failed it is due again.

@@ -289,6 +289,22 @@ impl Gate {
 }
 
 impl RunImpact {
+    /// A run not checked yet: safe until the check says otherwise.
+    pub(super) fn new(run_id: RunId, namespace: Namespace, status: RunStatus) -> Self {
+        RunImpact {
+            run_id,
+            namespace,
+            status,
+            revision: 0,
+            verdict: Verdict::Safe,
+            new_work: Vec::new(),
+            resumes: Vec::new(),
+            sleeps: Vec::new(),
+            waits: Vec::new(),
+            blind: None,
+        }
+    }
+
     /// Whether this run fails `gate`.
     pub fn fails(&self, gate: &Gate) -> bool {
         self.verdict.is_unsafe()
@@ -351,7 +367,7 @@ impl Report {
     /// `true` when no run fails `gate` (and, if the gate asks, no other service's run was
     /// found).
     pub fn passes(&self, gate: &Gate) -> bool {
-        self.failing(gate).next().is_none()
-            && !(gate.other_services && !self.other_services.is_empty())
+        let others_fail = gate.other_services && !self.other_services.is_empty();
+        !others_fail && self.failing(gate).next().is_none()
     }
 }

@@ -37,6 +37,13 @@ async fn attempt_once<T: Task>(
     input: T::Input,
     ctx: TaskContext,
 ) -> Result<Result<T::Output, TaskError>, String> {
+    if let Some(mock) = ctx
+        .state
+        .get::<crate::task::Mocks>()
+        .and_then(|mocks| mocks.0.get(T::NAME).cloned())
+    {
+        return Ok(mocked::<T>(&mock, input).await);
+    }
     let Some(owned) = task.spawnable() else {
         let attempt = crate::direct::outside_workflow_code(task.execute(input, ctx));
         return crate::panic::caught(attempt).await;
@@ -54,6 +61,22 @@ async fn attempt_once<T: Task>(
             Err(format!("its tokio task ended without a result ({error})"))
         }
     }
+}
+
+/// One attempt of a mocked task: its input and output through JSON, as recorded ones are.
+async fn mocked<T: Task>(
+    mock: &crate::task::MockFn,
+    input: T::Input,
+) -> Result<T::Output, TaskError> {
+    let input = serde_json::to_value(&input)
+        .map_err(|error| TaskError::new(format!("the mock's input: {error}")))?;
+    let output = mock(input).await?;
+    serde_json::from_value(output).map_err(|error| {
+        TaskError::new(format!(
+            "the mock of task `{}` returned what its output type refuses: {error}",
+            T::NAME
+        ))
+    })
 }
 
 impl Run {
