@@ -27,6 +27,9 @@
 //! * **gather** (`--gather`, instead of the phases above): a parent gathering 1,000 child runs
 //!   (100 with `--quick`) with `run.join_all` over their waits and with `run.join_children`:
 //!   parent executions, history rows read, ms (see `bench/gather.rs`).
+//! * **impact check** (`--impact`, instead of the phases above): the pre-deploy check over
+//!   10,000 in-flight runs of 10 recorded tasks each (500 with `--quick`), runs/s beside the
+//!   store's `load_history` rate of the same histories (see `bench/impact.rs`).
 //! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
 //!   one worker process, five times with a subscriber recording at `info` and five times with
 //!   none, interleaved; median and spread of each (see `bench/tracing_cost.rs`).
@@ -51,6 +54,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 #[path = "bench/gather.rs"]
 mod gather;
+#[path = "bench/impact.rs"]
+mod impact;
 #[path = "bench/listing.rs"]
 mod listing;
 #[path = "bench/tracing_cost.rs"]
@@ -188,6 +193,7 @@ struct Options {
     tracing_cost: bool,
     list: bool,
     gather: bool,
+    impact: bool,
     json: Option<PathBuf>,
     backends: Vec<Backend>,
 }
@@ -220,6 +226,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
         tracing_cost: false,
         list: false,
         gather: false,
+        impact: false,
         json: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
     };
@@ -233,6 +240,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
             "--tracing-cost" => options.tracing_cost = true,
             "--list" => options.list = true,
             "--gather" => options.gather = true,
+            "--impact" => options.impact = true,
             "--json" => options.json = Some(args.next().context("--json needs a path")?.into()),
             "--backends" => {
                 options.backends = args
@@ -249,7 +257,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
                     .collect::<anyhow::Result<_>>()?;
             }
             other => anyhow::bail!(
-                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather] \
+                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact] \
                  [--json out.json] [--backends sqlite,postgres]"
             ),
         }
@@ -1083,7 +1091,7 @@ async fn main() -> anyhow::Result<()> {
     let clock = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut replay = Vec::new();
-    let phases = if options.tracing_cost || options.list || options.gather {
+    let phases = if options.tracing_cost || options.list || options.gather || options.impact {
         Vec::new()
     } else {
         vec![false, true]
@@ -1111,7 +1119,17 @@ async fn main() -> anyhow::Result<()> {
             skipped.push(json!(line));
             continue;
         }
-        if options.gather {
+        if options.impact {
+            let mut stores = Stores::new(backend)?;
+            eprintln!("[{}] impact check", backend.name());
+            let url = stores.fresh_url("impact").await?;
+            let result = impact::measure(&url, if options.quick { 500 } else { 10_000 }).await;
+            stores.cleanup().await?;
+            let mut result = result?;
+            impact::print(backend.name(), &result);
+            result["backend"] = json!(backend.name());
+            backends.push(result);
+        } else if options.gather {
             let mut stores = Stores::new(backend)?;
             eprintln!("[{}] gather", backend.name());
             let url = stores.fresh_url("gather").await?;
@@ -1148,7 +1166,7 @@ async fn main() -> anyhow::Result<()> {
         "backends": backends,
         "seconds": clock.elapsed().as_secs_f64(),
     });
-    if !options.tracing_cost && !options.list && !options.gather {
+    if !options.tracing_cost && !options.list && !options.gather && !options.impact {
         print_report(&report);
     }
     if let Some(path) = &options.json {

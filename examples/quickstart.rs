@@ -9,6 +9,11 @@
 //! lives in `aiki-quickstart.db` in the working folder: interrupt the program with Ctrl-C
 //! during the sleep and start it again, and the same run resumes where it stopped; the card is
 //! not charged twice. Delete the file to start over.
+//!
+//! With `aiki` as its first argument it is the `aiki` command with this workflow compiled in,
+//! as a service's own binary offers it: `cargo run --example quickstart -- aiki check --url
+//! sqlite://aiki-quickstart.db` replays the runs in flight against this code, writing nothing,
+//! before a deploy (see the guide "Changing running workflows safely").
 
 use std::time::Duration;
 
@@ -99,8 +104,16 @@ pub async fn order_v1(run: &Run, order: Order) -> Result<String, WorkflowError> 
     Ok(body)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<std::process::ExitCode> {
+    if std::env::args().nth(1).as_deref() == Some("aiki") {
+        let app = aiki_cli::App::new().workflows(|worker| worker.register(OrderV1));
+        return Ok(app.main(std::env::args_os().skip(1)));
+    }
+    tokio::runtime::Runtime::new()?.block_on(quickstart())?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+async fn quickstart() -> anyhow::Result<()> {
     let store = aiki::connect("sqlite://aiki-quickstart.db").await?;
     let worker = Worker::builder(store.clone())
         .register(OrderV1)

@@ -16,7 +16,7 @@ use aiki::{
     BoxStore, Client, Clock, ManualClock, Run, RunHandle, RunRecord, RunStatus, State, TaskError,
     Worker, WorkerBuilder, WorkerHandle, Workflow, WorkflowError,
 };
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
 use serde::{Deserialize, Serialize};
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -504,30 +504,28 @@ impl Lab {
         Ok((run, record))
     }
 
-    /// Waits (at most 10 s of real time) until the run is in `status`, at a later revision
-    /// than `after` when given: the next time it gets there.
+    /// Waits (at most 10 s of real time) until the run is in `status`; with `after`, the next
+    /// time it gets there after that record's revision (read from its timeline, so a status
+    /// reached and left between two looks is not missed).
     async fn reach<W: Workflow>(
         &self,
         run: &RunHandle<W>,
         status: RunStatus,
         after: Option<&RunRecord>,
     ) -> anyhow::Result<RunRecord> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let record = run.record().await?;
-            let later = after.is_none_or(|after| record.revision > after.revision);
-            if record.status == status && later {
-                return Ok(record);
+        let reached = async {
+            match after {
+                None => run.wait_for_status(status).await.map(drop),
+                Some(after) => run
+                    .wait_for_status_after(status, after.revision)
+                    .await
+                    .map(drop),
             }
-            if record.status.is_terminal() || Instant::now() > deadline {
-                bail!(
-                    "expected `{status}`, the run is `{}` ({:?})",
-                    record.status,
-                    record.error
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        };
+        tokio::time::timeout(Duration::from_secs(10), reached)
+            .await
+            .with_context(|| format!("the run did not reach `{status}` in 10 s"))??;
+        Ok(run.record().await?)
     }
 
     /// Waits until the run ends, completed or failed.

@@ -65,12 +65,16 @@
 //! ```no_run
 //! # #[aiki::workflow(name = "quickstart", version = "1")]
 //! # async fn quickstart(_run: &aiki::Run, _n: u64) -> Result<u64, aiki::WorkflowError> { Ok(1) }
-//! // In the service's own `main`: `my-app aiki check --url URL`.
-//! let mut args = std::env::args_os();
-//! if std::env::args().nth(1).as_deref() == Some("aiki") {
-//!     args.next();
-//!     let app = aiki_cli::App::new().workflows(|worker| worker.register(Quickstart));
-//!     std::process::exit(app.main(args).into());
+//! use std::process::ExitCode;
+//!
+//! fn main() -> ExitCode {
+//!     // `my-app aiki check --url URL`: the `aiki` commands with this build's workflows.
+//!     if std::env::args().nth(1).as_deref() == Some("aiki") {
+//!         let app = aiki_cli::App::new().workflows(|worker| worker.register(Quickstart));
+//!         return app.main(std::env::args_os().skip(1));
+//!     }
+//!     // ... the service itself
+//!     ExitCode::SUCCESS
 //! }
 //! ```
 //!

@@ -162,6 +162,14 @@
 //!   entries; a sleep whose duration grew sleeps only the difference.
 //! * A recorded output whose schema fingerprint differs from the current output type's is
 //!   checked; a mismatch fails the run with [`WorkflowError::OutputSchemaMismatch`].
+//! * A `#[task]` function called directly from workflow code (instead of through its task's
+//!   `start`) fails the run with [`WorkflowError::DirectTaskCall`] before its body runs.
+//!
+//! Before a deploy, [`impact::check`] replays every run in flight against the new build,
+//! writing nothing, and says which would diverge, mismatch or be stranded (the guide
+//! [`guide::changing_running_workflows`]; `aiki check` from a service's own binary). With the
+//! `testing` feature, [`testing::TestEnv`] runs workflows in a test on a manual clock that
+//! skips to the next timer only while the test waits (the guide `guide::testing_workflows`).
 //!
 //! ## Changing a recorded type
 //!
@@ -222,6 +230,7 @@ mod client;
 mod clock;
 mod direct;
 mod error;
+pub mod guide;
 mod handle;
 pub mod impact;
 pub mod metrics;

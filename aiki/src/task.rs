@@ -239,7 +239,7 @@ pub(crate) type MockFn = Arc<
 >;
 
 /// The mocked tasks of a test worker, by name; kept in its state.
-#[derive(Default)]
+#[derive(Clone, Default)]
 #[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub(crate) struct Mocks(pub(crate) HashMap<&'static str, MockFn>);
 

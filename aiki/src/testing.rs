@@ -118,26 +118,19 @@ impl TestEnvBuilder {
     pub fn start(self) -> Result<TestEnv, ClientError> {
         let store: BoxStore = Arc::new(aiki_store::memory::MemoryStore::new());
         let clock = self.clock;
-        let mut builder = Worker::builder(store.clone())
-            .clock(clock.clone())
-            .poll_interval(Duration::from_millis(1))
-            .worker_id("test-env")
-            .state(Mocks(self.mocks));
-        for configure in self.configure {
-            builder = configure(builder);
-        }
-        let worker = builder.build()?;
-        let served: Vec<Namespace> = worker.registered().cloned().collect();
         let client = Client::new(store.clone())
             .with_clock(clock.clone())
             .with_poll_interval(Duration::from_millis(1));
-        Ok(TestEnv {
+        let mut env = TestEnv {
             store,
             clock,
             client,
-            served,
-            worker: Some(worker.start()),
-        })
+            mocks: Mocks(self.mocks),
+            served: Vec::new(),
+            worker: None,
+        };
+        env.start_worker(self.configure)?;
+        Ok(env)
     }
 }
 
@@ -148,8 +141,15 @@ pub struct TestEnv {
     store: BoxStore,
     clock: ManualClock,
     client: Client,
+    mocks: Mocks,
     served: Vec<Namespace>,
     worker: Option<WorkerHandle>,
+}
+
+impl std::fmt::Debug for Mocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
 }
 
 /// How long, in real time, the env waits for its worker to settle before it gives up: a run
@@ -165,6 +165,36 @@ impl TestEnv {
             mocks: HashMap::new(),
             clock: ManualClock::starting_now(),
         }
+    }
+
+    fn start_worker(&mut self, configure: Vec<Configure>) -> Result<(), ClientError> {
+        let mut builder = Worker::builder(self.store.clone())
+            .clock(self.clock.clone())
+            .poll_interval(Duration::from_millis(1))
+            .worker_id("test-env")
+            .state(self.mocks.clone());
+        for configure in configure {
+            builder = configure(builder);
+        }
+        let worker = builder.build()?;
+        self.served = worker.registered().cloned().collect();
+        self.worker = Some(worker.start());
+        Ok(())
+    }
+
+    /// Deploys new code under the runs in flight: stops the worker (letting what it executes
+    /// finish) and starts one configured by `configure` on the same store and clock, with the
+    /// same mocks. For testing a change to a running workflow: start runs, let them suspend,
+    /// deploy the changed code, and see what their replay does.
+    pub async fn deploy(
+        &mut self,
+        configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder + 'static,
+    ) -> Result<(), ClientError> {
+        self.run_until_idle().await?;
+        if let Some(worker) = self.worker.take() {
+            worker.shutdown().await;
+        }
+        self.start_worker(vec![Box::new(configure)])
     }
 
     /// The client, for anything the env has no shortcut for.

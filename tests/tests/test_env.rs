@@ -164,3 +164,44 @@ async fn the_next_time_a_status_is_reached_is_read_from_the_timeline() {
     ));
     assert!(env.clock().now() > 0);
 }
+
+#[aiki::task(name = "greet")]
+async fn greet(name: String) -> Result<String, TaskError> {
+    Ok(format!("hello {name}"))
+}
+
+#[aiki::workflow(name = "greeter", version = "1", events(proceed))]
+async fn greeter(run: &Run, name: String) -> Result<String, WorkflowError> {
+    let hello = Greet.start(run, name).await?;
+    run.events().proceed().wait().await?;
+    Ok(hello)
+}
+
+/// The same version, a letter appended after the wait.
+#[aiki::workflow(name = "greeter", version = "1", events(proceed))]
+async fn greeter_next(run: &Run, name: String) -> Result<String, WorkflowError> {
+    let hello = Greet.start(run, name).await?;
+    run.events().proceed().wait().await?;
+    SendLetter.start(run, hello).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deploy_replaces_the_code_under_runs_in_flight() {
+    let mut env = TestEnv::builder()
+        .workflows(|w| w.register(Greeter))
+        .mock(SendLetter, |to: String| async move {
+            Ok(format!("letter: {to}"))
+        })
+        .start()
+        .unwrap();
+    let run = env.start::<Greeter>("ann".into()).await.unwrap();
+    env.wait_for_status(&run, RunStatus::AwaitingEvent)
+        .await
+        .unwrap();
+    env.deploy(|w| w.register(GreeterNext)).await.unwrap();
+    env.send::<GreeterProceed, _>(&run, ()).await.unwrap();
+    let next = env.client().handle::<GreeterNext>(run.id());
+    assert_eq!(env.result(&next).await.unwrap(), "letter: hello ann");
+    let entries = env.history(run.id()).await.unwrap().entries;
+    assert_eq!(entries.len(), 2, "greet replayed, the letter appended");
+}
