@@ -186,8 +186,9 @@ impl App {
     }
 
     /// The workflows (and tasks) of this build: `configure` registers them on a worker
-    /// builder, as the service's own worker does (`|w| w.register(Checkout).task(Charge)`).
-    /// The worker is never started; state is not needed, since no task runs.
+    /// builder, as the service's own worker does (`|w| w.register(Checkout)`). The worker is
+    /// never started and no task runs; a task declared with `.task(T)` that reads state still
+    /// needs a value of the state's type given (`.state(..)`), as `build` checks.
     pub fn workflows(
         mut self,
         configure: impl Fn(WorkerBuilder) -> WorkerBuilder + Send + Sync + 'static,

@@ -198,6 +198,24 @@ impl ManualClock {
         self.inner.step(state);
     }
 
+    /// The earliest deadline a sleeper waits for, if any (the test env's inline retries).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) fn next_deadline(&self) -> Option<Millis> {
+        let state = self.inner.state();
+        state
+            .pending
+            .first_key_value()
+            .map(|(&(deadline, _), _)| deadline)
+    }
+
+    /// Whether the clock has caught up with where it was last told to go (its woken sleepers
+    /// have acted).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) fn settled(&self) -> bool {
+        let state = self.inner.state();
+        state.now >= state.target && state.woken.is_empty()
+    }
+
     /// Moves the clock forward to `at` (not back: an earlier time changes nothing), as
     /// [`advance`](ManualClock::advance) does.
     pub fn advance_to(&self, at: Millis) {

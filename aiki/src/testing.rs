@@ -127,6 +127,7 @@ impl TestEnvBuilder {
             client,
             mocks: Mocks(self.mocks),
             served: Vec::new(),
+            pool: String::new(),
             worker: None,
         };
         env.start_worker(self.configure)?;
@@ -143,6 +144,7 @@ pub struct TestEnv {
     client: Client,
     mocks: Mocks,
     served: Vec<Namespace>,
+    pool: String,
     worker: Option<WorkerHandle>,
 }
 
@@ -151,6 +153,10 @@ impl std::fmt::Debug for Mocks {
         f.debug_list().entries(self.0.keys()).finish()
     }
 }
+
+/// Retry delays up to this long are slept in process, on the env's clock, while the run
+/// executes ([`crate::run`]'s `INLINE_RETRY_MAX`).
+const INLINE_RETRY_MAX_MS: Millis = 5;
 
 /// How long, in real time, the env waits for its worker to settle before it gives up: a run
 /// whose workflow code waits on something not durable never does.
@@ -178,6 +184,7 @@ impl TestEnv {
         }
         let worker = builder.build()?;
         self.served = worker.registered().cloned().collect();
+        self.pool = worker.pool().to_owned();
         self.worker = Some(worker.start());
         Ok(())
     }
@@ -247,7 +254,8 @@ impl TestEnv {
     }
 
     /// Runs the worker until every run is blocked on time or on outside input: none is queued
-    /// or running, and no timer is due. Never moves time.
+    /// or running, and no timer is due. Never moves time, but for a task retried in process
+    /// (a retry delay of a few milliseconds, slept while the run executes).
     pub async fn run_until_idle(&self) -> Result<(), ClientError> {
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
@@ -255,6 +263,12 @@ impl TestEnv {
             let Some(run) = busy else {
                 return Ok(());
             };
+            if run.status == RunStatus::Running
+                && let Some(next) = self.clock.next_deadline()
+                && next - self.clock.now() <= INLINE_RETRY_MAX_MS
+            {
+                self.clock.advance_to(next);
+            }
             if tokio::time::Instant::now() >= deadline {
                 return Err(ClientError::Timeout(PATIENCE)).inspect_err(|_| {
                     tracing::warn!(run_id = %run.id, status = %run.status, "the test env did not settle");
@@ -264,19 +278,30 @@ impl TestEnv {
         }
     }
 
-    /// A run the worker still has to act on, if any.
+    /// A run the worker still has to act on, if any (with the clock still catching up, the
+    /// first live run: the sleepers it woke are acting).
     async fn busy(&self) -> Result<Option<RunRecord>, ClientError> {
         let now = self.clock.now();
-        for run in self.live_runs().await? {
-            let served = self.served.contains(&run.namespace);
+        let live = self.live_runs().await?;
+        for run in &live {
             let acting = matches!(run.status, RunStatus::Queued | RunStatus::Running);
-            let due = run.due_at.is_some_and(|due| due <= now)
-                && !matches!(run.status, RunStatus::Paused | RunStatus::Stalled);
-            if served && (acting || due) {
-                return Ok(Some(run));
+            let due = run.due_at.is_some_and(|due| due <= now);
+            if self.moves(run) && (acting || due) {
+                return Ok(Some(run.clone()));
             }
         }
+        if !self.clock.settled() {
+            return Ok(live.into_iter().next());
+        }
         Ok(None)
+    }
+
+    /// Whether the env's worker moves `run` when it is due: its version and pool are served,
+    /// and it is not paused or stalled (only an operator moves those).
+    fn moves(&self, run: &RunRecord) -> bool {
+        self.served.contains(&run.namespace)
+            && run.pool == self.pool
+            && !matches!(run.status, RunStatus::Paused | RunStatus::Stalled)
     }
 
     async fn live_runs(&self) -> Result<Vec<RunRecord>, ClientError> {
@@ -308,16 +333,17 @@ impl TestEnv {
             .live_runs()
             .await?
             .into_iter()
-            .filter(|run| !matches!(run.status, RunStatus::Paused | RunStatus::Stalled))
+            .filter(|run| self.moves(run))
             .filter_map(|run| run.due_at)
+            .filter(|due| *due > self.clock.now())
             .min();
-        match next {
-            Some(at) => {
-                self.clock.advance_to(at);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let Some(at) = next else {
+            return Ok(false);
+        };
+        self.clock.advance_to(at);
+        // Let the woken sleepers (the worker's timers) act before looking again.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        Ok(true)
     }
 
     /// Waits for `run` to complete and returns its output, skipping time while nothing else

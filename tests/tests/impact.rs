@@ -875,4 +875,90 @@ fn table(report: &Report) -> String {
     lines.join("\n")
 }
 
-on_every_backend!(the_check_classifies_every_case_of_the_refactoring_guide);
+#[aiki::task(name = "provider-down")]
+async fn provider_down(input: String) -> Result<String, TaskError> {
+    Err(TaskError::new(format!("the provider is down ({input})")))
+}
+
+#[aiki::workflow(name = "fails-at-the-provider", version = "1")]
+async fn fails_at_the_provider(run: &Run, input: String) -> Result<String, WorkflowError> {
+    let a = TaskA.start(run, input).await?;
+    ProviderDown.start(run, a).await
+}
+
+async fn failed_runs_are_checked_as_a_retry_would_revive_them(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(FailsAtTheProvider)).await;
+    let run = h
+        .client
+        .start::<FailsAtTheProvider>("x".into())
+        .await
+        .unwrap();
+    let failed = h.reach(&run, RunStatus::Failed).await;
+    h.deploy(|w| w).await;
+    let build = h
+        .worker_builder()
+        .register(FailsAtTheProvider)
+        .build()
+        .unwrap();
+    let live_only = impact::check(&build, &CheckOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        live_only.runs.is_empty(),
+        "a failed run is over unless asked for"
+    );
+    let since = failed.updated_at - 1;
+    let report = impact::check(&build, &CheckOptions::default().failed_since(since))
+        .await
+        .unwrap();
+    let checked = of(&report, "fails-at-the-provider", "x");
+    assert_eq!(checked.status, RunStatus::Failed);
+    assert_eq!(checked.verdict, Verdict::Safe, "{}", checked.verdict);
+    assert_eq!(
+        checked.resumes,
+        [ProviderDown
+            .address(&"task-a(x)".to_owned())
+            .unwrap()
+            .into_string()],
+        "a retry runs the failed call again, and only it"
+    );
+    let later = impact::check(
+        &build,
+        &CheckOptions::default().failed_since(failed.updated_at + 1),
+    )
+    .await
+    .unwrap();
+    assert!(later.runs.is_empty(), "failed before `since`");
+}
+
+#[aiki::workflow(name = "ticks-forever", version = "1")]
+async fn ticks_forever(run: &Run, _input: String) -> Result<String, WorkflowError> {
+    loop {
+        run.sleep("tick", MINUTE).await?;
+    }
+}
+
+async fn a_loop_of_waits_is_looked_into_only_so_far(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(TicksForever)).await;
+    let run = h.client.start::<TicksForever>("x".into()).await.unwrap();
+    h.reach(&run, RunStatus::Sleeping).await;
+    h.deploy(|w| w).await;
+    let build = h.worker_builder().register(TicksForever).build().unwrap();
+    let report = impact::check(&build, &CheckOptions::default())
+        .await
+        .unwrap();
+    let checked = of(&report, "ticks-forever", "x");
+    assert_eq!(checked.verdict, Verdict::Safe);
+    assert_eq!(checked.waits.len(), 100);
+    let blind = checked.blind.as_deref().unwrap();
+    assert!(blind.contains("looked no further"), "{blind}");
+    assert!(checked.fails(&Gate::default().deny_blind()));
+}
+
+on_every_backend!(
+    a_loop_of_waits_is_looked_into_only_so_far,
+    the_check_classifies_every_case_of_the_refactoring_guide,
+    failed_runs_are_checked_as_a_retry_would_revive_them
+);

@@ -205,3 +205,68 @@ async fn a_deploy_replaces_the_code_under_runs_in_flight() {
     let entries = env.history(run.id()).await.unwrap().entries;
     assert_eq!(entries.len(), 2, "greet replayed, the letter appended");
 }
+
+static QUICK_CALLS: AtomicU32 = AtomicU32::new(0);
+
+/// Fails once; retried 2 ms later, in process (the run stays `running` meanwhile).
+#[aiki::task(name = "quick-retry", retry = fixed(max_attempts = 2, delay_ms = 2))]
+async fn quick_retry(n: u64) -> Result<u64, TaskError> {
+    if QUICK_CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+        return Err(TaskError::new("once"));
+    }
+    Ok(n)
+}
+
+#[aiki::workflow(name = "quick", version = "1")]
+async fn quick(run: &Run, n: u64) -> Result<u64, WorkflowError> {
+    QuickRetry.start(run, n).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_in_process_finishes_on_the_manual_clock() {
+    let env = TestEnv::builder()
+        .workflows(|w| w.register(Quick))
+        .start()
+        .unwrap();
+    let run = env.start::<Quick>(4).await.unwrap();
+    assert_eq!(env.result(&run).await.unwrap(), 4);
+    assert_eq!(QUICK_CALLS.load(Ordering::SeqCst), 2);
+}
+
+#[aiki::workflow(name = "elsewhere", version = "1")]
+async fn elsewhere(run: &Run, _input: ()) -> Result<(), WorkflowError> {
+    run.child::<Naps>(()).pool("gpu").await?.wait().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_routed_to_another_pool_is_blocked_not_a_timeout() {
+    let env = TestEnv::builder()
+        .workflows(|w| w.register(Elsewhere).register(Naps))
+        .start()
+        .unwrap();
+    let run = env.start::<Elsewhere>(()).await.unwrap();
+    match env.result(&run).await {
+        Err(ClientError::Blocked { status, .. }) => {
+            assert_eq!(status, RunStatus::AwaitingChildWorkflow)
+        }
+        other => panic!("expected Blocked, got {other:?}"),
+    }
+}
+
+/// A mock that spies on the real function: called from a task attempt, not workflow code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mock_may_call_the_real_task_fn() {
+    let env = TestEnv::builder()
+        .workflows(|w| w.register(Greeter))
+        .mock(Greet, |name: String| async move {
+            Ok(format!("{} (spied)", greet(name).await?))
+        })
+        .start()
+        .unwrap();
+    let run = env.start::<Greeter>("bo".into()).await.unwrap();
+    env.wait_for_status(&run, RunStatus::AwaitingEvent)
+        .await
+        .unwrap();
+    env.send::<GreeterProceed, _>(&run, ()).await.unwrap();
+    assert_eq!(env.result(&run).await.unwrap(), "hello bo (spied)");
+}

@@ -8,8 +8,9 @@
 //! where the execution would start work, the check notes it and stops. It also looks past the
 //! waits a run is suspended on, assuming each satisfied (the sleep ends; the event arrives,
 //! or a wait with a timeout times out, when no payload can be made; a child completes with the
-//! smallest output its type allows), so that a task appended after the wait, or a divergence
-//! behind it, shows before the deploy; every finding made past such an assumption says which
+//! smallest output its type allows; not past a retry delay or an attempt in progress, whose
+//! output is not known yet, and at most 100 waits deep), so that a task appended after the
+//! wait, or a divergence behind it, shows before the deploy; every finding made past such an assumption says which
 //! ([`RunImpact::waits`], the `after` of a verdict).
 //!
 //! Each run gets a [`Verdict`]: [`Safe`](Verdict::Safe), [`NewWork`](Verdict::NewWork),

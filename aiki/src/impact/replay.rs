@@ -15,8 +15,10 @@ use crate::run::{Found, Probe, Run};
 use crate::task::StateMap;
 use crate::worker::{Registered, Worker};
 
-/// How long one run's replay may take (real time) before the check gives up on it: workflow
-/// code that waits on something not durable (a tokio sleep, a channel) never settles.
+/// How long one run's replay may take (real time) before the check gives up on it (a store
+/// read that never answers). Workflow code that awaits something not durable (a tokio sleep,
+/// a channel) is read as waiting there: the replay settles once nothing it started is under
+/// way.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The impact of this build on `run`; `None` when the run is gone.
@@ -107,7 +109,12 @@ pub(super) async fn replay(
     read_findings(impact, &seen, now);
     let after = seen.fatal_after.clone();
     impact.verdict = match (fatal, ended) {
-        (Some(WorkflowError::Lost(error)), _) => return Err(error.into()),
+        (Some(WorkflowError::Lost(error)), _) if error.is_transient() => return Err(error.into()),
+        (Some(WorkflowError::Lost(error)), _) => Verdict::Broken {
+            error_kind: "unreadable".to_owned(),
+            message: format!("a record it reads could not be read: {error}"),
+            after,
+        },
         (Some(error), _) => verdict_of(error, after),
         (None, Ok(Some(Err(error)))) => verdict_of(error, seen.assumed.clone()),
         (None, Err(_)) => Verdict::Broken {

@@ -151,7 +151,7 @@ pub enum Verdict {
     /// It ends the way its record leads (the workflow returns its own error, or a recorded
     /// failure): the same path as before the change.
     Ends {
-        /// `completed`, or the error's kind.
+        /// The error's kind (`task_failed`, `child_failed`, `failed`, `interrupted`).
         outcome: String,
         /// The error, if it fails.
         message: Option<String>,

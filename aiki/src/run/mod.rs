@@ -180,7 +180,7 @@ impl Run {
     }
 
     /// This run as the impact check replays it: it writes nothing and runs no task, and
-    /// notes what it would do instead ([`Run::take_findings`]).
+    /// notes what it would do instead (`take_probe`).
     pub(crate) fn into_probe(self, probe: Probe) -> Run {
         self.replay().probe = Some(probe);
         self
@@ -316,9 +316,11 @@ impl Run {
     {
         if self.probing() {
             // Every path that writes checks `probing` first; this is the fence behind them.
-            return Err(self.fail_fatally(WorkflowError::failed(
-                "BUG: the impact check's replay tried to write to the store; nothing was written",
-            )));
+            return Err(self.fail_fatally(WorkflowError::Panicked {
+                message: "BUG: the impact check's replay tried to write to the store; nothing \
+                          was written"
+                    .to_owned(),
+            }));
         }
         self.store_op(op).await
     }

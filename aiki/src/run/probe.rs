@@ -15,6 +15,9 @@ use serde_json::Value;
 
 use super::Run;
 
+/// How many waits a probing run assumes satisfied at most.
+pub(crate) const MAX_ASSUMED: usize = 100;
+
 /// What a probing run saw.
 #[derive(Debug, Default)]
 pub(crate) struct Probe {
@@ -108,11 +111,32 @@ impl Run {
     }
 
     /// `true` when a probing run looks past the waits it reaches, assuming them satisfied.
+    ///
+    /// It looks at most [`MAX_ASSUMED`] waits ahead: an assumed wait returns at once and the
+    /// probe's clock never moves, so a loop of waits would never stop. At the limit it notes
+    /// that it looked no further, and blocks there.
     pub(super) fn looking_ahead(&self) -> bool {
-        self.replay()
-            .probe
-            .as_ref()
-            .is_some_and(|probe| probe.look_ahead)
+        let mut replay = self.replay();
+        let Some(probe) = replay.probe.as_mut().filter(|probe| probe.look_ahead) else {
+            return false;
+        };
+        if probe.assumed.len() < MAX_ASSUMED {
+            return true;
+        }
+        let noted = probe
+            .findings
+            .iter()
+            .any(|finding| matches!(finding.what, Found::Blind { .. }));
+        if !noted {
+            let after = probe.assumed.clone();
+            probe.findings.push(Finding {
+                what: Found::Blind {
+                    wait: format!("the waits after the first {MAX_ASSUMED} (looked no further)"),
+                },
+                after,
+            });
+        }
+        false
     }
 
     /// Looking ahead: the wait `what` is assumed satisfied from here on.

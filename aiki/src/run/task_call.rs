@@ -42,7 +42,8 @@ async fn attempt_once<T: Task>(
         .get::<crate::task::Mocks>()
         .and_then(|mocks| mocks.0.get(T::NAME).cloned())
     {
-        return Ok(mocked::<T>(&mock, input).await);
+        let attempt = crate::direct::outside_workflow_code(mocked::<T>(mock, input));
+        return crate::panic::caught(attempt).await;
     }
     let Some(owned) = task.spawnable() else {
         let attempt = crate::direct::outside_workflow_code(task.execute(input, ctx));
@@ -65,7 +66,7 @@ async fn attempt_once<T: Task>(
 
 /// One attempt of a mocked task: its input and output through JSON, as recorded ones are.
 async fn mocked<T: Task>(
-    mock: &crate::task::MockFn,
+    mock: crate::task::MockFn,
     input: T::Input,
 ) -> Result<T::Output, TaskError> {
     let input = serde_json::to_value(&input)
@@ -156,9 +157,6 @@ impl Run {
                     (entry.index, entry.attempts)
                 }
                 EntryStatus::Running => {
-                    if self.note(|| resume(&address)) {
-                        self.stop_here().await
-                    }
                     // The executor died mid-attempt: that attempt failed.
                     if task.retry().delay_after(entry.attempts).is_none() {
                         let error = aiki_store::Failure::new(
@@ -169,11 +167,14 @@ impl Run {
                                 entry.attempts
                             ),
                         );
-                        let mut failed = entry.clone();
-                        failed.status = EntryStatus::Failed;
-                        failed.error = Some(error.clone());
-                        failed.updated_at = self.now();
-                        self.put_entry(failed).await?;
+                        // The check reports the failure the execution would record.
+                        if !self.probing() {
+                            let mut failed = entry.clone();
+                            failed.status = EntryStatus::Failed;
+                            failed.error = Some(error.clone());
+                            failed.updated_at = self.now();
+                            self.put_entry(failed).await?;
+                        }
                         return Err(WorkflowError::TaskFailed {
                             task: T::NAME.to_owned(),
                             address,
@@ -182,6 +183,9 @@ impl Run {
                             interrupted: true,
                             message: error.message,
                         });
+                    }
+                    if self.note(|| resume(&address)) {
+                        self.stop_here().await
                     }
                     (entry.index, entry.attempts)
                 }

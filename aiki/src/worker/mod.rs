@@ -183,6 +183,11 @@ impl Worker {
         self.shared.registry.get(namespace)
     }
 
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub(crate) fn pool(&self) -> &str {
+        &self.shared.pool
+    }
+
     pub(crate) fn store(&self) -> &BoxStore {
         &self.shared.store
     }
