@@ -5,489 +5,25 @@
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+#[path = "impact/cases.rs"]
+mod cases;
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use aiki::impact::{self, CheckOptions, Gate, Report, RunImpact, Verdict};
 use aiki::{Run, RunStatus, Task, TaskError, WorkflowError};
 use aiki_tests::{Backend, Harness, on_every_backend};
+use cases::*;
 use common::{TaskA, TaskB, TaskC};
-use serde::{Deserialize, Serialize};
-
-const HOUR: Duration = Duration::from_secs(3600);
-const MINUTE: Duration = Duration::from_secs(60);
 
 fn address<T: Task<Input = String>>(task: T, input: &str) -> String {
     task.address(&input.to_owned()).unwrap().into_string()
 }
 
-/// Declares a case: A and A', both `name@1`, with the events given.
-macro_rules! case {
-    ($name:literal, [$($events:tt)*], $a:ident, $a2:ident, |$run:ident, $input:ident| $body:block, |$run2:ident, $input2:ident| $body2:block) => {
-        #[aiki::workflow(name = $name, version = "1", events($($events)*))]
-        async fn $a($run: &Run, $input: String) -> Result<String, WorkflowError> $body
-
-        #[aiki::workflow(name = $name, version = "1", events($($events)*))]
-        async fn $a2($run2: &Run, $input2: String) -> Result<String, WorkflowError> $body2
-    };
-}
-
-case!(
-    "reorder",
-    [proceed],
-    reorder,
-    reorder2,
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        TaskB.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(String::new())
-    },
-    |run, input| {
-        TaskB.start(run, input.clone()).await?;
-        TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(String::new())
-    }
-);
-
-case!(
-    "remove",
-    [proceed],
-    remove,
-    remove2,
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        TaskB.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(String::new())
-    },
-    |run, input| {
-        TaskB.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(String::new())
-    }
-);
-
-case!(
-    "remove-then-new",
-    [proceed],
-    remove_then_new,
-    remove_then_new2,
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        run.events().proceed().wait().await?;
-        TaskB.start(run, input).await
-    },
-    |run, input| {
-        run.events().proceed().wait().await?;
-        TaskB.start(run, input).await
-    }
-);
-
-case!(
-    "append",
-    [proceed],
-    append,
-    append2,
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    },
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        TaskB.start(run, a).await
-    }
-);
-
-case!(
-    "insert",
-    [proceed],
-    insert,
-    insert2,
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        TaskB.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(String::new())
-    },
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        TaskC.start(run, input.clone()).await?;
-        TaskB.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(String::new())
-    }
-);
-
-case!(
-    "change-input",
-    [proceed],
-    change_input,
-    change_input2,
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    },
-    |run, input| {
-        let a = TaskA.start(run, format!("{input}!")).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    }
-);
-
-// A rename changes the address just as another task would: task-a's entry, task-c's call.
-case!(
-    "rename",
-    [proceed],
-    rename,
-    rename2,
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    },
-    |run, input| {
-        let a = TaskC.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    }
-);
-
-// Conditional logic: only `premium` runs recorded task-c (the discount).
-case!(
-    "discount",
-    [proceed],
-    discount,
-    discount2,
-    |run, input| {
-        if input == "premium" {
-            TaskC.start(run, input.clone()).await?;
-        }
-        TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(String::new())
-    },
-    |run, input| {
-        TaskC.start(run, input.clone()).await?;
-        TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(String::new())
-    }
-);
-
-case!(
-    "waits",
-    [approved = String, payment_received = u64],
-    waits,
-    waits2,
-    |run, _input| {
-        let approver = run.events().approved().wait().await?;
-        let cents = run.events().payment_received().wait().await?;
-        Ok(format!("{approver}:{cents}"))
-    },
-    |run, _input| {
-        let cents = run.events().payment_received().wait().await?;
-        let approver = run.events().approved().wait().await?;
-        Ok(format!("{approver}:{cents}"))
-    }
-);
-
-case!(
-    "add-wait",
-    [proceed, approved = String],
-    add_wait,
-    add_wait2,
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    },
-    |run, input| {
-        let _approver = run.events().approved().wait().await?;
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    }
-);
-
-case!(
-    "event-into-input",
-    [proceed, approved = String],
-    event_into_input,
-    event_into_input2,
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    },
-    |run, input| {
-        let approver = run.events().approved().wait().await?;
-        let a = TaskA.start(run, format!("{input}/{approver}")).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    }
-);
-
-case!(
-    "sleep-longer",
-    [proceed],
-    sleep_longer,
-    sleep_longer2,
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        run.sleep("wait-for-fulfillment", HOUR).await?;
-        TaskB.start(run, input).await
-    },
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        run.sleep("wait-for-fulfillment", HOUR + 30 * MINUTE)
-            .await?;
-        TaskB.start(run, input).await
-    }
-);
-
-case!(
-    "sleep-shorter",
-    [proceed],
-    sleep_shorter,
-    sleep_shorter2,
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        run.sleep("wait-for-fulfillment", HOUR).await?;
-        TaskB.start(run, input).await
-    },
-    |run, input| {
-        TaskA.start(run, input.clone()).await?;
-        run.sleep("wait-for-fulfillment", 30 * MINUTE).await?;
-        TaskB.start(run, input).await
-    }
-);
-
-case!(
-    "same-named-sleeps",
-    [proceed],
-    delays,
-    delays2,
-    |run, input| {
-        run.sleep("delay", 5 * MINUTE).await?;
-        run.sleep("delay", HOUR).await?;
-        TaskA.start(run, input).await
-    },
-    |run, input| {
-        run.sleep("delay", HOUR).await?;
-        run.sleep("delay", 5 * MINUTE).await?;
-        TaskA.start(run, input).await
-    }
-);
-
-case!(
-    "named-sleeps",
-    [proceed],
-    named_sleeps,
-    named_sleeps2,
-    |run, input| {
-        run.sleep("initial-delay", 5 * MINUTE).await?;
-        run.sleep("cooldown-period", HOUR).await?;
-        TaskA.start(run, input).await
-    },
-    |run, input| {
-        run.sleep("cooldown-period", HOUR).await?;
-        run.sleep("initial-delay", 5 * MINUTE).await?;
-        TaskA.start(run, input).await
-    }
-);
-
-// Output shapes.
-#[derive(Serialize, Deserialize, schemars::JsonSchema)]
-struct User {
-    email: String,
-}
-
-#[derive(Serialize, Deserialize, schemars::JsonSchema)]
-struct UserRenamed {
-    email_address: String,
-}
-
-#[aiki::task(name = "fetch-user")]
-async fn fetch_user(id: String) -> Result<User, TaskError> {
-    Ok(User {
-        email: format!("{id}@example.com"),
-    })
-}
-
-#[aiki::task(name = "fetch-user")]
-async fn fetch_user_renamed(id: String) -> Result<UserRenamed, TaskError> {
-    Ok(UserRenamed {
-        email_address: format!("{id}@example.com"),
-    })
-}
-
-case!(
-    "shape",
-    [proceed],
-    shape,
-    shape2,
-    |run, input| {
-        let user = FetchUser.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(user.email)
-    },
-    |run, input| {
-        let user = FetchUserRenamed.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(user.email_address)
-    }
-);
-
-#[derive(Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "version")]
-enum ContactV1 {
-    #[serde(rename = "1")]
-    V1 { email: String },
-}
-
-#[derive(Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "version")]
-enum ContactV2 {
-    #[serde(rename = "1")]
-    V1 { email: String },
-    #[serde(rename = "2")]
-    V2 { email_address: String },
-}
-
-#[aiki::task(name = "fetch-contact")]
-async fn fetch_contact(id: String) -> Result<ContactV1, TaskError> {
-    Ok(ContactV1::V1 {
-        email: format!("{id}@example.com"),
-    })
-}
-
-#[aiki::task(name = "fetch-contact")]
-async fn fetch_contact2(id: String) -> Result<ContactV2, TaskError> {
-    Ok(ContactV2::V2 {
-        email_address: format!("{id}@example.com"),
-    })
-}
-
-case!(
-    "versioned-output",
-    [proceed],
-    contact,
-    contact2,
-    |run, input| {
-        let ContactV1::V1 { email } = FetchContact.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(email)
-    },
-    |run, input| {
-        let email = match FetchContact2.start(run, input).await? {
-            ContactV2::V1 { email } => email,
-            ContactV2::V2 { email_address } => email_address,
-        };
-        run.events().proceed().wait().await?;
-        Ok(email)
-    }
-);
-
-// Child starts are manifest entries: the same rule.
-#[aiki::workflow(name = "echo-child", version = "1")]
-async fn echo_child(_run: &Run, input: String) -> Result<String, WorkflowError> {
-    Ok(format!("child({input})"))
-}
-
-case!(
-    "child-input",
-    [proceed],
-    child_input,
-    child_input2,
-    |run, input| {
-        let out = run.child::<EchoChild>(input).await?.wait().await?;
-        run.events().proceed().wait().await?;
-        Ok(out)
-    },
-    |run, input| {
-        let out = run
-            .child::<EchoChild>(format!("{input}!"))
-            .await?
-            .wait()
-            .await?;
-        run.events().proceed().wait().await?;
-        Ok(out)
-    }
-);
-
-case!(
-    "child-append",
-    [proceed],
-    child_append,
-    child_append2,
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    },
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        run.child::<EchoChild>(a).await?.wait().await
-    }
-);
-
-// A `#[task]` fn called directly from workflow code.
-static CHARGES: AtomicUsize = AtomicUsize::new(0);
-
-#[aiki::task(name = "charge-card")]
-async fn charge_card(cents: u64) -> Result<u64, TaskError> {
-    CHARGES.fetch_add(1, Ordering::SeqCst);
-    Ok(cents)
-}
-
-case!(
-    "direct-call",
-    [proceed],
-    direct_call,
-    direct_call2,
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        Ok(a)
-    },
-    |run, input| {
-        let a = TaskA.start(run, input).await?;
-        run.events().proceed().wait().await?;
-        let cents = charge_card(700).await.map_err(WorkflowError::failed)?;
-        Ok(format!("{a}:{cents}"))
-    }
-);
-
-// A version this build drops.
-#[aiki::workflow(name = "stranded", version = "1")]
-async fn stranded(run: &Run, _input: String) -> Result<(), WorkflowError> {
-    run.sleep("forever", HOUR).await?;
-    Ok(())
-}
-
-#[aiki::workflow(name = "stranded", version = "2")]
-async fn stranded_v2(_run: &Run, _input: String) -> Result<(), WorkflowError> {
-    Ok(())
-}
-
-// Another service's workflow, in the same store.
-#[aiki::workflow(name = "someone-else", version = "1")]
-async fn someone_else(run: &Run, _input: String) -> Result<(), WorkflowError> {
-    run.sleep("forever", HOUR).await?;
-    Ok(())
-}
-
 /// The check's verdict for the one run of `workflow`.
-fn of<'r>(report: &'r Report, workflow: &str, input: &str) -> &'r RunImpact {
-    let _ = input;
+fn of<'r>(report: &'r Report, workflow: &str) -> &'r RunImpact {
     report
         .runs
         .iter()
@@ -648,7 +184,7 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
 
     // Safe, as the guide says.
     for safe in ["reorder", "remove", "waits", "add-wait", "versioned-output"] {
-        let run = of(&report, safe, "x");
+        let run = of(&report, safe);
         assert!(
             matches!(run.verdict, Verdict::Safe) && run.new_work.is_empty(),
             "{safe}: {} {:?}",
@@ -657,20 +193,20 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
         );
         assert!(!run.fails(&Gate::default()));
     }
-    assert_eq!(of(&report, "reorder", "x").waits, proceed_arrives());
+    assert_eq!(of(&report, "reorder").waits, proceed_arrives());
     assert_eq!(
-        of(&report, "add-wait", "x").waits,
+        of(&report, "add-wait").waits,
         ["event `approved` arrives", "event `proceed` arrives"]
     );
 
     // Removal followed by a new task: diverges once `proceed` arrives.
-    let (new, unconsumed, after) = diverges(of(&report, "remove-then-new", "x"));
+    let (new, unconsumed, after) = diverges(of(&report, "remove-then-new"));
     assert_eq!(new, address(TaskB, "x"));
     assert_eq!(unconsumed, [address(TaskA, "x")]);
     assert_eq!(after, proceed_arrives());
 
     // Appended after the wait: new work, named.
-    let append = of(&report, "append", "x");
+    let append = of(&report, "append");
     assert_eq!(append.verdict, Verdict::NewWork);
     assert_eq!(append.new_work.len(), 1);
     assert_eq!(append.new_work[0].name, "task-b");
@@ -678,34 +214,34 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
     assert_eq!(append.new_work[0].after, proceed_arrives());
     let call_site = append.new_work[0].call_site.as_deref().unwrap();
     assert!(
-        call_site.starts_with("tests/tests/impact.rs:"),
+        call_site.starts_with("tests/tests/impact/cases.rs:"),
         "{call_site}"
     );
     assert!(!append.fails(&Gate::default()));
     assert!(append.fails(&Gate::default().deny_new_work()));
 
     // Inserted, changed input, renamed: diverge in the next execution, before any wait.
-    let (new, unconsumed, after) = diverges(of(&report, "insert", "x"));
+    let (new, unconsumed, after) = diverges(of(&report, "insert"));
     assert_eq!(
         (new, unconsumed),
         (&*address(TaskC, "x"), &[address(TaskB, "x")][..])
     );
     assert!(after.is_empty());
-    let (new, unconsumed, _) = diverges(of(&report, "change-input", "x"));
+    let (new, unconsumed, _) = diverges(of(&report, "change-input"));
     assert_eq!(
         (new, unconsumed),
         (&*address(TaskA, "x!"), &[address(TaskA, "x")][..])
     );
-    let (new, unconsumed, _) = diverges(of(&report, "rename", "x"));
+    let (new, unconsumed, _) = diverges(of(&report, "rename"));
     assert_eq!(
         (new, unconsumed),
         (&*address(TaskC, "x"), &[address(TaskA, "x")][..])
     );
-    if let Verdict::Diverges { call_site, .. } = &of(&report, "insert", "x").verdict {
+    if let Verdict::Diverges { call_site, .. } = &of(&report, "insert").verdict {
         let at = call_site
             .as_deref()
             .expect("the diverging call's source location");
-        assert!(at.starts_with("tests/tests/impact.rs:"), "{at}");
+        assert!(at.starts_with("tests/tests/impact/cases.rs:"), "{at}");
     }
 
     // Conditional change: only the run that took the other branch diverges.
@@ -723,13 +259,13 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
     assert!(discount.iter().any(|run| run.verdict == Verdict::Safe));
 
     // Event data flowing into a task input changes its address.
-    let (new, unconsumed, after) = diverges(of(&report, "event-into-input", "x"));
+    let (new, unconsumed, after) = diverges(of(&report, "event-into-input"));
     assert!(new.starts_with("task-a:"), "{new}");
     assert_eq!(unconsumed, [address(TaskA, "x")]);
     assert_eq!(after, ["event `approved` arrives"]);
 
     // Sleeps: the change and by how much; a run that then runs task-b.
-    let longer = of(&report, "sleep-longer", "x");
+    let longer = of(&report, "sleep-longer");
     assert_eq!(longer.sleeps.len(), 1);
     assert_eq!(
         longer.sleeps[0].extended_by_ms,
@@ -737,7 +273,7 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
     );
     assert!(!longer.sleeps[0].already_satisfied);
     assert_eq!(longer.verdict, Verdict::NewWork);
-    let shorter = of(&report, "sleep-shorter", "x");
+    let shorter = of(&report, "sleep-shorter");
     assert_eq!(
         shorter.sleeps[0].extended_by_ms,
         -((30 * MINUTE).as_millis() as i64)
@@ -746,7 +282,7 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
         shorter.sleeps[0].already_satisfied,
         "30 of 40 minutes passed"
     );
-    let delays = of(&report, "same-named-sleeps", "x");
+    let delays = of(&report, "same-named-sleeps");
     let extended: Vec<i64> = delays.sleeps.iter().map(|s| s.extended_by_ms).collect();
     let m55 = (55 * MINUTE).as_millis() as i64;
     assert_eq!(
@@ -755,12 +291,12 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
         "1 h asked of the 5 min record, 5 min of the 1 h one"
     );
     assert!(delays.fails(&Gate::default().deny_sleep_changes()));
-    let named = of(&report, "named-sleeps", "x");
+    let named = of(&report, "named-sleeps");
     assert!(named.sleeps.is_empty(), "{:?}", named.sleeps);
     assert!(!named.fails(&Gate::default().deny_sleep_changes()));
 
     // Output shapes.
-    match &of(&report, "shape", "u1").verdict {
+    match &of(&report, "shape").verdict {
         Verdict::Mismatch {
             what,
             address,
@@ -778,16 +314,16 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
     }
 
     // Child starts: a changed child input diverges; an appended child is new work.
-    let (new, unconsumed, _) = diverges(of(&report, "child-input", "x"));
+    let (new, unconsumed, _) = diverges(of(&report, "child-input"));
     assert!(new.starts_with("echo-child:1:"), "{new}");
     assert_eq!(unconsumed.len(), 1);
-    let appended = of(&report, "child-append", "x");
+    let appended = of(&report, "child-append");
     assert_eq!(appended.verdict, Verdict::NewWork);
     assert_eq!(appended.new_work[0].kind, "child");
     assert_eq!(appended.new_work[0].name, "echo-child@1");
 
     // A task fn called directly: broken, before its body ran.
-    match &of(&report, "direct-call", "x").verdict {
+    match &of(&report, "direct-call").verdict {
         Verdict::Broken {
             error_kind,
             message,
@@ -804,7 +340,7 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
     }
 
     // A dropped version is stranded; another service's run is listed apart.
-    match &of(&report, "stranded", "x").verdict {
+    match &of(&report, "stranded").verdict {
         Verdict::Stranded { reason } => {
             assert!(reason.contains("version 1 of `stranded`"), "{reason}");
             assert!(reason.contains("registers 2"), "{reason}");
@@ -912,7 +448,7 @@ async fn failed_runs_are_checked_as_a_retry_would_revive_them(backend: Backend) 
     let report = impact::check(&build, &CheckOptions::default().failed_since(since))
         .await
         .unwrap();
-    let checked = of(&report, "fails-at-the-provider", "x");
+    let checked = of(&report, "fails-at-the-provider");
     assert_eq!(checked.status, RunStatus::Failed);
     assert_eq!(checked.verdict, Verdict::Safe, "{}", checked.verdict);
     assert_eq!(
@@ -949,7 +485,7 @@ async fn a_loop_of_waits_is_looked_into_only_so_far(backend: Backend) {
     let report = impact::check(&build, &CheckOptions::default())
         .await
         .unwrap();
-    let checked = of(&report, "ticks-forever", "x");
+    let checked = of(&report, "ticks-forever");
     assert_eq!(checked.verdict, Verdict::Safe);
     assert_eq!(checked.waits.len(), 100);
     let blind = checked.blind.as_deref().unwrap();
