@@ -230,6 +230,25 @@ async fn bad_input_is_refused_in_one_line(backend: Backend) {
         "{}",
         stderr(&bare)
     );
+    // A schema a newer release migrated: refused, naming both versions; nothing changed.
+    {
+        use sqlx::Connection;
+        let mut db = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
+             execution_time) VALUES (999, 'from the future', 1, x'00', 0)",
+        )
+        .execute(&mut db)
+        .await
+        .unwrap();
+    }
+    let newer = app(&url, &["check"]);
+    assert_eq!(newer.status.code(), Some(1), "{}", stderr(&newer));
+    let line = stderr(&newer);
+    assert!(
+        line.contains("at version 999, newer than this release's"),
+        "names both versions: {line}"
+    );
     // A store that is not there: the check could not run.
     let missing = app("postgres://postgres@127.0.0.1:1/none", &["check"]);
     assert_eq!(missing.status.code(), Some(1), "{}", stderr(&missing));
