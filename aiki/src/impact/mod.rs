@@ -118,19 +118,34 @@ pub async fn check(worker: &Worker, options: &CheckOptions) -> Result<Report, Cl
     let (ours, theirs): (Vec<RunRecord>, Vec<RunRecord>) = runs
         .into_iter()
         .partition(|run| registered.contains(run.namespace.workflow.as_str()));
-    let mut impacts = Vec::with_capacity(ours.len());
-    for chunk in ours.chunks(options.concurrency.max(1)) {
-        let checked = futures_util::future::join_all(
-            chunk.iter().map(|run| replay::check_run(worker, run, now)),
-        )
-        .await;
-        for impact in checked {
-            if let Some(impact) = impact? {
-                impacts.push(impact);
-            }
+    // Each probe on a tokio task of its own (replay is CPU work: every core takes part), at
+    // most `concurrency` at once; the report keeps the listing's order.
+    let mut checked: Vec<Option<RunImpact>> = (0..ours.len()).map(|_| None).collect();
+    let mut queue = ours.into_iter().enumerate();
+    let mut probes = tokio::task::JoinSet::new();
+    loop {
+        while probes.len() < options.concurrency.max(1) {
+            let Some((at, run)) = queue.next() else {
+                break;
+            };
+            let worker = worker.clone_for_check();
+            probes.spawn(async move { (at, replay::check_run(&worker, &run, now).await) });
         }
+        let Some(joined) = probes.join_next().await else {
+            break;
+        };
+        let (at, impact) = joined.map_err(|error| {
+            ClientError::Config(format!(
+                "BUG: an impact probe ended without a verdict: {error}"
+            ))
+        })?;
+        checked[at] = impact?;
     }
-    Ok(Report::new(now, impacts, theirs))
+    Ok(Report::new(
+        now,
+        checked.into_iter().flatten().collect(),
+        theirs,
+    ))
 }
 
 /// The runs to check: every status that is not over, then failed ones if asked, newest first,

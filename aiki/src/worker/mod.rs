@@ -178,6 +178,18 @@ impl Worker {
         self.shared.registry.keys()
     }
 
+    /// Another handle on this (unstarted) worker's registry and store, for an impact probe
+    /// spawned on a tokio task of its own.
+    pub(crate) fn clone_for_check(&self) -> Worker {
+        Worker {
+            shared: self.shared.clone(),
+            max_concurrent_runs: self.max_concurrent_runs,
+            poll_interval: self.poll_interval,
+            shutdown_timeout: self.shutdown_timeout,
+            daemons: self.daemons,
+        }
+    }
+
     /// The registered version `namespace`, for the impact check.
     pub(crate) fn workflow(&self, namespace: &Namespace) -> Option<&Arc<dyn Registered>> {
         self.shared.registry.get(namespace)
