@@ -11,9 +11,9 @@
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-use std::time::{Duration, Instant};
-
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use aiki::store::Millis;
 use aiki::{Client, Clock, Run, RunStatus, State, SystemClock, TaskError, Worker, WorkflowError};
@@ -21,11 +21,19 @@ use aiki_tests::{Backend, Executions};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// A slow side effect that may run at most once (retry `never`).
+/// Set once the server has been stopped: the first tasks finish only then, so their results
+/// are written during the outage however long stopping the server takes.
+static SERVER_DOWN: AtomicBool = AtomicBool::new(false);
+
+/// A slow side effect that may run at most once (retry `never`); it ends a second after the
+/// server went down.
 #[aiki::task(name = "slow-once")]
 async fn slow_once(input: u32, State(executions): State<Executions>) -> Result<u32, TaskError> {
     executions.record("slow-once");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    while !SERVER_DOWN.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
     Ok(input)
 }
 
@@ -41,6 +49,7 @@ async fn runs_complete_across_an_outage_of(down: Duration) {
     let Some(cluster) = aiki_tests::local_postgres_cluster() else {
         return;
     };
+    SERVER_DOWN.store(false, Ordering::SeqCst);
     let url = Backend::Postgres.fresh_url().await;
     let store = aiki::connect(&url).await.expect("the store opens");
     let executions = Executions::default();
@@ -68,6 +77,7 @@ async fn runs_complete_across_an_outage_of(down: Duration) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     aiki_tests::pg_ctlcluster(&cluster, "stop");
+    SERVER_DOWN.store(true, Ordering::SeqCst);
     println!("[Postgres] stopped the server for {down:?} with tasks mid-flight");
     tokio::time::sleep(down).await;
     aiki_tests::pg_ctlcluster(&cluster, "start");
