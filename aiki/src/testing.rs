@@ -362,8 +362,10 @@ impl TestEnv {
         run: &RunHandle<W>,
         status: RunStatus,
     ) -> Result<RunRecord, ClientError> {
-        self.skip_until(run, |record| record.status == status, status)
-            .await
+        self.skip_until(run, status, |record| async move {
+            Ok((record.status == status).then_some(record))
+        })
+        .await
     }
 
     /// Waits for the next time `run` reaches `status` after revision `after`, skipping time
@@ -374,41 +376,35 @@ impl TestEnv {
         status: RunStatus,
         after: u64,
     ) -> Result<StatusChange, ClientError> {
-        let reached = |timeline: &[StatusChange]| {
-            timeline
-                .iter()
-                .find(|change| change.to == status && change.revision > after)
-                .cloned()
-        };
-        loop {
-            self.run_until_idle().await?;
-            if let Some(change) = reached(&self.store.timeline(run.id()).await?) {
-                return Ok(change);
-            }
-            let record = run.record().await?;
-            if record.status.is_terminal() {
-                return Err(ended(&record, status));
-            }
-            if !self.step().await? {
-                return Err(blocked(&record));
-            }
-        }
+        self.skip_until(run, status, |_| async move {
+            let timeline = self.store.timeline(run.id()).await?;
+            Ok(crate::handle::next_change(&timeline, status, after))
+        })
+        .await
     }
 
-    async fn skip_until<W: Workflow>(
+    /// Runs until idle and skips time, until `reached` (given the run's record, read first)
+    /// says the run got where `wanted` names; the run ending first, or nothing left to skip
+    /// to, is an error.
+    async fn skip_until<W, T, F, Fut>(
         &self,
         run: &RunHandle<W>,
-        done: impl Fn(&RunRecord) -> bool,
-        status: RunStatus,
-    ) -> Result<RunRecord, ClientError> {
+        wanted: RunStatus,
+        reached: F,
+    ) -> Result<T, ClientError>
+    where
+        W: Workflow,
+        F: Fn(RunRecord) -> Fut,
+        Fut: Future<Output = Result<Option<T>, ClientError>>,
+    {
         loop {
             self.run_until_idle().await?;
             let record = run.record().await?;
-            if done(&record) {
-                return Ok(record);
+            if let Some(found) = reached(record.clone()).await? {
+                return Ok(found);
             }
             if record.status.is_terminal() {
-                return Err(ended(&record, status));
+                return Err(ended(&record, wanted));
             }
             if !self.step().await? {
                 return Err(blocked(&record));

@@ -151,6 +151,13 @@ async fn the_check_gates_a_deploy(backend: Backend) {
         line.starts_with("error: refused to fork run") && line.contains("step-c:"),
         "{line}"
     );
+    let unknown = app(&url, &["runs", "fork", &id, "--version", "9"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    let line = stderr(&unknown);
+    assert!(
+        line.contains("workflow mail@9 is not registered in this build"),
+        "{line}"
+    );
     if backend != Backend::Postgres {
         let forked = app(&url, &["runs", "fork", &id, "--version", "2", "-o", "json"]);
         assert_eq!(forked.status.code(), Some(0), "{}", stderr(&forked));

@@ -45,6 +45,18 @@ impl<W> fmt::Debug for RunHandle<W> {
     }
 }
 
+/// The first change of `timeline` into `status` after revision `after`.
+pub(crate) fn next_change(
+    timeline: &[aiki_store::StatusChange],
+    status: RunStatus,
+    after: u64,
+) -> Option<aiki_store::StatusChange> {
+    timeline
+        .iter()
+        .find(|change| change.to == status && change.revision > after)
+        .cloned()
+}
+
 impl<W: Workflow> RunHandle<W> {
     pub(crate) fn new(client: Client, id: RunId) -> Self {
         RunHandle {
@@ -116,11 +128,8 @@ impl<W: Workflow> RunHandle<W> {
         loop {
             let run = self.record().await?;
             let timeline = self.client.store.timeline(self.id).await?;
-            if let Some(change) = timeline
-                .iter()
-                .find(|change| change.to == status && change.revision > after)
-            {
-                return Ok(change.clone());
+            if let Some(change) = next_change(&timeline, status, after) {
+                return Ok(change);
             }
             // Ended (read before the timeline, so a change up to its end is in it).
             if run.status.is_terminal() {

@@ -91,7 +91,7 @@ pub(super) async fn replay(
         Arc::new(StateMap::default()),
         worker.served().clone(),
     )
-    .into_probe(Probe::new(true));
+    .into_probe(Probe::default());
     let direct = Arc::new(DirectCalls::default());
     let ended = {
         let mut future = workflow.execute(&probe, input);
@@ -176,7 +176,7 @@ fn read_findings(impact: &mut RunImpact, seen: &Probe, now: Millis) {
                 call_site: None,
                 after,
             }),
-            Found::Resume { address, .. } => impact.resumes.push(address.clone()),
+            Found::Resume { address } => impact.resumes.push(address.clone()),
             Found::SleepChanged {
                 name,
                 recorded_ms,

@@ -21,23 +21,12 @@ pub(crate) const MAX_ASSUMED: usize = 100;
 /// What a probing run saw.
 #[derive(Debug, Default)]
 pub(crate) struct Probe {
-    /// Past the run's own suspension point: waits are assumed satisfied.
-    look_ahead: bool,
     /// The waits assumed satisfied so far, in the order they were reached.
     pub(crate) assumed: Vec<String>,
     /// What the next execution would do, in the order the code reached it.
     pub(crate) findings: Vec<Finding>,
     /// The waits assumed satisfied when the run's fatal error was raised.
     pub(crate) fatal_after: Vec<String>,
-}
-
-impl Probe {
-    pub(crate) fn new(look_ahead: bool) -> Self {
-        Probe {
-            look_ahead,
-            ..Probe::default()
-        }
-    }
 }
 
 /// One thing a probing run would do, with the waits assumed satisfied before it (`after`:
@@ -60,7 +49,7 @@ pub(crate) enum Found {
     /// Start a child with nothing recorded at its address.
     NewChild { namespace: String, address: String },
     /// Run again a recorded call whose last attempt was interrupted or is due a retry.
-    Resume { task: &'static str, address: String },
+    Resume { address: String },
     /// Sleep for another duration than the one recorded.
     SleepChanged {
         name: String,
@@ -117,7 +106,7 @@ impl Run {
     /// that it looked no further, and blocks there.
     pub(super) fn looking_ahead(&self) -> bool {
         let mut replay = self.replay();
-        let Some(probe) = replay.probe.as_mut().filter(|probe| probe.look_ahead) else {
+        let Some(probe) = replay.probe.as_mut() else {
             return false;
         };
         if probe.assumed.len() < MAX_ASSUMED {

@@ -103,7 +103,6 @@ impl Run {
         let address = task.address(&input)?.into_string();
         let what = || format!("task `{}`", T::NAME);
         let resume = |address: &str| Found::Resume {
-            task: T::NAME,
             address: address.to_owned(),
         };
         let (index, failed_attempts) = match self.take_slot(&address, call_site)? {
