@@ -290,6 +290,14 @@ pub struct RetryArgs {
     /// Also retry a child run whose parent has already acted on its end.
     #[arg(long)]
     pub even_if_observed: bool,
+    /// For a run failed by a failed child run: retry that child with it (the same child run),
+    /// in one atomic step, so that the run waits for it again instead of replaying its failure.
+    #[arg(long)]
+    pub rerun_child: bool,
+    /// Retry even a run whose retry would replay the same failure (a child's recorded
+    /// failure): for code that now handles it.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The filters of `runs list` and the bulk actions.

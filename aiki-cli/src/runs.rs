@@ -45,6 +45,12 @@ pub(crate) async fn run(
             if args.rerun_interrupted {
                 options = options.rerun_interrupted();
             }
+            if args.rerun_child {
+                options = options.rerun_child();
+            }
+            if args.force {
+                options = options.force();
+            }
             if args.even_if_observed {
                 options = options.even_if_observed();
             }

@@ -54,3 +54,30 @@ pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStor
     }
     Err(unsupported("no enabled backend serves this scheme"))
 }
+
+/// Brings the schema of the store a URL names up to this release's (what `aiki migrate`
+/// does), and says what it found and applied. A schema a newer release migrated is left as it
+/// is when it admits this release (see [`MigrationReport`](crate::MigrationReport)).
+pub async fn migrate(url: &str) -> Result<crate::MigrationReport, StoreError> {
+    if url.starts_with("sqlite:") {
+        #[cfg(feature = "sqlite")]
+        {
+            let store = crate::sqlite::SqliteStore::connect(url).await?;
+            let report = store.migration_report().clone();
+            store.close().await;
+            return Ok(report);
+        }
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        {
+            let store = crate::postgres::PostgresStore::connect(url).await?;
+            let report = store.migration_report().clone();
+            store.close().await;
+            return Ok(report);
+        }
+    }
+    // The memory store has no schema; an unsupported URL says why.
+    connect_with_mode(url, MigrationMode::Apply).await?;
+    Ok(crate::MigrationReport::default())
+}

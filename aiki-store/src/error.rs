@@ -25,6 +25,17 @@ pub enum StoreError {
         /// The revision the store holds.
         actual: u64,
     },
+    /// An operator asked to pause the run while it was running: the write starting a new task
+    /// attempt is refused, and the run's executor moves it to `paused` once the tasks in
+    /// flight have recorded their results.
+    #[error(
+        "a pause was requested for run {run_id}: no new task starts; its executor pauses it \
+         once the tasks in flight have finished"
+    )]
+    PauseRequested {
+        /// The run.
+        run_id: RunId,
+    },
     /// The status table forbids this move.
     #[error("run {run_id} cannot move from `{from}` to `{to}`")]
     InvalidTransition {
@@ -50,10 +61,18 @@ pub enum StoreError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
-    /// Migrating the schema failed, or the database holds a schema newer than this code.
+    /// Migrating the schema failed.
     #[error("migration failed: {message}")]
     Migration {
         /// What happened and what to do.
+        message: String,
+    },
+    /// The database's schema is not one this release reads and writes: it holds no Aiki
+    /// schema, or one older than this release reads, or one a newer release migrated that does
+    /// not admit this release. The message names both versions and what to do.
+    #[error("{message}")]
+    Schema {
+        /// What was found, what this release needs, and what to do.
         message: String,
     },
     /// A store URL with a scheme no enabled backend serves.

@@ -31,9 +31,9 @@ mod store;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use connect::{connect, connect_with_mode};
+pub use connect::{connect, connect_with_mode, migrate};
 pub use error::StoreError;
-pub use migration::MigrationMode;
+pub use migration::{AppliedMigration, MigrationMode, MigrationReport};
 pub use model::*;
 pub use status::{RunStatus, UnknownStatus};
 pub use store::{BoxStore, Store};

@@ -1,11 +1,23 @@
-//! How a store treats its schema when it connects, and what a store that does not migrate
-//! accepts.
+//! How a store treats its schema when it connects, and which schemas a release accepts.
 //!
 //! Workers migrate (`Apply`, the default): the schema is brought to this release's, safely when
 //! several processes start at once. Operator tools (a CLI, an impact check, a read-only role)
-//! use `Check`: they never change the schema, refuse one that is newer than this release's (a
-//! newer release migrated it; this code may misread it), and accept an older one only down to
-//! the oldest version this release reads correctly, naming both versions otherwise.
+//! use `Check`: they never change the schema.
+//!
+//! **Rolling deploys.** Each migration from the operations migration on sets a compatibility
+//! record in the database (`aiki_compat.readable_from`): the oldest schema version whose release
+//! still reads and writes this schema. An additive migration (new nullable columns, new tables)
+//! keeps it; one the previous release would misread raises it. So:
+//!
+//! * a release finding a *newer* schema accepts it when the record admits its own version
+//!   (its old pods keep running after the new release migrated, and a rollback works), and
+//!   refuses it otherwise, naming both versions;
+//! * a release finding an *older* schema (its pre-deploy check, run before the migration) reads
+//!   it down to the oldest version it knows how to read, treating the columns that schema lacks
+//!   as absent; in `Apply` mode it migrates it first.
+//!
+//! Releases before the operations migration know no compatibility record and refuse every newer
+//! schema: upgrading from them is stop-and-migrate.
 
 /// What connecting does with the database's schema.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,48 +44,138 @@ impl From<bool> for MigrationMode {
     }
 }
 
-/// The schema versions a database has applied, as read from its migration bookkeeping.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Applied {
-    /// `(version, success)`, in version order.
-    pub(crate) versions: Vec<(i64, bool)>,
+/// One migration a store applied when it connected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AppliedMigration {
+    /// Its version (the number its file name starts with).
+    pub version: i64,
+    /// What it does (its file name's words).
+    pub description: String,
 }
 
-/// Checks, without changing anything, that a database at `applied` can be read by this
-/// release, whose migrations are `known` and which reads schemas from `oldest_readable` on.
-pub(crate) fn check(
+/// What connecting in [`MigrationMode::Apply`] did to the schema (see
+/// [`migrate`](crate::migrate)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MigrationReport {
+    /// The schema version found (`None`: the database held no Aiki schema).
+    pub found: Option<i64>,
+    /// The migrations applied now, in order (empty when the schema was up to date, or newer
+    /// and admitting this release).
+    pub applied: Vec<AppliedMigration>,
+    /// The schema version now.
+    pub version: i64,
+    /// This release's own schema version.
+    pub release: i64,
+}
+
+/// The schema a database holds, as its migration bookkeeping and compatibility record say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// `(version, success)` of every applied migration, in version order.
+    pub(crate) versions: Vec<(i64, bool)>,
+    /// The compatibility record: the oldest schema version whose release reads this one.
+    pub(crate) readable_from: Option<i64>,
+}
+
+impl Found {
+    /// The newest applied version.
+    pub(crate) fn at(&self) -> Option<i64> {
+        self.versions.iter().map(|(version, _)| *version).max()
+    }
+}
+
+/// What a release makes of a schema: which version it renders its statements for, and whether
+/// it still has to migrate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Accepted {
+    /// The version whose columns the statements may use.
+    pub(crate) render_at: i64,
+    /// `Apply` mode: there are migrations of this release to apply.
+    pub(crate) migrate: bool,
+}
+
+/// Decides, changing nothing, what a release whose migrations are `known` (its own version is
+/// the newest) and which reads schemas from `oldest_readable` on does with the schema `found`
+/// when connecting in `mode`.
+pub(crate) fn accept(
     backend: &str,
-    applied: &Applied,
+    found: &Found,
     known: &[i64],
     oldest_readable: i64,
-) -> Result<(), crate::StoreError> {
+    mode: MigrationMode,
+) -> Result<Accepted, crate::StoreError> {
     let ours = known.iter().copied().max().unwrap_or_default();
-    let error = |message: String| Err(crate::StoreError::Migration { message });
-    if let Some((version, _)) = applied.versions.iter().find(|(_, success)| !success) {
-        return error(format!(
-            "the {backend} schema has migration {version} partially applied; finish or repair \
-             the migration before connecting"
-        ));
+    let refuse = |message: String| Err(crate::StoreError::Schema { message });
+    if mode == MigrationMode::Never {
+        return Ok(Accepted {
+            render_at: ours,
+            migrate: false,
+        });
     }
-    if let Some((newer, _)) = applied.versions.iter().find(|(v, _)| !known.contains(v)) {
-        return error(format!(
-            "the {backend} schema is at version {newer}, newer than this release's ({ours}): a \
-             newer release migrated it, and this one could misread it; use a release at least \
-             as new as the workers'"
-        ));
+    if let Some((version, _)) = found.versions.iter().find(|(_, success)| !success) {
+        return Err(crate::StoreError::Migration {
+            message: format!(
+                "the {backend} schema has migration {version} partially applied; finish or \
+                 repair the migration before connecting"
+            ),
+        });
     }
-    let at = applied.versions.iter().map(|(v, _)| *v).max();
-    match at {
-        None => error(format!(
-            "the {backend} database holds no Aiki schema (version {ours} expected); run \
-             `aiki migrate`, or connect once with migrations applied"
-        )),
-        Some(at) if at < oldest_readable => error(format!(
+    let Some(at) = found.at() else {
+        return match mode {
+            MigrationMode::Check => refuse(format!(
+                "the {backend} database holds no Aiki schema (this release's is version \
+                 {ours}): it is not an Aiki store yet; run `aiki migrate`, or start a worker, \
+                 to create it"
+            )),
+            _ => Ok(Accepted {
+                render_at: ours,
+                migrate: true,
+            }),
+        };
+    };
+    let newer = found
+        .versions
+        .iter()
+        .map(|(version, _)| *version)
+        .find(|version| *version > ours || !known.contains(version));
+    if let Some(newer) = newer {
+        return match found.readable_from {
+            Some(from) if from <= ours => Ok(Accepted {
+                render_at: ours,
+                // A version of ours the newer release skipped cannot be applied under it.
+                migrate: false,
+            }),
+            Some(from) => refuse(format!(
+                "the {backend} schema is at version {at}, migrated by a newer release, and \
+                 admits releases from schema version {from} on; this release's is {ours}: \
+                 use a release at least as new as the one that migrated it"
+            )),
+            None => refuse(format!(
+                "the {backend} schema is at version {newer}, newer than this release's \
+                 ({ours}), and holds no compatibility record: a newer release migrated it, and \
+                 this one could misread it; use a release at least as new as the workers'"
+            )),
+        };
+    }
+    let missing = known
+        .iter()
+        .any(|version| !found.versions.iter().any(|(applied, _)| applied == version));
+    match mode {
+        MigrationMode::Check if at < oldest_readable => refuse(format!(
             "the {backend} schema is at version {at}, older than the oldest this release reads \
              ({oldest_readable}; its own is {ours}); migrate it with `aiki migrate` or use the \
              release the workers run"
         )),
-        Some(_) => Ok(()),
+        MigrationMode::Check => Ok(Accepted {
+            render_at: at,
+            migrate: false,
+        }),
+        _ => Ok(Accepted {
+            render_at: ours,
+            migrate: missing,
+        }),
     }
 }
 
@@ -82,39 +184,113 @@ mod tests {
     use super::*;
     use crate::StoreError;
 
-    fn applied(versions: &[i64]) -> Applied {
-        Applied {
+    fn found(versions: &[i64], readable_from: Option<i64>) -> Found {
+        Found {
             versions: versions.iter().map(|v| (*v, true)).collect(),
+            readable_from,
         }
     }
 
+    fn message(result: Result<Accepted, StoreError>) -> String {
+        match result {
+            Err(StoreError::Schema { message } | StoreError::Migration { message }) => message,
+            other => panic!("expected a schema error, got {other:?}"),
+        }
+    }
+
+    const CHECK: MigrationMode = MigrationMode::Check;
+    const APPLY: MigrationMode = MigrationMode::Apply;
+
     #[test]
-    fn a_check_accepts_what_it_reads_and_refuses_the_rest_naming_both_versions() {
+    fn a_check_reads_its_own_and_older_schemas_down_to_the_oldest_it_reads() {
         let known = [1, 2, 3];
-        assert!(check("sqlite", &applied(&[1, 2, 3]), &known, 2).is_ok());
-        assert!(
-            check("sqlite", &applied(&[1, 2]), &known, 2).is_ok(),
-            "older, readable"
+        let at = |versions: &[i64]| accept("sqlite", &found(versions, None), &known, 2, CHECK);
+        assert_eq!(at(&[1, 2, 3]).unwrap().render_at, 3);
+        assert_eq!(
+            at(&[1, 2]).unwrap().render_at,
+            2,
+            "older, readable: rendered for it"
         );
-        let message = |result: Result<(), StoreError>| match result {
-            Err(StoreError::Migration { message }) => message,
-            other => panic!("expected a migration error, got {other:?}"),
-        };
-        let older = message(check("sqlite", &applied(&[1]), &known, 2));
+        let older = message(at(&[1]));
         assert!(
             older.contains("version 1") && older.contains("(2;"),
             "{older}"
         );
-        let newer = message(check("postgres", &applied(&[1, 2, 3, 4]), &known, 1));
+        let none = message(at(&[]));
         assert!(
-            newer.contains("version 4") && newer.contains("(3)"),
-            "{newer}"
+            none.contains("no Aiki schema") && none.contains("aiki migrate"),
+            "{none}"
         );
-        let none = message(check("postgres", &applied(&[]), &known, 1));
-        assert!(none.contains("aiki migrate"), "{none}");
-        let partial = Applied {
+        assert!(!none.contains("migration failed"), "{none}");
+        let partial = Found {
             versions: vec![(1, true), (2, false)],
+            readable_from: None,
         };
-        assert!(message(check("sqlite", &partial, &known, 1)).contains("partially"));
+        assert!(message(accept("sqlite", &partial, &known, 1, CHECK)).contains("partially"));
+    }
+
+    #[test]
+    fn a_newer_schema_is_accepted_when_its_compatibility_record_admits_this_release() {
+        let known = [1, 2, 3];
+        for mode in [CHECK, APPLY] {
+            let admitted = accept("postgres", &found(&[1, 2, 3, 4], Some(3)), &known, 1, mode)
+                .expect("admitted");
+            assert_eq!(
+                admitted,
+                Accepted {
+                    render_at: 3,
+                    migrate: false
+                }
+            );
+            let refused = message(accept(
+                "postgres",
+                &found(&[1, 2, 3, 4], Some(4)),
+                &known,
+                1,
+                mode,
+            ));
+            assert!(
+                refused.contains("version 4") && refused.contains("is 3"),
+                "names both: {refused}"
+            );
+            let unrecorded = message(accept(
+                "postgres",
+                &found(&[1, 2, 3, 4], None),
+                &known,
+                1,
+                mode,
+            ));
+            assert!(
+                unrecorded.contains("version 4") && unrecorded.contains("(3)"),
+                "{unrecorded}"
+            );
+        }
+    }
+
+    #[test]
+    fn apply_migrates_what_is_missing_and_nothing_else() {
+        let known = [1, 2, 3];
+        let apply = |versions: &[i64]| accept("sqlite", &found(versions, None), &known, 2, APPLY);
+        assert_eq!(
+            apply(&[]).unwrap(),
+            Accepted {
+                render_at: 3,
+                migrate: true
+            }
+        );
+        assert_eq!(
+            apply(&[1]).unwrap(),
+            Accepted {
+                render_at: 3,
+                migrate: true
+            }
+        );
+        assert_eq!(
+            apply(&[1, 2, 3]).unwrap(),
+            Accepted {
+                render_at: 3,
+                migrate: false
+            }
+        );
     }
 }

@@ -18,8 +18,8 @@ use sqlx::sqlite::{
 use crate::sql::dialect::DialectStatements;
 use crate::sql::driver::{self, Driver};
 use crate::sql::statements::{
-    ENTRY_COLUMNS, ENTRY_CONFLICT, INSERT_EVENT, TRANSITION_SET, render_for_sqlite, run_doc,
-    status_list,
+    Level, entry_columns, entry_conflict, insert_event, render_for_sqlite, run_doc, status_list,
+    transition_set,
 };
 use crate::sql::{Dialect, On, SqlStore, Tx, setters, store_impl};
 use crate::{MigrationMode, RunStatus, StoreError};
@@ -57,6 +57,11 @@ pub struct SqliteOptions {
     pub read_connections: u32,
     /// What connecting does with the schema (default [`MigrationMode::Apply`]).
     pub migration: MigrationMode,
+    /// Plays an earlier release: the store knows only the migrations up to this version and
+    /// renders its statements for that schema. For the rolling-deploy tests, which run the
+    /// previous release and this one side by side on one database.
+    #[doc(hidden)]
+    pub schema_cap: Option<i64>,
 }
 
 impl SqliteOptions {
@@ -68,6 +73,7 @@ impl SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             read_connections: 4,
             migration: MigrationMode::Apply,
+            schema_cap: None,
         }
     }
 
@@ -86,6 +92,14 @@ impl SqliteOptions {
         self
     }
 
+    /// Plays the release whose newest migration is `version` (see
+    /// [`schema_cap`](SqliteOptions::schema_cap)).
+    #[doc(hidden)]
+    pub fn as_release_at(mut self, version: i64) -> Self {
+        self.schema_cap = Some(version);
+        self
+    }
+
     /// Sets the size of the read pool.
     pub fn read_connections(mut self, connections: u32) -> Self {
         self.read_connections = connections.max(1);
@@ -97,6 +111,7 @@ impl SqliteOptions {
 #[derive(Debug)]
 pub struct SqliteStore {
     inner: SqlStore<SqliteDialect>,
+    report: crate::MigrationReport,
 }
 
 store_impl!(SqliteStore);
@@ -114,11 +129,11 @@ impl Dialect for SqliteDialect {
 
     const DRIVER: Driver<Sqlite> = driver::SQLITE;
 
-    fn statements(&self) -> DialectStatements {
-        let run = render_for_sqlite(&run_doc(""));
+    fn statements(&self, level: Level) -> DialectStatements {
+        let run = render_for_sqlite(&run_doc("", level));
         let terminal = status_list(RunStatus::is_terminal);
         let unsuccessful = status_list(RunStatus::is_unsuccessful);
-        let set = render_for_sqlite(TRANSITION_SET);
+        let set = render_for_sqlite(&transition_set(level));
         DialectStatements {
             claim: format!(
                 "UPDATE aiki_runs SET status = 'running', owner = $1, heartbeat_at = $2, \
@@ -152,9 +167,9 @@ impl Dialect for SqliteDialect {
                  RETURNING {run}"
             ),
             upsert_entries: format!(
-                "INSERT INTO aiki_entries {ENTRY_COLUMNS} \
+                "INSERT INTO aiki_entries {columns} \
                  SELECT j.run_id, j.address, j.idx, j.kind, j.status, j.output, j.fingerprint, \
-                 j.attempts, j.error_kind, j.error_message, j.retry_at, j.updated_at \
+                 j.attempts, j.error_kind, j.error_message, j.retry_at, j.updated_at{input} \
                  FROM (SELECT json_extract(value, '$.run_id') AS run_id, \
                    json_extract(value, '$.address') AS address, \
                    json_extract(value, '$.idx') AS idx, \
@@ -167,24 +182,40 @@ impl Dialect for SqliteDialect {
                    json_extract(value, '$.error_message') AS error_message, \
                    json_extract(value, '$.retry_at') AS retry_at, \
                    json_extract(value, '$.updated_at') AS updated_at, \
+                   json_extract(value, '$.input') AS input, \
                    json_extract(value, '$.expected') AS expected \
                    FROM json_each($1)) AS j \
-                 WHERE (SELECT revision FROM aiki_runs WHERE id = j.run_id) = j.expected \
-                 {ENTRY_CONFLICT} RETURNING run_id, address, idx"
+                 WHERE (SELECT revision FROM aiki_runs WHERE id = j.run_id) = j.expected{allowed} \
+                 {conflict} RETURNING run_id, address, idx",
+                columns = entry_columns(level),
+                input = if level.operations { ", j.input" } else { "" },
+                allowed = if level.operations {
+                    " AND (j.status <> 'running' OR (SELECT pause_requested_at FROM aiki_runs \
+                     WHERE id = j.run_id) IS NULL)"
+                } else {
+                    ""
+                },
+                conflict = entry_conflict(level, "aiki_entries"),
             ),
-            revisions_of: "SELECT id, revision FROM aiki_runs \
-                 WHERE id IN (SELECT value FROM json_each($1))"
-                .to_owned(),
+            revisions_of: format!(
+                "SELECT id, revision, {paused} FROM aiki_runs \
+                 WHERE id IN (SELECT value FROM json_each($1))",
+                paused = if level.operations {
+                    "(pause_requested_at IS NOT NULL)"
+                } else {
+                    "0"
+                }
+            ),
             lock_first: None,
             cancel_sleeps: Some(
                 "UPDATE aiki_sleeps SET cancelled = 1 \
                  WHERE run_id = $1 AND cancelled = 0 AND wake_at > $2"
                     .to_owned(),
             ),
-            insert_event: render_for_sqlite(INSERT_EVENT),
+            insert_event: render_for_sqlite(&insert_event(level)),
             insert_event_wakes: false,
-            bookkeeping_exists: "SELECT COUNT(*) FROM sqlite_master \
-                 WHERE type = 'table' AND name = '_sqlx_migrations'"
+            table_exists: "SELECT COUNT(*) FROM sqlite_master \
+                 WHERE type = 'table' AND name = $1"
                 .to_owned(),
         }
     }
@@ -200,11 +231,11 @@ impl Dialect for SqliteDialect {
 
     /// The migration runs inside one `BEGIN IMMEDIATE` transaction, so a second process waits
     /// and then finds nothing to do.
-    async fn migrate(&self) -> Result<(), StoreError> {
+    async fn migrate(&self, migrator: &sqlx::migrate::Migrator) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         // `run_direct` rather than `run`: `run`'s `Acquire` bound makes the future not `Send`
         // (sqlx's own workaround, see `Migrator::run_direct`).
-        MIGRATOR
+        migrator
             .run_direct(&mut *tx)
             .await
             .map_err(|error| driver::SQLITE.map_migrate_error(error))?;
@@ -219,6 +250,8 @@ impl Dialect for SqliteDialect {
     // triggers; the timeline, the workers and the catalog are the tables of migrations 0006 to
     // 0008; run documents read the failed call's columns of 0009.
     const OLDEST_READABLE: i64 = 9;
+
+    const OPERATIONS: i64 = 10;
 
     async fn close(&self) {
         self.reader.close().await;
@@ -247,38 +280,37 @@ fn check_folder(url: &str, file: &std::path::Path) -> Result<(), StoreError> {
     })
 }
 
-impl SqliteStore {
-    /// Aiki's SQLite database is a file of its own: one that holds another application's
-    /// tables is refused, so that neither side's migrations touch the other's.
-    async fn refuse_a_foreign_file(&self, url: &str) -> Result<(), StoreError> {
-        let rows = self
-            .inner
-            .fetch(
-                On::Write,
-                "SELECT name FROM sqlite_master WHERE type = 'table' \
-                 AND name NOT LIKE 'aiki\\_%' ESCAPE '\\' \
-                 AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> '_sqlx_migrations' \
-                 ORDER BY name",
-                &[],
-            )
-            .await?;
-        let foreign = rows
-            .iter()
-            .map(|row| Ok(format!("`{}`", row.text(0)?.unwrap_or_default())))
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        if foreign.is_empty() {
-            return Ok(());
-        }
-        Err(StoreError::CannotOpen {
-            url: url.to_owned(),
-            reason: format!(
-                "the file holds another application's tables ({}); Aiki keeps its runs in a \
-                 SQLite file of its own: point the URL at a new file",
-                foreign.join(", ")
-            ),
-        })
+/// Aiki's SQLite database is a file of its own: one that holds another application's tables is
+/// refused, so that neither side's migrations touch the other's.
+async fn refuse_a_foreign_file(dialect: &SqliteDialect, url: &str) -> Result<(), StoreError> {
+    let rows = dialect
+        .fetch(
+            On::Write,
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE 'aiki\\_%' ESCAPE '\\' \
+             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> '_sqlx_migrations' \
+             ORDER BY name",
+            &[],
+        )
+        .await?;
+    let foreign = rows
+        .iter()
+        .map(|row| Ok(format!("`{}`", row.text(0)?.unwrap_or_default())))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    if foreign.is_empty() {
+        return Ok(());
     }
+    Err(StoreError::CannotOpen {
+        url: url.to_owned(),
+        reason: format!(
+            "the file holds another application's tables ({}); Aiki keeps its runs in a \
+             SQLite file of its own: point the URL at a new file",
+            foreign.join(", ")
+        ),
+    })
+}
 
+impl SqliteStore {
     /// Opens (creating if missing) the database a URL names, with default options, and
     /// applies pending migrations.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
@@ -359,13 +391,12 @@ impl SqliteStore {
                 .test_before_acquire(false)
                 .connect_lazy_with(connect)
         };
-        let store = SqliteStore {
-            inner: SqlStore::new(SqliteDialect { writer, reader }),
-        };
+        let dialect = SqliteDialect { writer, reader };
         if options.migration != MigrationMode::Never {
-            store.refuse_a_foreign_file(&options.url).await?;
+            refuse_a_foreign_file(&dialect, &options.url).await?;
         }
-        store.inner.prepare(options.migration).await?;
-        Ok(store)
+        let (inner, report) =
+            SqlStore::open(dialect, options.migration, options.schema_cap).await?;
+        Ok(SqliteStore { inner, report })
     }
 }

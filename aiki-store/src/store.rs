@@ -4,9 +4,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    AppendOutcome, CatalogEntry, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History,
-    ListRuns, Millis, NewEvent, NewFork, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord,
-    StatusChange, StoreError, Transition, WorkerRecord,
+    AppendOutcome, CatalogEntry, ClaimRequest, ClaimState, ClaimTiming, CreateOutcome, EntryRecord,
+    EventRecord, History, ListRuns, Millis, Move, NewEvent, NewFork, NewRun, RunCounts, RunId,
+    RunPage, RunRecord, SleepRecord, StatusChange, StoreError, Transition, WorkerRecord,
 };
 
 /// A shared, type-erased store.
@@ -48,7 +48,8 @@ pub trait Store: Send + Sync + Debug + 'static {
     ///   child already ended) lands in `scheduled`, due at `now`, instead;
     /// * a run reaching a terminal status wakes its parent if the parent is
     ///   `awaiting_child_workflow` (to `scheduled`, due now, revision incremented);
-    /// * `cancel_sleeps` marks the run's pending sleeps cancelled.
+    /// * `cancel_sleeps` marks the run's pending sleeps cancelled;
+    /// * `rerun` resets task entries to run again, `forget` deletes event records.
     ///
     /// Returns the run as written.
     async fn transition(
@@ -57,6 +58,12 @@ pub trait Store: Send + Sync + Debug + 'static {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError>;
+
+    /// Applies several transitions in one atomic operation, each checked as
+    /// [`transition`](Store::transition) checks one: all are applied, in order, or none is,
+    /// and the first refusal is returned. Returns the runs as written, in order. (A retry of
+    /// a parent together with the child whose failure it observed.)
+    async fn transition_all(&self, moves: Vec<Move>) -> Result<Vec<RunRecord>, StoreError>;
 
     /// Claims up to `limit` `queued` runs of the given namespaces and pool, oldest first: each
     /// becomes `running` with `owner` set, its heartbeat at `now` and its revision incremented.
@@ -69,15 +76,45 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// unless told otherwise.
     async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError>;
 
-    /// Refreshes a claim: checks the revision and owner (without incrementing) and sets the
-    /// heartbeat to `now`.
+    /// Refreshes a claim: checks the revision and owner (without incrementing), sets the
+    /// heartbeat to `now` and clears a stale mark. Returns what the executor must know of the
+    /// run: whether a pause was requested.
     async fn refresh_claim(
         &self,
         id: RunId,
         owner: &str,
         expected: u64,
         now: Millis,
-    ) -> Result<(), StoreError>;
+    ) -> Result<ClaimState, StoreError>;
+
+    /// An operator's release of a `running` run's claim (its executor is gone), at revision
+    /// `expected`, fenced as claim recovery's release is: back to `queued` (to `paused` when a
+    /// pause was requested), its revision incremented, recorded as done by `actor`. With
+    /// `confirm_ms`, only if claim recovery has marked the claim stale at least that long ago
+    /// and it was not refreshed since (right after a store outage every executor looks gone,
+    /// and the live ones refresh within that window): `None` otherwise, nothing changed.
+    /// Without it (forced), whatever the claim's state. [`StoreError::RevisionConflict`] or
+    /// [`StoreError::InvalidTransition`] when the run moved on or is not `running`.
+    async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Asks to pause a `running` run without changing its revision, so that no write of its
+    /// executor is fenced: the run's next new task attempt is refused
+    /// ([`StoreError::PauseRequested`]), and its leaving `running` other than by ending lands
+    /// in `paused` (recorded as done by `actor`). Returns the run with the request, or `None`
+    /// when it is not `running` (pause it with a transition).
+    async fn request_pause(
+        &self,
+        id: RunId,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<Option<RunRecord>, StoreError>;
 
     /// Inserts or replaces the manifest entry at `(run, address, index)`, checking the run's
     /// revision without incrementing it.
@@ -127,17 +164,24 @@ pub trait Store: Send + Sync + Debug + 'static {
         within_ms: i64,
     ) -> Result<Vec<WorkerRecord>, StoreError>;
 
-    /// Publishes the catalog entry of one workflow version: inserts it, or replaces the entry
-    /// of that version, its publication time at `now` (PostgreSQL: by the claim clock, as
-    /// [`record_worker`](Store::record_worker)). Returns the entry as written.
+    /// Publishes the catalog entry of one build of a workflow version: inserts it, or replaces
+    /// the entry of that version and fingerprint, its publication time at `now` (PostgreSQL: by
+    /// the claim clock, as [`record_worker`](Store::record_worker)); entries of the version's
+    /// other builds stay. Returns the entry as written.
     async fn publish_catalog(
         &self,
         entry: CatalogEntry,
         now: Millis,
     ) -> Result<CatalogEntry, StoreError>;
 
-    /// Every published catalog entry, by workflow name and version.
+    /// Every published catalog entry, by workflow name and version, then oldest publication
+    /// first: one per build (fingerprint) of each version.
     async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError>;
+
+    /// Forgets the workers not seen within `older_than_ms` before `now` (by the clock of
+    /// [`record_worker`](Store::record_worker)): retention of the worker list, whose rows would
+    /// otherwise grow with every process start. Returns how many went.
+    async fn prune_workers(&self, now: Millis, older_than_ms: i64) -> Result<u64, StoreError>;
 
     /// Records `slot` (an event record the run itself writes: a wait's timeout, a child outcome
     /// it observed) in its queue and index, unless that slot is taken. Checks the revision
@@ -168,14 +212,25 @@ pub trait Store: Send + Sync + Debug + 'static {
     /// (incrementing revisions). Returns how many moved.
     async fn wake_due(&self, now: Millis) -> Result<u64, StoreError>;
 
-    /// Claim recovery: moves every `running` run whose last heartbeat is older than
-    /// `now - idle_timeout_ms` (by the store's claim clock, see [`claim`](Store::claim)) back
-    /// to `queued`, clearing its owner and incrementing its revision. Returns the released
+    /// Claim recovery, in two phases recorded on the runs, so that it survives restarts and
+    /// store outages whichever process sweeps (times by the store's claim clock, see
+    /// [`claim`](Store::claim)):
+    ///
+    /// * marks (`claim_stale_since`) every `running` run whose heartbeat is older than
+    ///   `timing.confirm_ms`, unless marked since its last refresh;
+    /// * releases every `running` run whose heartbeat is older than `timing.idle_timeout_ms`
+    ///   and which was marked at least `timing.confirm_ms` ago without a refresh since: back
+    ///   to `queued` (to `paused` when a pause was requested), clearing its owner and
+    ///   incrementing its revision.
+    ///
+    /// A live executor refreshes within one refresh interval of the store answering it, so
+    /// after an outage it is never released, while a dead one's run is, at the latest one
+    /// confirmation window after the first sweep that sees it stale. Returns the released
     /// runs.
     async fn release_stale_claims(
         &self,
         now: Millis,
-        idle_timeout_ms: i64,
+        timing: ClaimTiming,
     ) -> Result<Vec<RunId>, StoreError>;
 
     /// Moves every run `queued` since before `now - max_age_ms` to `stalled`. Returns how many.

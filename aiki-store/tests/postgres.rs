@@ -40,26 +40,45 @@ async fn many_processes_migrate_one_fresh_database_at_once() {
     pg::drop_database(&url).await;
 }
 
+/// A newer release's migration is accepted while the compatibility record admits this
+/// release (a rolling deploy, a rollback), and refused, naming both versions, once it does not.
 #[tokio::test]
-async fn a_database_migrated_by_newer_code_is_a_migration_error() {
+async fn a_database_migrated_by_newer_code_is_accepted_only_when_it_admits_this_release() {
     let Some(url) = pg::create_database().await else {
         return;
     };
     let store = PostgresStore::connect(&url).await.expect("open");
-    sqlx::query(
-        "INSERT INTO aiki._sqlx_migrations (version, description, success, checksum, \
-         execution_time) VALUES (99990101000000, 'from the future', TRUE, '\\x00', 0)",
-    )
-    .execute(&sqlx::PgPool::connect(&url).await.expect("raw pool"))
-    .await
-    .expect("fake a newer migration");
+    let ours = store.migration_report().release;
     store.close().await;
+    raw(
+        &url,
+        &[
+            "INSERT INTO aiki._sqlx_migrations (version, description, success, checksum, \
+           execution_time) VALUES (99990101000000, 'from the future', TRUE, '\\x00', 0)",
+        ],
+    )
+    .await;
+    let admitted = PostgresStore::connect(&url)
+        .await
+        .expect("an additive newer migration admits this release");
+    assert_eq!(admitted.migration_report().applied, []);
+    assert_eq!(admitted.wake_due(0).await.expect("works"), 0);
+    admitted.close().await;
+    raw(
+        &url,
+        &["UPDATE aiki.aiki_compat SET readable_from = 99990101000000"],
+    )
+    .await;
     let error = PostgresStore::connect(&url).await.expect_err("refused");
     assert!(
-        matches!(error, StoreError::Migration { .. }),
-        "expected a migration error, got {error:?}"
+        matches!(error, StoreError::Schema { .. }),
+        "expected a schema error, got {error:?}"
     );
-    assert!(error.to_string().contains("upgrade"), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("99990101000000") && message.contains(&format!("is {ours}")),
+        "names both versions: {message}"
+    );
     pg::drop_database(&url).await;
 }
 
@@ -209,6 +228,7 @@ async fn check_mode_changes_nothing_and_refuses_what_it_cannot_read() {
         &[
             "INSERT INTO aiki._sqlx_migrations (version, description, success, checksum, \
            execution_time) VALUES (99990101000000, 'from the future', TRUE, '\\x00', 0)",
+            "UPDATE aiki.aiki_compat SET readable_from = 99990101000000",
         ],
     )
     .await;
@@ -600,13 +620,20 @@ async fn the_database_clock_times_claims_whatever_the_callers_say() {
     let refreshed = store.get_run(id).await.expect("read");
     assert!(refreshed.heartbeat_at.expect("heartbeat") >= stamped);
     let an_hour_ahead = wall_clock() + 3_600_000;
+    let timing = aiki_store::ClaimTiming::new(30_000, 10_000);
+    for _ in 0..2 {
+        assert_eq!(
+            store
+                .release_stale_claims(an_hour_ahead, timing)
+                .await
+                .expect("sweep"),
+            Vec::<RunId>::new(),
+            "a caller an hour ahead does not release (or mark) a claim refreshed a moment ago"
+        );
+    }
     assert_eq!(
-        store
-            .release_stale_claims(an_hour_ahead, 30_000)
-            .await
-            .expect("sweep"),
-        Vec::<RunId>::new(),
-        "a caller an hour ahead does not release a claim refreshed a moment ago"
+        store.get_run(id).await.expect("read").claim_stale_since,
+        None
     );
     assert_eq!(
         store.get_run(id).await.expect("read").status,
@@ -616,9 +643,13 @@ async fn the_database_clock_times_claims_whatever_the_callers_say() {
     let callers = PostgresStore::connect(&format!("{url}?aiki_claim_clock=caller"))
         .await
         .expect("open");
+    callers
+        .release_stale_claims(an_hour_ahead, timing)
+        .await
+        .expect("mark");
     assert_eq!(
         callers
-            .release_stale_claims(an_hour_ahead, 30_000)
+            .release_stale_claims(an_hour_ahead + timing.confirm_ms, timing)
             .await
             .expect("sweep"),
         vec![id],

@@ -108,33 +108,52 @@ async fn many_stores_migrate_one_fresh_file_at_once() {
     }
 }
 
+/// A newer release's migration is accepted while the compatibility record admits this
+/// release (a rolling deploy, a rollback), and refused, naming both versions, once it does not.
 #[tokio::test]
-async fn a_database_migrated_by_newer_code_is_a_migration_error() {
+async fn a_database_migrated_by_newer_code_is_accepted_only_when_it_admits_this_release() {
+    use sqlx::Connection;
     let file = TempFile::new();
     let store = SqliteStore::connect(&file.url()).await.expect("open");
+    let ours = store.migration_report().release;
     store.close().await;
-    {
-        use sqlx::Connection;
-        let mut connection = sqlx::SqliteConnection::connect(&file.url())
-            .await
-            .expect("raw connection");
-        sqlx::query(
-            "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
-             execution_time) VALUES (99990101000000, 'from the future', TRUE, x'00', 0)",
-        )
-        .execute(&mut connection)
+    let raw = |sql: &'static str| {
+        let url = file.url();
+        async move {
+            let mut connection = sqlx::SqliteConnection::connect(&url)
+                .await
+                .expect("raw connection");
+            sqlx::query(sql)
+                .execute(&mut connection)
+                .await
+                .expect("raw statement");
+            connection.close().await.expect("close");
+        }
+    };
+    raw(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
+         execution_time) VALUES (99990101000000, 'from the future', TRUE, x'00', 0)",
+    )
+    .await;
+    let admitted = SqliteStore::connect(&file.url())
         .await
-        .expect("fake a newer migration");
-        connection.close().await.expect("close");
-    }
+        .expect("an additive newer migration admits this release");
+    assert_eq!(admitted.migration_report().applied, []);
+    assert_eq!(admitted.wake_due(0).await.expect("works"), 0);
+    admitted.close().await;
+    raw("UPDATE aiki_compat SET readable_from = 99990101000000").await;
     let error = SqliteStore::connect(&file.url())
         .await
         .expect_err("refused");
     assert!(
-        matches!(error, StoreError::Migration { .. }),
-        "expected a migration error, got {error:?}"
+        matches!(error, StoreError::Schema { .. }),
+        "expected a schema error, got {error:?}"
     );
-    assert!(error.to_string().contains("upgrade"), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("99990101000000") && message.contains(&format!("is {ours}")),
+        "names both versions: {message}"
+    );
 }
 
 #[tokio::test]
@@ -377,8 +396,13 @@ async fn check_mode_creates_nothing_and_accepts_this_releases_schema() {
         .expect("open without migrating");
     unmigrated.close().await;
     let error = check().await.expect_err("no schema yet");
-    assert!(matches!(error, StoreError::Migration { .. }), "{error:?}");
+    assert!(matches!(error, StoreError::Schema { .. }), "{error:?}");
     assert!(error.to_string().contains("aiki migrate"), "{error}");
+    assert!(
+        error.to_string().contains("holds no Aiki schema")
+            && !error.to_string().contains("migration failed"),
+        "{error}"
+    );
     SqliteStore::connect(&file.url())
         .await
         .expect("migrate")

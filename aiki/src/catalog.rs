@@ -121,21 +121,85 @@ impl Client {
         Ok(self.store().catalog().await?)
     }
 
-    /// The catalog entry of `namespace`; [`ClientError::NotInCatalog`] when no worker has
-    /// published it.
+    /// The catalog entry of `namespace` that starts and events are checked against first: the
+    /// newest build a live worker runs (else the newest published).
+    /// [`ClientError::NotInCatalog`] when no worker has published it.
     pub async fn catalog_entry(&self, namespace: &Namespace) -> Result<CatalogEntry, ClientError> {
+        let mut entries = self.catalog_entries(namespace).await?;
+        Ok(entries.remove(0))
+    }
+
+    /// The builds of `namespace` that starts and events are checked against, newest first:
+    /// those its live workers run (two during a rolling deploy, whose older pods must not hide
+    /// the newer build, nor the newer the older), else every build published.
+    /// [`ClientError::NotInCatalog`] when no worker has published it.
+    pub async fn catalog_entries(
+        &self,
+        namespace: &Namespace,
+    ) -> Result<Vec<CatalogEntry>, ClientError> {
         let catalog = self.catalog().await?;
         let known: Vec<String> = catalog.iter().map(|e| e.namespace.to_string()).collect();
-        catalog
+        let mut entries: Vec<CatalogEntry> = catalog
             .into_iter()
-            .find(|entry| &entry.namespace == namespace)
-            .ok_or_else(|| ClientError::NotInCatalog {
+            .filter(|entry| &entry.namespace == namespace)
+            .collect();
+        if entries.is_empty() {
+            let mut known = known;
+            known.dedup();
+            return Err(ClientError::NotInCatalog {
                 namespace: namespace.to_string(),
                 known: if known.is_empty() {
                     "none".to_owned()
                 } else {
                     known.join(", ")
                 },
-            })
+            });
+        }
+        entries.reverse();
+        let live = self.live_builds(namespace).await?;
+        if entries
+            .iter()
+            .any(|entry| live.contains(&entry.fingerprint))
+        {
+            entries.retain(|entry| live.contains(&entry.fingerprint));
+        }
+        Ok(entries)
     }
+
+    /// The fingerprints of `namespace` that live workers run.
+    pub(crate) async fn live_builds(
+        &self,
+        namespace: &Namespace,
+    ) -> Result<Vec<String>, ClientError> {
+        let now = crate::Clock::now(&crate::SystemClock);
+        let key = namespace.to_string();
+        Ok(self
+            .store()
+            .list_workers(now, LIVE_WITHIN_MS)
+            .await?
+            .into_iter()
+            .filter(|worker| crate::Liveness::of(worker, now).is_live())
+            .filter_map(|worker| worker.fingerprints.get(&key).cloned())
+            .collect())
+    }
+}
+
+/// How far back the catalog looks for the heartbeats of live workers.
+const LIVE_WITHIN_MS: i64 = 10 * 60 * 1000;
+
+/// `Ok` when one of `entries` accepts what `check` checks; else the newest one's error.
+pub(crate) fn accepted_by_one(
+    entries: &[CatalogEntry],
+    check: impl Fn(&CatalogEntry) -> Result<(), ClientError>,
+) -> Result<&CatalogEntry, ClientError> {
+    let mut first_error = None;
+    for entry in entries {
+        match check(entry) {
+            Ok(()) => return Ok(entry),
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    Err(first_error.expect("BUG: a version in the catalog has an entry"))
 }

@@ -233,6 +233,7 @@ mod error;
 pub mod guide;
 mod handle;
 pub mod impact;
+mod liveness;
 pub mod metrics;
 mod panic;
 mod retry;
@@ -255,16 +256,17 @@ pub use client::{Client, ConflictPolicy, Start, StartJson};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ClientError, TaskError, WorkflowError};
 pub use handle::{
-    AnyRun, BulkAction, BulkOutcome, ForkOptions, RetryOptions, RetryPlan, RunHandle,
+    AnyRun, BulkAction, BulkOutcome, FailedChild, ForkOptions, RetryOptions, RetryPlan, RunHandle,
 };
 pub use retry::{RetryPolicy, RetryPolicyError};
-pub use run::{ChildRun, ChildStart, EventWait, Run, SleepOutcome};
+pub use run::{ChildRun, ChildStart, EventWait, RECORDED_INPUT_MAX_BYTES, Run, SleepOutcome};
 pub use schema::Schema;
 pub use subscriber::{PollingSubscriber, Subscriber};
 
 /// The attribute for implementing [`Subscriber`] (and [`Store`]): their methods are
 /// `async_trait` methods.
 pub use async_trait::async_trait;
+pub use liveness::{ClaimView, Liveness};
 pub use task::{State, StateNeed, Task, TaskContext};
 pub use trace::{InvalidTraceparent, Traceparent};
 pub use worker::{Worker, WorkerBuilder, WorkerHandle};

@@ -8,6 +8,7 @@ pub mod chaos;
 pub mod check_app;
 pub mod crash;
 pub mod processes;
+pub mod proxy;
 pub mod soak;
 pub mod upgrade;
 
@@ -390,5 +391,29 @@ impl Harness {
     /// Advances the manual clock.
     pub fn advance(&self, by: Duration) {
         self.clock.advance(by);
+    }
+
+    /// Lets claim recovery release `run`, held by an executor that stopped refreshing its
+    /// claim (crashed, frozen), whose claims expire after `idle` and were refreshed every
+    /// `refresh`: moves the clock past the idle timeout, waits (real time, bounded) until a
+    /// sweep has marked the claim stale, then moves it past the confirmation window.
+    pub async fn recover_claim(&self, run: aiki::RunId, idle: Duration, refresh: Duration) {
+        self.advance(idle + Duration::from_secs(60));
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let record = self.store.get_run(run).await.expect("run record");
+            if record.status != RunStatus::Running || record.claim_stale_since.is_some() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "claim recovery never marked run {run}'s claim stale"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let timing = aiki::store::ClaimTiming::new(ms(idle), ms(refresh));
+        let confirm = u64::try_from(timing.confirm_ms).unwrap_or(u64::MAX);
+        self.advance(Duration::from_millis(confirm) + Duration::from_secs(1));
     }
 }

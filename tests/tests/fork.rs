@@ -156,7 +156,118 @@ async fn a_fork_refuses_a_run_that_has_not_ended(backend: Backend) {
     );
 }
 
+// Dropping a child start drops its wait's records.
+
+/// Sleeps `minutes`, then answers.
+#[aiki::workflow(name = "fork-slow-child", version = "1")]
+async fn slow_child(run: &Run, minutes: u32) -> Result<u32, WorkflowError> {
+    run.sleep("work", Duration::from_secs(60) * minutes).await?;
+    Ok(minutes)
+}
+
+/// Waits an hour for a child that takes `minutes`: its answer, or 0 when the wait timed out.
+#[aiki::workflow(name = "fork-patient", version = "1")]
+async fn patient(run: &Run, minutes: u32) -> Result<u32, WorkflowError> {
+    let child = run.child::<SlowChild>(minutes).await?;
+    Ok(child
+        .wait_timeout(Duration::from_secs(3600))
+        .await?
+        .unwrap_or(0))
+}
+
+/// Waits for a child started under a reference id.
+#[aiki::workflow(name = "fork-named-child", version = "1")]
+async fn named_child(run: &Run, minutes: u32) -> Result<u32, WorkflowError> {
+    let child = run
+        .child::<SlowChild>(minutes)
+        .reference_id(format!("the-child-{minutes}"))
+        .await?;
+    child.wait().await
+}
+
+/// A fork dropping a child start starts the child again and waits for it anew: the timeout
+/// the original recorded is not carried (it would time the new wait out at once), nor is the
+/// wait's timer.
+async fn a_fork_dropping_a_child_start_drops_its_waits_records(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(Patient).register(SlowChild)).await;
+    // The child takes two hours: the parent gives up after one.
+    let run = h.client.start::<Patient>(120).await.unwrap();
+    h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    h.advance(Duration::from_secs(3600));
+    assert_eq!(run.result().await.unwrap(), 0, "timed out");
+    let history = h.store.load_history(run.id()).await.unwrap();
+    let start = history
+        .entries
+        .iter()
+        .find(|entry| entry.kind == aiki::store::EntryKind::Child)
+        .expect("the child start")
+        .address
+        .clone();
+    assert!(history.events.iter().any(|event| event.timed_out));
+
+    let fork = run
+        .fork(aiki::ForkOptions::default().drop(start))
+        .await
+        .unwrap();
+    let waiting = h.reach(&fork, RunStatus::AwaitingChildWorkflow).await;
+    let forked = h.store.load_history(fork.id()).await.unwrap();
+    assert!(forked.events.is_empty(), "no timeout carried: {forked:?}");
+    assert!(
+        forked
+            .sleeps
+            .iter()
+            .all(|sleep| sleep.wake_at > aiki::Clock::now(&h.clock)),
+        "no wait timer carried that has passed: {:?}",
+        forked.sleeps
+    );
+    assert_eq!(forked.children.len(), 1);
+    assert_ne!(
+        forked.children[0].id, history.children[0].id,
+        "a new child run"
+    );
+    assert!(waiting.wait.is_some());
+}
+
+/// A fork dropping a child start that names a reference id is refused: the fork would find the
+/// same child run by that id.
+async fn a_fork_refuses_to_drop_a_child_start_with_a_reference_id(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| w.register(NamedChild).register(SlowChild))
+        .await;
+    let run = h.client.start::<NamedChild>(1).await.unwrap();
+    h.reach(&run, RunStatus::AwaitingChildWorkflow).await;
+    let child = h.store.load_history(run.id()).await.unwrap().children[0].id;
+    h.reach(&h.client.handle::<SlowChild>(child), RunStatus::Sleeping)
+        .await;
+    h.advance(Duration::from_secs(60));
+    assert_eq!(run.result().await.unwrap(), 1);
+    let start = h
+        .store
+        .load_history(run.id())
+        .await
+        .unwrap()
+        .entries
+        .into_iter()
+        .find(|entry| entry.kind == aiki::store::EntryKind::Child)
+        .expect("the child start")
+        .address;
+    let refused = run
+        .fork(aiki::ForkOptions::default().drop(start.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, ClientError::SharedChildDropped { address, .. } if *address == start),
+        "{refused}"
+    );
+    // Carried as it is, the fork reads that child's outcome.
+    let fork = run.fork(aiki::ForkOptions::default()).await.unwrap();
+    assert_eq!(fork.result().await.unwrap(), 1);
+}
+
 on_every_backend!(
     a_fork_carries_events_and_ended_children_and_keeps_idempotency_keys,
     a_fork_refuses_a_run_that_has_not_ended,
+    a_fork_dropping_a_child_start_drops_its_waits_records,
+    a_fork_refuses_to_drop_a_child_start_with_a_reference_id,
 );

@@ -214,7 +214,7 @@ async fn an_interrupted_at_most_once_task_reruns_only_when_asked(backend: Backen
     gate.entered.notified().await;
     h.crash_worker().await;
     h.deploy(|w| worker(w, &gate)).await;
-    h.advance(IDLE + Duration::from_secs(60));
+    h.recover_claim(run.id(), IDLE, REFRESH).await;
     let failed = h.reach(&run, RunStatus::Failed).await;
     assert_eq!(
         failed.error.as_ref().unwrap().kind,
@@ -358,14 +358,38 @@ async fn a_parent_replays_the_child_outcome_it_recorded(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(child.result().await.unwrap(), 101);
-    // ...but the parent, retried, replays the failure it recorded, not the child's new row.
-    let retried = parent.retry(RetryOptions::default()).await.unwrap();
+    // ...but the parent replays the failure it recorded, not the child's new row: a plain
+    // retry is refused as one that fails again, and a forced one does fail again.
+    let refused = parent.retry(RetryOptions::default()).await.unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            ClientError::RetryWouldFailAgain {
+                status: RunStatus::Completed,
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    let retried = parent.retry(RetryOptions::default().force()).await.unwrap();
     let again = h.reach_next(&parent, RunStatus::Failed, &retried).await;
     assert_eq!(again.error.unwrap().kind, "child_failed");
     assert_eq!(
         h.executions.count("ship"),
         2,
         "the parent did not start the child again"
+    );
+    // With the child: the parent forgets what it recorded and reads the child as it is now.
+    let retried = parent
+        .retry(RetryOptions::default().rerun_child())
+        .await
+        .unwrap();
+    assert_eq!(retried.status, RunStatus::Queued);
+    assert_eq!(parent.result().await.unwrap(), 101);
+    assert_eq!(
+        h.executions.count("ship"),
+        2,
+        "the completed child is not retried"
     );
 }
 

@@ -602,7 +602,7 @@ async fn crashed_run_resumes_without_rerunning_recorded_tasks(backend: Backend) 
         RunStatus::Running,
         "the dead owner still holds it"
     );
-    h.advance(IDLE + MINUTE);
+    h.recover_claim(run.id(), IDLE, REFRESH).await;
     // Recovery released the run; the interrupted attempt counts as failed and is retried.
     assert_eq!(run.result().await.unwrap(), "task-a(x) by attempt 2");
     assert_eq!(
@@ -621,7 +621,7 @@ async fn interrupted_task_without_retries_fails_as_interrupted(backend: Backend)
     gate.entered.notified().await;
     h.crash_worker().await;
     h.deploy(|w| gated_worker(w, CrashyOnce, &gate)).await;
-    h.advance(IDLE + MINUTE);
+    h.recover_claim(run.id(), IDLE, REFRESH).await;
     let record = h.reach(&run, RunStatus::Failed).await;
     assert_eq!(record.error.unwrap().kind, "interrupted");
     assert_eq!(h.executions.count("gated"), 1, "at most once under `never`");
@@ -645,7 +645,7 @@ async fn zombie_executor_is_fenced_by_the_revision(backend: Backend) {
     gate.entered.notified().await;
     let owned = run.record().await.unwrap();
     h.deploy(|w| gated_worker(w, Crashy, &gate)).await;
-    h.advance(IDLE + MINUTE);
+    h.recover_claim(run.id(), IDLE, REFRESH).await;
     let done = h.reach(&run, RunStatus::Completed).await;
     assert!(
         done.revision >= owned.revision + 3,

@@ -164,7 +164,8 @@ async fn shutdown_waits_then_leaves_unfinished_runs_for_recovery(backend: Backen
     );
     h.deploy(|w| w.register(StuckFlow).claim_idle_timeout(idle))
         .await;
-    h.advance(idle + Duration::from_secs(1));
+    h.recover_claim(run.id(), idle, Duration::from_secs(30))
+        .await;
     assert_eq!(
         run.result().await.unwrap(),
         2,
@@ -223,6 +224,14 @@ impl aiki::Store for Counting {
         self.count("transition");
         self.inner.transition(id, expected, transition).await
     }
+
+    async fn transition_all(
+        &self,
+        moves: Vec<aiki::store::Move>,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        self.count("transition_all");
+        self.inner.transition_all(moves).await
+    }
     async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
         self.count("claim");
         self.inner.claim(request).await
@@ -233,9 +242,35 @@ impl aiki::Store for Counting {
         owner: &str,
         expected: u64,
         now: Millis,
-    ) -> Result<(), StoreError> {
+    ) -> Result<aiki::store::ClaimState, StoreError> {
         self.count("refresh_claim");
         self.inner.refresh_claim(id, owner, expected, now).await
+    }
+    async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        self.count("release_claim");
+        self.inner
+            .release_claim(id, expected, now, confirm_ms, actor)
+            .await
+    }
+    async fn prune_workers(&self, now: Millis, older_than_ms: i64) -> Result<u64, StoreError> {
+        self.count("prune_workers");
+        self.inner.prune_workers(now, older_than_ms).await
+    }
+    async fn request_pause(
+        &self,
+        id: RunId,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        self.count("request_pause");
+        self.inner.request_pause(id, actor, now).await
     }
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
         self.count("put_entry");
@@ -265,10 +300,10 @@ impl aiki::Store for Counting {
     async fn release_stale_claims(
         &self,
         now: Millis,
-        idle_timeout_ms: i64,
+        timing: aiki::store::ClaimTiming,
     ) -> Result<Vec<RunId>, StoreError> {
         self.count("release_stale_claims");
-        self.inner.release_stale_claims(now, idle_timeout_ms).await
+        self.inner.release_stale_claims(now, timing).await
     }
     async fn stall_undelivered(&self, now: Millis, max_age_ms: i64) -> Result<u64, StoreError> {
         self.count("stall_undelivered");

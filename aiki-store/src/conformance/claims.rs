@@ -147,13 +147,10 @@ pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
         .remove(0); // 5
     assert_eq!(zombie.revision, 5);
 
-    let released = store
-        .release_stale_claims(now + 100_000, 90_000)
-        .await
-        .expect("release"); // 6
+    let released = release_confirmed(store, now + 100_000).await; // 6
     assert!(released.contains(&run.id));
     let healthy = store
-        .claim(claim_request(&namespace, "healthy", 1, now + 100_001))
+        .claim(claim_request(&namespace, "healthy", 1, now + 140_001))
         .await
         .expect("claim")
         .remove(0); // 7
@@ -161,7 +158,7 @@ pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
     assert_eq!(healthy.owner.as_deref(), Some("healthy"));
 
     let id = run.id;
-    let then = now + 100_002;
+    let then = now + 140_002;
     assert_conflict(
         store.put_entry(5, entry(id, "t:1", 0, then)).await,
         id,
@@ -201,4 +198,95 @@ pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
     assert!(history.sleeps.is_empty());
     assert!(history.events.is_empty());
     assert!(history.children.is_empty());
+}
+
+/// An operator's release of a claim: refused (nothing changed) until claim recovery has marked
+/// the claim stale for a confirmation window without a refresh since; then fenced like
+/// recovery's release, recorded as the operator's; forced, at once.
+pub async fn check_an_operator_releases_a_claim_once_confirmed_stale(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    let now = GLOBAL_TIME;
+    let run = running(store, "gone-worker", now).await;
+    let ops = Some("ops".to_owned());
+    let unconfirmed = store
+        .release_claim(
+            run.id,
+            run.revision,
+            now + 1_000,
+            Some(TIMING.confirm_ms),
+            ops.clone(),
+        )
+        .await
+        .expect("release");
+    assert_eq!(unconfirmed, None, "not marked: refused");
+    assert_eq!(store.get_run(run.id).await.expect("get_run"), run);
+    // A sweep finds it unrefreshed for longer than the window and marks it...
+    let marked_at = now + TIMING.confirm_ms + 1;
+    store
+        .release_stale_claims(marked_at, TIMING)
+        .await
+        .expect("mark");
+    let early = store
+        .release_claim(
+            run.id,
+            run.revision,
+            marked_at + 1,
+            Some(TIMING.confirm_ms),
+            ops.clone(),
+        )
+        .await
+        .expect("release");
+    assert_eq!(early, None, "marked just now: still inside the window");
+    // ...and a window later, before the idle timeout, the operator may release it.
+    let released = store
+        .release_claim(
+            run.id,
+            run.revision,
+            marked_at + TIMING.confirm_ms,
+            Some(TIMING.confirm_ms),
+            ops,
+        )
+        .await
+        .expect("release")
+        .expect("confirmed stale: released");
+    assert_eq!(released.status, RunStatus::Queued);
+    assert_eq!(released.revision, run.revision + 1);
+    assert_eq!(released.owner, None);
+    let change = store
+        .timeline(run.id)
+        .await
+        .expect("timeline")
+        .pop()
+        .expect("a change");
+    assert_eq!(
+        (change.reason.as_str(), change.actor.as_deref()),
+        ("claim released", Some("ops"))
+    );
+    assert_conflict(
+        store
+            .release_claim(run.id, run.revision, now + 10, None, None)
+            .await,
+        run.id,
+        run.revision,
+        released.revision,
+    );
+
+    let live = running(store, "live-worker", now).await;
+    let forced = store
+        .release_claim(
+            live.id,
+            live.revision,
+            now + 1,
+            None,
+            Some("ops".to_owned()),
+        )
+        .await
+        .expect("release")
+        .expect("forced: released");
+    assert_eq!(forced.status, RunStatus::Queued);
+    assert_invalid_transition(
+        store
+            .release_claim(live.id, forced.revision, now + 2, None, None)
+            .await,
+    );
 }

@@ -147,7 +147,7 @@ pub async fn check_list_runs_filters(store: &dyn Store) {
             "worker",
             vec![namespace.clone()],
             "default",
-            2,
+            3,
             LOCAL_TIME + 100,
         ))
         .await
@@ -156,8 +156,20 @@ pub async fn check_list_runs_filters(store: &dyn Store) {
         .transition(
             claimed[0].id,
             claimed[0].revision,
-            Transition::to(RunStatus::Failed, LOCAL_TIME + 200)
-                .error(Failure::new("task_failed", "broken")),
+            Transition::to(RunStatus::Failed, LOCAL_TIME + 200).error(
+                Failure::new("task_failed", "broken").call(crate::CallRef::new("ship:ef01", 0)),
+            ),
+        )
+        .await
+        .expect("fail");
+    store
+        .transition(
+            claimed[1].id,
+            claimed[1].revision,
+            Transition::to(RunStatus::Failed, LOCAL_TIME + 200).error(
+                Failure::new("task_failed", "card declined: HTTP 424 from the gateway")
+                    .call(crate::CallRef::new("charge-card:ab12", 0)),
+            ),
         )
         .await
         .expect("fail");
@@ -178,6 +190,12 @@ pub async fn check_list_runs_filters(store: &dyn Store) {
             .status(RunStatus::Failed),
         ours.clone().pool("gpu"),
         ours.clone().error_kind("task_failed"),
+        ours.clone().failed_task("charge-card"),
+        ours.clone().failed_task("ship"),
+        ours.clone().error_contains("HTTP 424"),
+        ours.clone()
+            .error_kind("task_failed")
+            .error_contains("broken"),
         RunFilter::default().reference_id(runs[4].reference_id.clone().expect("set")),
         RunFilter::default().parent(runs[0].id),
         ours.clone().created(TimeRange {
@@ -202,6 +220,17 @@ pub async fn check_list_runs_filters(store: &dyn Store) {
         failed.error.map(|error| error.kind),
         Some("task_failed".into())
     );
+    for none in [
+        ours.clone().failed_task("charge"),
+        ours.clone().failed_task("card"),
+        ours.clone().error_contains("http 424"),
+    ] {
+        let page = store
+            .list_runs(ListRuns::new(none.clone(), 10))
+            .await
+            .expect("list_runs");
+        assert!(page.runs.is_empty(), "{none:?}: {page:?}");
+    }
     let nobody = RunFilter::default().workflow(format!("nobody-{}", RunId::new()));
     let page = store
         .list_runs(ListRuns::new(nobody, 10))

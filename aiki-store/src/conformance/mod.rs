@@ -28,9 +28,9 @@ use std::task::Poll;
 use serde_json::{Value, json};
 
 use crate::{
-    AppendOutcome, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EntryStatus, Failure,
-    Millis, Namespace, NewEvent, NewRun, ParentLink, RunId, RunRecord, RunStatus, SleepRecord,
-    Store, StoreError, Transition, WaitSpec,
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EntryStatus, EventRecord,
+    Failure, Millis, Namespace, NewEvent, NewRun, ParentLink, RunId, RunRecord, RunStatus,
+    SleepRecord, Store, StoreError, Transition, WaitSpec,
 };
 
 mod claims;
@@ -38,12 +38,15 @@ mod concurrency;
 mod counts;
 mod entries;
 mod events;
+mod pause;
 mod recovery;
 mod runs;
 mod sleeps;
 mod sweeps;
 mod timeline;
+mod together;
 mod waits;
+mod wakes;
 mod workers;
 
 pub use claims::*;
@@ -51,12 +54,15 @@ pub use concurrency::*;
 pub use counts::*;
 pub use entries::*;
 pub use events::*;
+pub use pause::*;
 pub use recovery::*;
 pub use runs::*;
 pub use sleeps::*;
 pub use sweeps::*;
 pub use timeline::*;
+pub use together::*;
 pub use waits::*;
+pub use wakes::*;
 pub use workers::*;
 
 /// The time (ms) around which every check that does not sweep works (year 2096).
@@ -111,15 +117,25 @@ macro_rules! conformance_tests {
             check_any_event_wakes_a_run_awaiting_one,
             check_child_end_wakes_every_run_awaiting_it,
             check_all_of_wait_wakes_once,
+            check_first_of_a_child_and_an_event_wakes_the_run,
+            check_an_event_wakes_only_runs_awaiting_one,
             check_timeline_records_every_status_change,
+            check_retries_are_worded_and_completion_clears_the_error,
+            check_the_timeline_names_the_operator,
             check_worker_heartbeats,
             check_catalog_entries,
+            check_workers_say_their_build_and_when_they_stop_and_are_pruned,
             check_retry_moves_a_failed_run_back_and_resets_its_call,
+            check_transition_all_moves_every_run_or_none,
             check_fork_creates_a_run_with_its_carried_history_once,
             check_cancel_sleeps,
             check_claim_filters_orders_and_limits,
             check_claim_skips_the_runs_it_is_told_to,
             check_refresh_claim,
+            check_an_operator_releases_a_claim_once_confirmed_stale,
+            check_a_pause_request_fences_no_write_in_flight,
+            check_a_run_ends_whatever_its_pause_request,
+            check_recovery_pauses_a_run_with_a_pause_request,
             check_put_entry,
             check_put_sleep,
             check_start_child,
@@ -169,6 +185,7 @@ fn new_run(namespace: &Namespace, status: RunStatus, now: Millis) -> NewRun {
         parent: None,
         traceparent: None,
         lineage: None,
+        actor: None,
         now,
     }
 }
@@ -178,6 +195,25 @@ async fn create(store: &dyn Store, run: NewRun) -> RunRecord {
         CreateOutcome::Created(run) => run,
         CreateOutcome::Existing(run) => panic!("expected a new run, got existing {run:?}"),
     }
+}
+
+/// Claims expire after 90 s; executors refresh every 30 s (a stale mark confirms after 37.5 s).
+const TIMING: crate::ClaimTiming = crate::ClaimTiming {
+    idle_timeout_ms: 90_000,
+    confirm_ms: 37_500,
+};
+
+/// Claim recovery at `now`, and again one confirmation window later: what the two sweeps
+/// released.
+async fn release_confirmed(store: &dyn Store, now: Millis) -> Vec<RunId> {
+    let mut released = store.release_stale_claims(now, TIMING).await.expect("mark");
+    released.extend(
+        store
+            .release_stale_claims(now + TIMING.confirm_ms, TIMING)
+            .await
+            .expect("release"),
+    );
+    released
 }
 
 fn claim_request(namespace: &Namespace, owner: &str, limit: u32, now: Millis) -> ClaimRequest {
@@ -209,6 +245,7 @@ fn entry(run_id: RunId, address: &str, index: u32, now: Millis) -> EntryRecord {
         attempts: 1,
         error: None,
         retry_at: None,
+        input: None,
         updated_at: now,
     }
 }
@@ -230,6 +267,7 @@ fn event(run_id: RunId, name: &str, data: Value, now: Millis) -> NewEvent {
         name: name.to_owned(),
         data,
         reference_id: None,
+        actor: None,
         now,
     }
 }

@@ -109,7 +109,11 @@ pub async fn check_retry_moves_a_failed_run_back_and_resets_its_call(store: &dyn
     );
     assert_eq!(
         last.reason,
-        crate::StatusChange::reason_for(Some(RunStatus::Failed), RunStatus::Queued, true, None)
+        crate::StatusChange::reason_for(
+            Some(RunStatus::Failed),
+            RunStatus::Queued,
+            &crate::ChangeFacts::default().retry(true)
+        )
     );
     assert_invalid_transition(
         store

@@ -63,32 +63,76 @@ pub async fn check_wake_due(store: &dyn Store) {
     );
 }
 
-/// Claim recovery releases `running` runs whose heartbeat is too old, and only those.
+/// Claim recovery in two phases: a first sweep marks the stale claims and releases nothing; a
+/// later one releases those still unrefreshed a confirmation window after their mark (an
+/// executor back after an outage refreshes in between and keeps its run), and only those.
 pub async fn check_release_stale_claims(store: &dyn Store) {
     let _sweep = SWEEPS.lock().await;
     let now = GLOBAL_TIME;
     let stale = running(store, "dead-worker", now).await;
+    let back = running(store, "worker-back-after-an-outage", now).await;
     let fresh = running(store, "live-worker", now).await;
     store
         .refresh_claim(fresh.id, "live-worker", fresh.revision, now + 80_000)
         .await
         .expect("refresh");
+    let first = now + 100_000;
     let released = store
-        .release_stale_claims(now + 100_000, 90_000)
+        .release_stale_claims(first, TIMING)
+        .await
+        .expect("mark");
+    assert!(
+        !released.contains(&stale.id) && !released.contains(&back.id),
+        "the first sweep only marks: {released:?}"
+    );
+    let marked = store.get_run(stale.id).await.expect("get_run");
+    assert_eq!(marked.status, RunStatus::Running);
+    assert_eq!(
+        marked.revision, stale.revision,
+        "a mark changes no revision"
+    );
+    assert!(marked.claim_stale_since.is_some(), "{marked:?}");
+    assert_eq!(
+        store
+            .get_run(fresh.id)
+            .await
+            .expect("get_run")
+            .claim_stale_since,
+        None,
+        "a claim refreshed within the window is not marked"
+    );
+    // The executor of `back` reaches the store again and refreshes.
+    store
+        .refresh_claim(
+            back.id,
+            "worker-back-after-an-outage",
+            back.revision,
+            first + 1_000,
+        )
+        .await
+        .expect("refresh after the outage");
+    let second = first + TIMING.confirm_ms;
+    let released = store
+        .release_stale_claims(second, TIMING)
         .await
         .expect("release");
-    assert!(released.contains(&stale.id));
+    assert!(released.contains(&stale.id), "{released:?}");
+    assert!(!released.contains(&back.id), "refreshed since its mark");
     assert!(!released.contains(&fresh.id));
     let run = store.get_run(stale.id).await.expect("get_run");
     assert_eq!(run.status, RunStatus::Queued);
     assert_eq!(run.revision, stale.revision + 1);
     assert_eq!(run.owner, None);
     assert_eq!(run.heartbeat_at, None);
-    assert_eq!(run.queued_at, Some(now + 100_000));
-    let kept = store.get_run(fresh.id).await.expect("get_run");
-    assert_eq!(kept.status, RunStatus::Running);
-    assert_eq!(kept.revision, fresh.revision);
-    assert_eq!(kept.owner.as_deref(), Some("live-worker"));
+    assert_eq!(run.claim_stale_since, None);
+    assert_eq!(run.queued_at, Some(second));
+    for kept in [&back, &fresh] {
+        let run = store.get_run(kept.id).await.expect("get_run");
+        assert_eq!(run.status, RunStatus::Running);
+        assert_eq!(run.revision, kept.revision);
+    }
+    let back = store.get_run(back.id).await.expect("get_run");
+    assert_eq!(back.claim_stale_since, None, "its refresh cleared the mark");
 }
 
 /// Runs left `queued` longer than `max_age` move to `stalled`, and can be requeued.

@@ -82,16 +82,96 @@ pub async fn check_catalog_entries(store: &dyn Store) {
         stored.event("approved").map(|e| &e.payload),
         Some(&schema(3))
     );
-    let replaced = store
+    let newer = store
         .publish_catalog(entry(&second, "v2").published_by("worker-b"), now + 30)
         .await
-        .expect("publish again");
+        .expect("publish another build");
     let listed = mine(store.catalog().await.expect("catalog"));
-    assert_eq!(listed.len(), 2, "one entry per version");
-    let stored = listed.iter().find(|e| e.namespace == second).unwrap();
-    assert_eq!(stored, &replaced);
+    assert_eq!(listed.len(), 3, "one entry per build: {listed:?}");
+    let builds: Vec<(&str, &str)> = listed
+        .iter()
+        .filter(|e| e.namespace == second)
+        .map(|e| (e.fingerprint.as_str(), e.published_by.as_str()))
+        .collect();
     assert_eq!(
-        (stored.fingerprint.as_str(), stored.published_by.as_str()),
-        ("v2", "worker-b")
+        builds,
+        [("v1", "worker-a"), ("v2", "worker-b")],
+        "oldest first; the older build stays"
     );
+    // An older pod restarting republishes its build: it replaces that build's entry only.
+    store
+        .publish_catalog(entry(&second, "v1").published_by("worker-c"), now + 40)
+        .await
+        .expect("republish");
+    let listed = mine(store.catalog().await.expect("catalog"));
+    assert_eq!(listed.len(), 3);
+    assert!(
+        listed.contains(&newer),
+        "the newer build's entry is still there"
+    );
+    let republished = listed
+        .iter()
+        .find(|e| e.namespace == second && e.fingerprint == "v1")
+        .unwrap();
+    assert_eq!(
+        (republished.published_by.as_str(), republished.published_at),
+        ("worker-c", now + 40)
+    );
+}
+
+/// A heartbeat carries the worker's builds and claim timing, and its last one says it
+/// stopped; workers not seen for long are pruned, the others stay.
+pub async fn check_workers_say_their_build_and_when_they_stop_and_are_pruned(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let id = format!("worker-{}", RunId::new());
+    let served = vec![namespace()];
+    let builds: std::collections::BTreeMap<String, String> =
+        [(served[0].to_string(), "fp-1".to_owned())].into();
+    let beat = crate::WorkerRecord::new(&id, "host-a", 7, served.clone(), "default", now)
+        .fingerprints(builds.clone())
+        .claim_timing(30_000, 90_000);
+    store
+        .record_worker(beat.clone(), now + 10)
+        .await
+        .expect("beat");
+    let stopped = store
+        .record_worker(beat.stopped(now + 20), now + 20)
+        .await
+        .expect("last beat");
+    let listed: Vec<crate::WorkerRecord> = store
+        .list_workers(now + 30, 60_000)
+        .await
+        .expect("list")
+        .into_iter()
+        .filter(|w| w.id == id)
+        .collect();
+    assert_eq!(listed, [stopped.clone()]);
+    assert_eq!(listed[0].fingerprints, builds);
+    assert_eq!(listed[0].stopped_at, Some(now + 20));
+    assert_eq!(
+        (listed[0].claim_refresh_ms, listed[0].claim_idle_timeout_ms),
+        (Some(30_000), Some(90_000))
+    );
+    let other = format!("worker-{}", RunId::new());
+    store
+        .record_worker(
+            crate::WorkerRecord::new(&other, "host-b", 8, served, "default", now),
+            now + 100_000,
+        )
+        .await
+        .expect("a younger beat");
+    let pruned = store
+        .prune_workers(now + 100_000, 50_000)
+        .await
+        .expect("prune");
+    assert!(pruned >= 1, "{pruned}");
+    let left: Vec<String> = store
+        .list_workers(now + 100_000, 1_000_000)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|w| w.id)
+        .filter(|w| *w == id || *w == other)
+        .collect();
+    assert_eq!(left, [other], "the old row is gone, the young one stays");
 }

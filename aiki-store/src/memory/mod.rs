@@ -8,12 +8,13 @@ use async_trait::async_trait;
 
 mod state;
 
-use state::State;
+use state::{Note, State};
 
 use crate::{
-    AppendOutcome, CatalogEntry, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EventRecord,
-    History, ListRuns, MAX_PAGE, Millis, NewEvent, NewFork, NewRun, RunCounts, RunId, RunPage,
-    RunRecord, RunStatus, SleepRecord, StatusChange, Store, StoreError, Transition, WorkerRecord,
+    AppendOutcome, CatalogEntry, ClaimRequest, ClaimState, ClaimTiming, CreateOutcome, EntryKind,
+    EntryRecord, EventRecord, History, ListRuns, MAX_PAGE, Millis, NewEvent, NewFork, NewRun,
+    RunCounts, RunId, RunPage, RunRecord, RunStatus, SleepRecord, StatusChange, Store, StoreError,
+    Transition, WorkerRecord,
 };
 
 /// The in-memory backend. Every call takes one lock, so every call is atomic.
@@ -130,69 +131,19 @@ impl Store for MemoryStore {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
+        self.lock().transition(id, expected, transition)
+    }
+
+    async fn transition_all(&self, moves: Vec<crate::Move>) -> Result<Vec<RunRecord>, StoreError> {
         let mut state = self.lock();
-        state.check_revision(id, expected)?;
-        let from = state.runs[&id].status;
-        let mut to = transition.to;
-        if !from.can_move_to(to) {
-            return Err(StoreError::InvalidTransition {
-                run_id: id,
-                from,
-                to,
-            });
-        }
-        let mut due_at = transition.due_at;
-        if to.is_suspended() && state.wait_already_satisfied(id, &transition) {
-            to = RunStatus::Scheduled;
-            due_at = Some(transition.now);
-        }
-        if transition.cancel_sleeps {
-            for sleep in state.sleeps.values_mut() {
-                if sleep.run_id == id && !sleep.cancelled && sleep.wake_at > transition.now {
-                    sleep.cancelled = true;
-                }
-            }
-        }
-        for call in &transition.rerun {
-            if let Some(entry) = state
-                .entries
-                .get_mut(&(id, call.address.clone(), call.index))
-            {
-                entry.status = crate::EntryStatus::AwaitingRetry;
-                entry.attempts = 0;
-                entry.retry_at = Some(transition.due_at.unwrap_or(transition.now));
-                entry.updated_at = transition.now;
-            }
-        }
-        let attempts_before = state.runs[&id].attempts;
-        state.set_status(id, to, due_at, transition.now);
-        let run = state
-            .runs
-            .get_mut(&id)
-            .expect("BUG: run vanished under the lock");
-        if let Some(output) = transition.output {
-            run.output = Some(output);
-            run.output_fingerprint = transition.output_fingerprint;
-        }
-        if transition.error.is_some() {
-            run.error = transition.error;
-        }
-        if let Some(attempts) = transition.attempts {
-            run.attempts = attempts;
-        }
-        if to.is_suspended() {
-            run.wait = transition.wait;
-        }
-        let run = run.clone();
-        if let Some(change) = state.last_change(id) {
-            let kind = run.error.as_ref().map(|error| error.kind.as_str());
-            change.reason =
-                StatusChange::reason_for(Some(from), to, run.attempts > attempts_before, kind);
-        }
-        if to.is_terminal() && !from.is_terminal() {
-            state.wake_waiters(&run, transition.now);
-        }
-        Ok(run)
+        // All or nothing: applied to a copy, which replaces the state only if every one applies.
+        let mut copy = state.clone();
+        let runs = moves
+            .into_iter()
+            .map(|change| copy.transition(change.id, change.expected, change.transition))
+            .collect::<Result<Vec<_>, _>>()?;
+        *state = copy;
+        Ok(runs)
     }
 
     async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
@@ -212,14 +163,12 @@ impl Store for MemoryStore {
         candidates.truncate(request.limit as usize);
         let mut claimed = Vec::with_capacity(candidates.len());
         for (_, id) in candidates {
-            state.set_status(id, RunStatus::Running, None, request.now);
+            let note = Note::by(Some(request.owner.clone()));
+            state.set_status(id, RunStatus::Running, None, request.now, note);
             let run = state.runs.get_mut(&id).expect("BUG: claimed run vanished");
             run.owner = Some(request.owner.clone());
             run.heartbeat_at = Some(request.now);
             claimed.push(run.clone());
-            if let Some(change) = state.last_change(id) {
-                change.actor = Some(request.owner.clone());
-            }
         }
         Ok(claimed)
     }
@@ -230,7 +179,7 @@ impl Store for MemoryStore {
         owner: &str,
         expected: u64,
         now: Millis,
-    ) -> Result<(), StoreError> {
+    ) -> Result<ClaimState, StoreError> {
         let mut state = self.lock();
         state.check_revision(id, expected)?;
         let run = state
@@ -245,15 +194,85 @@ impl Store for MemoryStore {
             });
         }
         run.heartbeat_at = Some(now);
-        Ok(())
+        run.claim_stale_since = None;
+        Ok(ClaimState {
+            pause_requested: run.pause_requested_at.is_some(),
+        })
     }
 
-    async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
+    async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let mut state = self.lock();
+        state.check_revision(id, expected)?;
+        let run = &state.runs[&id];
+        if run.status != RunStatus::Running {
+            return Err(StoreError::InvalidTransition {
+                run_id: id,
+                from: run.status,
+                to: RunStatus::Queued,
+            });
+        }
+        let beat = run.heartbeat_at.unwrap_or(run.updated_at);
+        let confirmed = confirm_ms.is_none_or(|confirm| {
+            run.claim_stale_since
+                .is_some_and(|mark| mark <= now - confirm && beat <= mark)
+        });
+        if !confirmed {
+            return Ok(None);
+        }
+        let to = match run.pause_requested_at {
+            Some(_) => RunStatus::Paused,
+            None => RunStatus::Queued,
+        };
+        state.set_status(id, to, None, now, Note::by(actor));
+        let run = state.runs.get_mut(&id).expect("BUG: released run vanished");
+        run.pause_requested_at = None;
+        run.pause_requested_by = None;
+        run.claim_stale_since = None;
+        Ok(Some(run.clone()))
+    }
+
+    async fn request_pause(
+        &self,
+        id: RunId,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let mut state = self.lock();
+        let run = state
+            .runs
+            .get_mut(&id)
+            .ok_or_else(|| StoreError::run_not_found(id))?;
+        if run.status != RunStatus::Running {
+            return Ok(None);
+        }
+        if run.pause_requested_at.is_none() {
+            run.pause_requested_at = Some(now);
+            run.pause_requested_by = actor;
+        }
+        Ok(Some(run.clone()))
+    }
+
+    async fn put_entry(&self, expected: u64, mut entry: EntryRecord) -> Result<(), StoreError> {
         let mut state = self.lock();
         state.check_revision(entry.run_id, expected)?;
-        state
-            .entries
-            .insert((entry.run_id, entry.address.clone(), entry.index), entry);
+        let run = &state.runs[&entry.run_id];
+        if entry.status == crate::EntryStatus::Running && run.pause_requested_at.is_some() {
+            return Err(StoreError::PauseRequested {
+                run_id: entry.run_id,
+            });
+        }
+        let key = (entry.run_id, entry.address.clone(), entry.index);
+        if entry.input.is_none() {
+            entry.input = state.entries.get(&key).and_then(|kept| kept.input.clone());
+        }
+        state.entries.insert(key, entry);
         Ok(())
     }
 
@@ -297,8 +316,8 @@ impl Store for MemoryStore {
                 to: RunStatus::Scheduled,
             });
         }
-        // Any event wakes a run awaiting one (see the SQL stores).
-        let woke = run.status == RunStatus::AwaitingEvent;
+        // Any event wakes a run awaiting one, whatever its status label (see `WaitSpec`).
+        let woke = crate::WaitSpec::woken_by_event(run.status, run.wait.as_ref());
         let queue = state.events.range(
             (event.run_id, event.name.clone(), 0)..=(event.run_id, event.name.clone(), u32::MAX),
         );
@@ -311,21 +330,26 @@ impl Store for MemoryStore {
         }
         state.events.insert(
             (event.run_id, event.name.clone(), next),
-            EventRecord::received(
-                event.run_id,
-                event.name,
-                next,
-                event.data,
-                event.reference_id,
-                event.now,
-            ),
+            EventRecord {
+                sent_by: event.actor.clone(),
+                ..EventRecord::received(
+                    event.run_id,
+                    event.name,
+                    next,
+                    event.data,
+                    event.reference_id,
+                    event.now,
+                )
+            },
         );
         if woke {
+            let note = Note::by(event.actor).cause(crate::ChangeCause::Event);
             state.set_status(
                 event.run_id,
                 RunStatus::Scheduled,
                 Some(event.now),
                 event.now,
+                note,
             );
         }
         Ok(AppendOutcome::Appended { index: next, woke })
@@ -351,7 +375,7 @@ impl Store for MemoryStore {
         Ok(state
             .timeline
             .range((id, 0)..=(id, u64::MAX))
-            .map(|(_, change)| change.clone())
+            .map(|(_, change)| change.worded())
             .collect())
     }
 
@@ -388,14 +412,33 @@ impl Store for MemoryStore {
         now: Millis,
     ) -> Result<CatalogEntry, StoreError> {
         entry.published_at = now;
-        self.lock()
-            .catalog
-            .insert(entry.namespace.clone(), entry.clone());
+        self.lock().catalog.insert(
+            (entry.namespace.clone(), entry.fingerprint.clone()),
+            entry.clone(),
+        );
         Ok(entry)
     }
 
     async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError> {
-        Ok(self.lock().catalog.values().cloned().collect())
+        let mut entries: Vec<CatalogEntry> = self.lock().catalog.values().cloned().collect();
+        entries.sort_by(|a, b| {
+            (&a.namespace, a.published_at, &a.fingerprint).cmp(&(
+                &b.namespace,
+                b.published_at,
+                &b.fingerprint,
+            ))
+        });
+        Ok(entries)
+    }
+
+    async fn prune_workers(&self, now: Millis, older_than_ms: i64) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        let before = state.workers.len();
+        let since = now.saturating_sub(older_than_ms);
+        state
+            .workers
+            .retain(|_, worker| worker.last_seen_at >= since);
+        Ok((before - state.workers.len()) as u64)
     }
 
     async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {
@@ -407,7 +450,7 @@ impl Store for MemoryStore {
             .map(|run| run.id)
             .collect();
         for id in &due {
-            state.set_status(*id, RunStatus::Queued, None, now);
+            state.set_status(*id, RunStatus::Queued, None, now, Note::default());
         }
         Ok(due.len() as u64)
     }
@@ -415,20 +458,39 @@ impl Store for MemoryStore {
     async fn release_stale_claims(
         &self,
         now: Millis,
-        idle_timeout_ms: i64,
+        timing: ClaimTiming,
     ) -> Result<Vec<RunId>, StoreError> {
         let mut state = self.lock();
+        let beat = |run: &RunRecord| run.heartbeat_at.unwrap_or(run.updated_at);
         let stale: Vec<RunId> = state
             .runs
             .values()
             .filter(|run| {
                 run.status == RunStatus::Running
-                    && run.heartbeat_at.unwrap_or(run.updated_at) < now - idle_timeout_ms
+                    && beat(run) < now - timing.idle_timeout_ms
+                    && run
+                        .claim_stale_since
+                        .is_some_and(|mark| mark <= now - timing.confirm_ms && beat(run) <= mark)
             })
             .map(|run| run.id)
             .collect();
         for id in &stale {
-            state.set_status(*id, RunStatus::Queued, None, now);
+            let run = &state.runs[id];
+            let (to, note) = match run.pause_requested_at {
+                Some(_) => (RunStatus::Paused, Note::by(run.pause_requested_by.clone())),
+                None => (RunStatus::Queued, Note::default()),
+            };
+            state.set_status(*id, to, None, now, note);
+            let run = state.runs.get_mut(id).expect("BUG: released run vanished");
+            run.pause_requested_at = None;
+            run.pause_requested_by = None;
+            run.claim_stale_since = None;
+        }
+        for run in state.runs.values_mut() {
+            let unmarked = run.claim_stale_since.is_none_or(|mark| beat(run) > mark);
+            if run.status == RunStatus::Running && beat(run) < now - timing.confirm_ms && unmarked {
+                run.claim_stale_since = Some(now);
+            }
         }
         Ok(stale)
     }
@@ -445,7 +507,7 @@ impl Store for MemoryStore {
             .map(|run| run.id)
             .collect();
         for id in &stalled {
-            state.set_status(*id, RunStatus::Stalled, None, now);
+            state.set_status(*id, RunStatus::Stalled, None, now, Note::default());
         }
         Ok(stalled.len() as u64)
     }

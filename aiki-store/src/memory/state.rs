@@ -4,11 +4,58 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::{
-    CatalogEntry, CreateOutcome, EntryRecord, EventRecord, Millis, Namespace, NewRun, RunId,
-    RunRecord, RunStatus, SleepRecord, StatusChange, StoreError, Transition, WorkerRecord,
+    CatalogEntry, ChangeCause, ChangeFacts, CreateOutcome, EntryRecord, EventRecord, Millis,
+    Namespace, NewRun, RunId, RunRecord, RunStatus, SleepRecord, StatusChange, StoreError,
+    Transition, WorkerRecord,
 };
 
-#[derive(Debug, Default)]
+/// Whether a run leaving `running` for `to` with a pause requested lands in `paused` instead:
+/// every move but an end.
+pub(super) fn held_by_pause(to: RunStatus) -> bool {
+    RunStatus::Running.can_move_to(to) && !to.is_terminal()
+}
+
+/// A status change as the memory store keeps it: the change, and the facts its reason is
+/// worded from when read (as the SQL stores keep them).
+#[derive(Debug, Clone)]
+pub(super) struct Change {
+    pub(super) change: StatusChange,
+    pub(super) facts: ChangeFacts,
+}
+
+impl Change {
+    /// The change with its reason worded.
+    pub(super) fn worded(&self) -> StatusChange {
+        let mut change = self.change.clone();
+        change.reason = StatusChange::reason_for(change.from, change.to, &self.facts);
+        change.cause = self.facts.cause;
+        change
+    }
+}
+
+/// Who or what makes a status change, beyond what the statuses say.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Note {
+    /// An operator's name.
+    pub(super) actor: Option<String>,
+    /// What woke the run.
+    pub(super) cause: Option<ChangeCause>,
+}
+
+impl Note {
+    /// A change an operator (or a sender) makes.
+    pub(super) fn by(actor: Option<String>) -> Self {
+        Note { actor, cause: None }
+    }
+
+    /// A wake-up with a cause.
+    pub(super) fn cause(mut self, cause: ChangeCause) -> Self {
+        self.cause = Some(cause);
+        self
+    }
+}
+
+#[derive(Debug, Default, Clone)]
 pub(super) struct State {
     pub(super) runs: HashMap<RunId, RunRecord>,
     /// `(namespace, reference id)` → run.
@@ -17,9 +64,10 @@ pub(super) struct State {
     pub(super) sleeps: BTreeMap<(RunId, String, u32), SleepRecord>,
     pub(super) events: BTreeMap<(RunId, String, u32), EventRecord>,
     /// `(run, revision)` → the change that produced that revision.
-    pub(super) timeline: BTreeMap<(RunId, u64), StatusChange>,
+    pub(super) timeline: BTreeMap<(RunId, u64), Change>,
     pub(super) workers: BTreeMap<String, WorkerRecord>,
-    pub(super) catalog: BTreeMap<Namespace, CatalogEntry>,
+    /// `(version, fingerprint)` → the entry of that build.
+    pub(super) catalog: BTreeMap<(Namespace, String), CatalogEntry>,
 }
 
 impl State {
@@ -49,17 +97,22 @@ impl State {
             }
             self.references.insert(key, new.id);
         }
+        let actor = new.actor.clone();
         let run = new.into_record();
         self.timeline.insert(
             (run.id, run.revision),
-            StatusChange {
-                run_id: run.id,
-                revision: run.revision,
-                from: None,
-                to: run.status,
-                reason: StatusChange::reason_for(None, run.status, false, None),
-                actor: None,
-                at: run.created_at,
+            Change {
+                change: StatusChange {
+                    run_id: run.id,
+                    revision: run.revision,
+                    from: None,
+                    to: run.status,
+                    reason: String::new(),
+                    cause: None,
+                    actor,
+                    at: run.created_at,
+                },
+                facts: ChangeFacts::default(),
             },
         );
         self.runs.insert(run.id, run.clone());
@@ -67,22 +120,26 @@ impl State {
     }
 
     /// Sets a run's status, incrementing its revision and keeping the bookkeeping columns
-    /// consistent. The caller has checked the transition.
+    /// consistent, and appends the change to its timeline. The caller has checked the
+    /// transition.
     pub(super) fn set_status(
         &mut self,
         id: RunId,
         to: RunStatus,
         due_at: Option<Millis>,
         now: Millis,
+        note: Note,
     ) {
         let run = self
             .runs
             .get_mut(&id)
             .expect("BUG: set_status on a missing run");
         let from = run.status;
-        let actor = (from == RunStatus::Running)
-            .then(|| run.owner.clone())
-            .flatten();
+        let actor = note.actor.or_else(|| {
+            (from == RunStatus::Running)
+                .then(|| run.owner.clone())
+                .flatten()
+        });
         run.status = to;
         run.revision += 1;
         run.due_at = due_at;
@@ -97,26 +154,121 @@ impl State {
         if !to.is_suspended() {
             run.wait = None;
         }
-        let kind = run.error.as_ref().map(|error| error.kind.clone());
+        if to != RunStatus::Running {
+            run.pause_requested_at = None;
+            run.pause_requested_by = None;
+            run.claim_stale_since = None;
+        }
+        let kind = run.error.as_ref().map(|error| error.kind.as_str());
+        let facts = ChangeFacts::default().cause(note.cause).error_kind(kind);
         let revision = run.revision;
         self.timeline.insert(
             (id, revision),
-            StatusChange {
-                run_id: id,
-                revision,
-                from: Some(from),
-                to,
-                reason: StatusChange::reason_for(Some(from), to, false, kind.as_deref()),
-                actor,
-                at: now,
+            Change {
+                change: StatusChange {
+                    run_id: id,
+                    revision,
+                    from: Some(from),
+                    to,
+                    reason: String::new(),
+                    cause: None,
+                    actor,
+                    at: now,
+                },
+                facts,
             },
         );
     }
 
     /// The change that produced the run's current revision.
-    pub(super) fn last_change(&mut self, id: RunId) -> Option<&mut StatusChange> {
+    pub(super) fn last_change(&mut self, id: RunId) -> Option<&mut Change> {
         let revision = self.runs.get(&id)?.revision;
         self.timeline.get_mut(&(id, revision))
+    }
+
+    /// Applies a transition (see [`Store::transition`](crate::Store::transition)).
+    pub(super) fn transition(
+        &mut self,
+        id: RunId,
+        expected: u64,
+        transition: Transition,
+    ) -> Result<RunRecord, StoreError> {
+        let state = self;
+        state.check_revision(id, expected)?;
+        let from = state.runs[&id].status;
+        let mut to = transition.to;
+        if !from.can_move_to(to) {
+            return Err(StoreError::InvalidTransition {
+                run_id: id,
+                from,
+                to,
+            });
+        }
+        let mut due_at = transition.due_at;
+        let mut actor = transition.actor.clone();
+        let requested = state.runs[&id].pause_requested_at.is_some();
+        if from == RunStatus::Running && requested && held_by_pause(to) {
+            // Leaving `running` with a pause requested lands in `paused`.
+            to = RunStatus::Paused;
+            due_at = None;
+            actor = actor.or_else(|| state.runs[&id].pause_requested_by.clone());
+        } else if to.is_suspended() && state.wait_already_satisfied(id, &transition) {
+            to = RunStatus::Scheduled;
+            due_at = Some(transition.now);
+        }
+        if transition.cancel_sleeps {
+            for sleep in state.sleeps.values_mut() {
+                if sleep.run_id == id && !sleep.cancelled && sleep.wake_at > transition.now {
+                    sleep.cancelled = true;
+                }
+            }
+        }
+        for call in &transition.rerun {
+            if let Some(entry) = state
+                .entries
+                .get_mut(&(id, call.address.clone(), call.index))
+            {
+                entry.status = crate::EntryStatus::AwaitingRetry;
+                entry.attempts = 0;
+                entry.retry_at = Some(transition.due_at.unwrap_or(transition.now));
+                entry.updated_at = transition.now;
+            }
+        }
+        for slot in &transition.forget {
+            state.events.remove(&(id, slot.name.clone(), slot.index));
+        }
+        let attempts_before = state.runs[&id].attempts;
+        state.set_status(id, to, due_at, transition.now, Note::by(actor));
+        let run = state
+            .runs
+            .get_mut(&id)
+            .expect("BUG: run vanished under the lock");
+        if let Some(output) = transition.output {
+            run.output = Some(output);
+            run.output_fingerprint = transition.output_fingerprint;
+        }
+        if to == RunStatus::Completed {
+            run.error = None;
+        } else if transition.error.is_some() {
+            run.error = transition.error;
+        }
+        if let Some(attempts) = transition.attempts {
+            run.attempts = attempts;
+        }
+        if to.is_suspended() {
+            run.wait = transition.wait;
+        }
+        let run = run.clone();
+        if let Some(change) = state.last_change(id) {
+            let kind = run.error.as_ref().map(|error| error.kind.as_str());
+            change.facts = std::mem::take(&mut change.facts)
+                .retry(run.attempts > attempts_before)
+                .error_kind(kind);
+        }
+        if to.is_terminal() && !from.is_terminal() {
+            state.wake_waiters(&run, transition.now);
+        }
+        Ok(run)
     }
 
     /// Wakes the runs waiting on `child`, which just ended: every run whose wait set names it
@@ -127,9 +279,12 @@ impl State {
         let waiters: Vec<RunId> = self
             .runs
             .values()
-            .filter(|run| run.status == RunStatus::AwaitingChildWorkflow)
+            .filter(|run| run.status.is_suspended())
             .filter(|run| match &run.wait {
-                None => child.parent.as_ref().is_some_and(|p| p.run_id == run.id),
+                None => {
+                    run.status == RunStatus::AwaitingChildWorkflow
+                        && child.parent.as_ref().is_some_and(|p| p.run_id == run.id)
+                }
                 Some(wait) => {
                     wait.children.iter().any(|awaited| awaited.id == child.id)
                         && (!wait.all_children
@@ -146,7 +301,8 @@ impl State {
             .map(|run| run.id)
             .collect();
         for waiter in waiters {
-            self.set_status(waiter, RunStatus::Scheduled, Some(now), now);
+            let note = Note::default().cause(ChangeCause::Child);
+            self.set_status(waiter, RunStatus::Scheduled, Some(now), now, note);
         }
     }
 

@@ -10,9 +10,10 @@ use super::{Millis, Namespace};
 /// One workflow version as its code declares it: input, output and event schemas with their
 /// fingerprints, the retry policy, and the tasks its worker declares.
 ///
-/// A worker publishes one entry per version it registers when it starts; a later publish of the
-/// same version replaces the entry (two releases that ship different code under one version
-/// show as a changed `fingerprint`).
+/// A worker publishes one entry per version it registers when it starts. The store keeps one
+/// entry per build of a version (by `fingerprint`): during a rolling deploy two builds serve one
+/// version, and an older pod restarting must not hide the newer build's entry; a later publish
+/// of the same build replaces its entry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CatalogEntry {

@@ -112,6 +112,11 @@ pub struct EntryRecord {
     pub error: Option<Failure>,
     /// When the next attempt is due (`awaiting_retry`).
     pub retry_at: Option<Millis>,
+    /// What the call was given, as JSON: written with the call's first record and kept by the
+    /// later ones (which may leave it `None`). A runtime may leave out a large input (see
+    /// `aiki`'s task calls for the cap). `None` for calls recorded before inputs were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
     /// Time of this write.
     pub updated_at: Millis,
 }
@@ -138,8 +143,15 @@ impl EntryRecord {
             attempts: 0,
             error: None,
             retry_at: None,
+            input: None,
             updated_at,
         }
+    }
+
+    /// Sets what the call was given.
+    pub fn input(mut self, input: Option<Value>) -> Self {
+        self.input = input;
+        self
     }
 
     /// Sets the output and the fingerprint of the schema that produced it.

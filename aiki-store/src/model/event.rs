@@ -21,6 +21,9 @@ pub struct EventRecord {
     pub timed_out: bool,
     /// The sender's idempotency key, unique per run and name.
     pub reference_id: Option<String>,
+    /// Who sent it, when the sender gave a name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_by: Option<String>,
     /// When it arrived.
     pub received_at: Millis,
 }
@@ -42,6 +45,7 @@ impl EventRecord {
             data: Some(data),
             timed_out: false,
             reference_id,
+            sent_by: None,
             received_at,
         }
     }
@@ -55,6 +59,7 @@ impl EventRecord {
             data: None,
             timed_out: true,
             reference_id: None,
+            sent_by: None,
             received_at: at,
         }
     }
@@ -72,6 +77,10 @@ pub struct NewEvent {
     pub data: Value,
     /// The sender's idempotency key: a second event with the same key is dropped.
     pub reference_id: Option<String>,
+    /// Who sends it (an operator's name, recorded with the event and on the timeline when it
+    /// wakes the run).
+    #[serde(default)]
+    pub actor: Option<String>,
     /// Arrival time.
     pub now: Millis,
 }
@@ -84,8 +93,15 @@ impl NewEvent {
             name: name.into(),
             data,
             reference_id: None,
+            actor: None,
             now,
         }
+    }
+
+    /// Records who sends it.
+    pub fn by(mut self, actor: Option<String>) -> Self {
+        self.actor = actor;
+        self
     }
 
     /// Sets the sender's idempotency key.
@@ -102,9 +118,28 @@ pub enum AppendOutcome {
     Appended {
         /// Position in the name's queue.
         index: u32,
-        /// `true` when the run was waiting for this event and was woken (`scheduled`).
+        /// `true` when the run was waiting for an event and was woken (`scheduled`).
         woke: bool,
     },
     /// An event with the same reference id was already there; nothing was written.
     Duplicate,
+}
+
+/// One slot of a run's event queues: the queue's name and the index in it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SlotRef {
+    /// The queue's name.
+    pub name: String,
+    /// The index in the queue.
+    pub index: u32,
+}
+
+impl SlotRef {
+    /// The `index`-th slot of queue `name`.
+    pub fn new(name: impl Into<String>, index: u32) -> Self {
+        SlotRef {
+            name: name.into(),
+            index,
+        }
+    }
 }

@@ -47,6 +47,13 @@ pub struct RunFilter {
     pub pool: Option<String>,
     /// The kind of the recorded error (`task_failed`, `non_determinism`, ...).
     pub error_kind: Option<String>,
+    /// The name of the task whose call failed the run (the task of the failed call its error
+    /// names).
+    #[serde(default)]
+    pub failed_task: Option<String>,
+    /// Text the recorded error's message contains (case-sensitive).
+    #[serde(default)]
+    pub error_contains: Option<String>,
     /// When the run was created.
     pub created: TimeRange,
     /// When the run last changed status.
@@ -98,6 +105,18 @@ impl RunFilter {
         self
     }
 
+    /// Runs failed by a call of task `task`.
+    pub fn failed_task(mut self, task: impl Into<String>) -> Self {
+        self.failed_task = Some(task.into());
+        self
+    }
+
+    /// Runs whose recorded error's message contains `text`.
+    pub fn error_contains(mut self, text: impl Into<String>) -> Self {
+        self.error_contains = Some(text.into());
+        self
+    }
+
     /// Runs created in a range.
     pub fn created(mut self, range: TimeRange) -> Self {
         self.created = range;
@@ -129,6 +148,18 @@ impl RunFilter {
                 &self.error_kind,
                 run.error.as_ref().map(|error| error.kind.as_str()),
             )
+            && self.failed_task.as_deref().is_none_or(|task| {
+                run.error
+                    .as_ref()
+                    .and_then(|error| error.call.as_ref())
+                    .and_then(|call| call.address.strip_prefix(task))
+                    .is_some_and(|rest| rest.starts_with(':'))
+            })
+            && self.error_contains.as_deref().is_none_or(|text| {
+                run.error
+                    .as_ref()
+                    .is_some_and(|error| error.message.contains(text))
+            })
             && self.created.contains(run.created_at)
             && self.updated.contains(run.updated_at)
     }

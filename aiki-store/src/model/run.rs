@@ -54,6 +54,9 @@ pub struct NewRun {
     /// For a fork: the run it was forked from and its lineage's first run.
     #[serde(default)]
     pub lineage: Option<Lineage>,
+    /// Who started it (an operator's name, recorded on the timeline); `None` when not said.
+    #[serde(default)]
+    pub actor: Option<String>,
     /// Creation time.
     pub now: Millis,
 }
@@ -90,6 +93,7 @@ impl NewRun {
             parent: None,
             traceparent: None,
             lineage: None,
+            actor: None,
             now,
         }
     }
@@ -144,6 +148,12 @@ impl NewRun {
         self
     }
 
+    /// Records who starts it (the timeline's actor).
+    pub fn by(mut self, actor: Option<String>) -> Self {
+        self.actor = actor;
+        self
+    }
+
     /// Makes it a fork.
     pub fn lineage(mut self, lineage: Lineage) -> Self {
         self.lineage = Some(lineage);
@@ -174,6 +184,9 @@ impl NewRun {
             traceparent: self.traceparent,
             wait: None,
             lineage: self.lineage,
+            pause_requested_at: None,
+            pause_requested_by: None,
+            claim_stale_since: None,
             created_at: self.now,
             updated_at: self.now,
         }
@@ -251,6 +264,18 @@ pub struct RunRecord {
     /// For a fork: the run it was forked from and its lineage's first run.
     #[serde(default)]
     pub lineage: Option<Lineage>,
+    /// While `running`: when an operator asked to pause it. Its executor starts no new task,
+    /// lets those in flight record their results, and moves it to `paused` itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_requested_at: Option<Millis>,
+    /// Who asked to pause it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_requested_by: Option<String>,
+    /// While `running`: when claim recovery found its claim stale (by the claim clock). The
+    /// claim is released only if still unrefreshed a refresh interval (and a margin) after
+    /// that, so an executor that merely could not reach the store keeps its run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_stale_since: Option<Millis>,
     /// Creation time.
     pub created_at: Millis,
     /// Time of the last transition.

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{CallRef, Failure, Millis, Namespace, RunId, WaitSpec};
+use super::{CallRef, Failure, Millis, Namespace, RunId, SlotRef, WaitSpec};
 use crate::RunStatus;
 
 /// A change of a run's status, applied atomically with the revision check and increment.
@@ -30,6 +30,12 @@ pub struct Transition {
     /// made, due at the transition's due time (else at `now`). An address the run has not
     /// recorded is left alone.
     pub rerun: Vec<CallRef>,
+    /// Event records to delete (a retry clearing a child outcome the run observed, so that its
+    /// replay waits for the retried child instead of replaying the old outcome).
+    pub forget: Vec<SlotRef>,
+    /// The operator making the change (recorded as the timeline's actor); `None` for an
+    /// executor's own moves and for callers that give no name.
+    pub actor: Option<String>,
     /// Time of the transition.
     pub now: Millis,
 }
@@ -47,6 +53,8 @@ impl Transition {
             wait: None,
             cancel_sleeps: false,
             rerun: Vec::new(),
+            forget: Vec::new(),
+            actor: None,
             now,
         }
     }
@@ -88,10 +96,81 @@ impl Transition {
         self
     }
 
+    /// Records who makes the change (an operator's name: the timeline's actor).
+    pub fn by(mut self, actor: Option<String>) -> Self {
+        self.actor = actor;
+        self
+    }
+
+    /// Deletes these event records (see [`Transition::forget`]).
+    pub fn forget(mut self, slots: Vec<SlotRef>) -> Self {
+        self.forget = slots;
+        self
+    }
+
     /// Runs these task entries again (see [`Transition::rerun`]).
     pub fn rerun(mut self, calls: Vec<CallRef>) -> Self {
         self.rerun = calls;
         self
+    }
+}
+
+/// One transition of [`Store::transition_all`](crate::Store::transition_all): a run, the
+/// revision the caller last saw, and the change.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Move {
+    /// The run.
+    pub id: RunId,
+    /// The revision the caller expects it to have.
+    pub expected: u64,
+    /// The change.
+    pub transition: Transition,
+}
+
+impl Move {
+    /// Moves run `id`, expected at revision `expected`, by `transition`.
+    pub fn new(id: RunId, expected: u64, transition: Transition) -> Self {
+        Move {
+            id,
+            expected,
+            transition,
+        }
+    }
+}
+
+/// What a claim refresh learns of the run it keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimState {
+    /// An operator asked to pause the run: its executor starts no new task, lets those in
+    /// flight record their results, and moves it to `paused`.
+    pub pause_requested: bool,
+}
+
+/// How claim recovery judges claims (see
+/// [`Store::release_stale_claims`](crate::Store::release_stale_claims)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimTiming {
+    /// A claim unrefreshed this long (ms) is released, once confirmed.
+    pub idle_timeout_ms: i64,
+    /// A claim unrefreshed this long (ms) is marked stale, and a mark this old confirms it:
+    /// one refresh interval plus a margin, within which a live executor refreshes as soon as
+    /// the store answers it.
+    pub confirm_ms: i64,
+}
+
+impl ClaimTiming {
+    /// The timing of executors that refresh every `refresh_interval_ms` and whose claims
+    /// expire after `idle_timeout_ms`: the confirmation window is one refresh interval plus a
+    /// quarter of one (at least a second).
+    pub fn new(idle_timeout_ms: i64, refresh_interval_ms: i64) -> Self {
+        let margin = (refresh_interval_ms / 4).max(1_000);
+        ClaimTiming {
+            idle_timeout_ms,
+            confirm_ms: refresh_interval_ms.saturating_add(margin),
+        }
     }
 }
 

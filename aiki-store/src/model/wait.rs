@@ -10,9 +10,11 @@ use crate::RunStatus;
 ///
 /// The store uses it twice. In the suspension's own statement: a run whose awaited event is
 /// already there, or whose awaited children already ended, lands in `scheduled` (due now)
-/// instead, so a wake-up that raced the suspension is never lost. And afterwards, to wake the
-/// run only when a child it awaits ends (with [`all_children`](WaitSpec::all_children): the
-/// last one, or the first that did not complete). Any event still wakes a run awaiting one:
+/// instead, so a wake-up that raced the suspension is never lost. And afterwards, to decide
+/// what wakes the run, whatever its status label says (a run awaiting a child and an event at
+/// once is stored as `awaiting_child_workflow`): a child it awaits ending (with
+/// [`all_children`](WaitSpec::all_children): the last one, or the first that did not
+/// complete), and any event if it awaits one ([`woken_by_event`](WaitSpec::woken_by_event)):
 /// code deployed since the suspension may wait on another name first, and that event may never
 /// come again. Timers (sleeps, retries, timeouts) wake it through its due time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,6 +151,16 @@ impl WaitSpec {
             at,
         });
         self
+    }
+
+    /// Whether an event arriving wakes a run in `status` with this wait set (`None`: a run
+    /// suspended by a release that stored none): a suspended run whose wait set awaits any
+    /// event, or a run `awaiting_event` without a wait set.
+    pub fn woken_by_event(status: RunStatus, wait: Option<&WaitSpec>) -> bool {
+        match wait {
+            Some(wait) => status.is_suspended() && !wait.events.is_empty(),
+            None => status == RunStatus::AwaitingEvent,
+        }
     }
 
     /// Whether it waits for something other runs or callers bring (an event, a child's end),

@@ -1,5 +1,7 @@
 //! Workers as the store sees them: heartbeats.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{Millis, Namespace};
@@ -22,6 +24,20 @@ pub struct WorkerRecord {
     pub started_at: Millis,
     /// Its last heartbeat (on PostgreSQL, by the server's clock unless told otherwise).
     pub last_seen_at: Millis,
+    /// Which build it runs: the catalog fingerprint of each version it registers, by
+    /// `workflow@version`. Empty for a worker of a release that did not say.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fingerprints: BTreeMap<String, String>,
+    /// When it stopped, having said so (a graceful shutdown); `None` while it runs, and for a
+    /// worker that died without a word (its heartbeat goes stale instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<Millis>,
+    /// How often it refreshes its heartbeat and its claims (ms), if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_refresh_ms: Option<i64>,
+    /// After how long without a refresh its claims are released (ms), if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_idle_timeout_ms: Option<i64>,
 }
 
 impl WorkerRecord {
@@ -42,7 +58,30 @@ impl WorkerRecord {
             pool: pool.into(),
             started_at,
             last_seen_at: started_at,
+            fingerprints: BTreeMap::new(),
+            stopped_at: None,
+            claim_refresh_ms: None,
+            claim_idle_timeout_ms: None,
         }
+    }
+
+    /// Says which build it runs (see [`fingerprints`](WorkerRecord::fingerprints)).
+    pub fn fingerprints(mut self, fingerprints: BTreeMap<String, String>) -> Self {
+        self.fingerprints = fingerprints;
+        self
+    }
+
+    /// Says how it times its claims.
+    pub fn claim_timing(mut self, refresh_ms: i64, idle_timeout_ms: i64) -> Self {
+        self.claim_refresh_ms = Some(refresh_ms);
+        self.claim_idle_timeout_ms = Some(idle_timeout_ms);
+        self
+    }
+
+    /// Says it stopped at `at` (its last heartbeat, on a graceful shutdown).
+    pub fn stopped(mut self, at: Millis) -> Self {
+        self.stopped_at = Some(at);
+        self
     }
 
     /// Whether it can run a run of `namespace` in `pool`.

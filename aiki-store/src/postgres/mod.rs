@@ -21,8 +21,8 @@ use sqlx::{Connection, Postgres};
 use crate::sql::dialect::DialectStatements;
 use crate::sql::driver::{self, Driver};
 use crate::sql::statements::{
-    ENTRY_COLUMNS, ENTRY_CONFLICT, INSERT_EVENT, TRANSITION_SET, WAKE_FOR_EVENT, run_doc,
-    status_list,
+    Level, entry_columns, entry_conflict, insert_event, run_doc, starts_allowed, status_list,
+    transition_set, wake_for_event,
 };
 use crate::sql::{Dialect, SqlStore, Tx, setters, store_impl};
 use crate::{MigrationMode, RunStatus, StoreError};
@@ -55,6 +55,11 @@ pub struct PostgresOptions {
     /// Whose clock claims are taken, refreshed and judged stale by (default
     /// [`ClaimClock::Database`]; a URL may say `aiki_claim_clock=caller`).
     pub claim_clock: ClaimClock,
+    /// Plays an earlier release: the store knows only the migrations up to this version and
+    /// renders its statements for that schema. For the rolling-deploy tests, which run the
+    /// previous release and this one side by side on one database.
+    #[doc(hidden)]
+    pub schema_cap: Option<i64>,
 }
 
 /// Whose clock times a claim: when it was taken, when it was last refreshed, and whether it
@@ -89,6 +94,7 @@ impl PostgresOptions {
             schema: DEFAULT_SCHEMA.to_owned(),
             migration: MigrationMode::Apply,
             claim_clock: ClaimClock::Database,
+            schema_cap: None,
         }
     }
 
@@ -105,6 +111,14 @@ impl PostgresOptions {
         migration: MigrationMode,
         /// Sets whose clock times claims.
         claim_clock: ClaimClock,
+    }
+
+    /// Plays the release whose newest migration is `version` (see
+    /// [`schema_cap`](PostgresOptions::schema_cap)).
+    #[doc(hidden)]
+    pub fn as_release_at(mut self, version: i64) -> Self {
+        self.schema_cap = Some(version);
+        self
     }
 
     /// Sets the schema that holds Aiki's tables.
@@ -124,6 +138,7 @@ impl PostgresOptions {
 #[derive(Debug)]
 pub struct PostgresStore {
     inner: SqlStore<PgDialect>,
+    report: crate::MigrationReport,
 }
 
 store_impl!(PostgresStore);
@@ -146,8 +161,9 @@ impl Dialect for PgDialect {
 
     const DRIVER: Driver<Postgres> = driver::POSTGRES;
 
-    fn statements(&self) -> DialectStatements {
-        let run = run_doc("r.");
+    fn statements(&self, level: Level) -> DialectStatements {
+        let run = run_doc("r.", level);
+        let set = transition_set(level);
         let terminal = status_list(RunStatus::is_terminal);
         let unsuccessful = status_list(RunStatus::is_unsuccessful);
         DialectStatements {
@@ -175,7 +191,7 @@ impl Dialect for PgDialect {
                      OR NOT EXISTS (SELECT 1 FROM aiki_runs c \
                      WHERE c.id = ANY($15::uuid[]) AND c.status NOT IN {terminal}))))) AS sat), \
                  updated AS (UPDATE aiki_runs SET \
-                   {TRANSITION_SET} \
+                   {set} \
                    FROM w WHERE id = $1::uuid AND revision = $2 AND status = ANY($16::text[]) \
                    RETURNING aiki_runs.*), \
                  sleeps AS (UPDATE aiki_sleeps s SET cancelled = true FROM updated u \
@@ -190,18 +206,35 @@ impl Dialect for PgDialect {
                 "WITH j AS MATERIALIZED (SELECT * FROM json_to_recordset($1::json) \
                    AS x(run_id uuid, address text, idx bigint, kind text, status text, \
                    output text, fingerprint text, attempts bigint, error_kind text, \
-                   error_message text, retry_at bigint, updated_at bigint, expected bigint)), \
-                 locked AS MATERIALIZED (SELECT r.id, r.revision FROM aiki_runs r \
+                   error_message text, retry_at bigint, updated_at bigint, expected bigint, \
+                   input text)), \
+                 locked AS MATERIALIZED (SELECT r.id, r.revision{pause} FROM aiki_runs r \
                    WHERE r.id IN (SELECT run_id FROM j) ORDER BY r.id FOR SHARE OF r) \
-                 INSERT INTO aiki_entries AS e {ENTRY_COLUMNS} \
+                 INSERT INTO aiki_entries AS e {columns} \
                  SELECT j.run_id, j.address, j.idx, j.kind, j.status, j.output, j.fingerprint, \
-                 j.attempts, j.error_kind, j.error_message, j.retry_at, j.updated_at \
+                 j.attempts, j.error_kind, j.error_message, j.retry_at, j.updated_at{input} \
                  FROM j JOIN locked ON locked.id = j.run_id AND locked.revision = j.expected \
-                 {ENTRY_CONFLICT} RETURNING e.run_id::text, e.address, e.idx"
+                 AND {allowed} \
+                 {conflict} RETURNING e.run_id::text, e.address, e.idx",
+                pause = if level.operations {
+                    ", r.pause_requested_at"
+                } else {
+                    ""
+                },
+                columns = entry_columns(level),
+                input = if level.operations { ", j.input" } else { "" },
+                allowed = starts_allowed(level, "locked.", "j.status"),
+                conflict = entry_conflict(level, "e"),
             ),
-            revisions_of: "SELECT id::text, revision FROM aiki_runs \
-                 WHERE id = ANY($1::uuid[])"
-                .to_owned(),
+            revisions_of: format!(
+                "SELECT id::text, revision, {paused} FROM aiki_runs \
+                 WHERE id = ANY($1::uuid[])",
+                paused = if level.operations {
+                    "(CASE WHEN pause_requested_at IS NOT NULL THEN 1 ELSE 0 END)::bigint"
+                } else {
+                    "0::bigint"
+                }
+            ),
             lock_first: Some((
                 "SELECT 1 FROM aiki_runs WHERE id = ANY($1::uuid[]) FOR SHARE".to_owned(),
                 "SELECT 1 FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
@@ -209,13 +242,15 @@ impl Dialect for PgDialect {
             // The transition's own statement cancels them (`$17`).
             cancel_sleeps: None,
             insert_event_wakes: true,
-            bookkeeping_exists: "SELECT COUNT(*) FROM pg_tables \
-                 WHERE schemaname = current_schema() AND tablename = '_sqlx_migrations'"
+            table_exists: "SELECT COUNT(*) FROM pg_tables \
+                 WHERE schemaname = current_schema() AND tablename = $1"
                 .to_owned(),
             insert_event: format!(
-                "WITH inserted AS ({INSERT_EVENT}), \
-                 woken AS ({WAKE_FOR_EVENT} AND EXISTS (SELECT 1 FROM inserted)) \
-                 SELECT idx FROM inserted"
+                "WITH inserted AS ({insert}), \
+                 woken AS ({wake} AND EXISTS (SELECT 1 FROM inserted)) \
+                 SELECT idx FROM inserted",
+                insert = insert_event(level),
+                wake = wake_for_event(level),
             ),
         }
     }
@@ -242,7 +277,7 @@ impl Dialect for PgDialect {
     /// Creates Aiki's schema if missing and moves an earlier release's install into it, in one
     /// transaction under an advisory lock; then the migrator (which holds its own advisory
     /// lock) brings the schema up to date.
-    async fn migrate(&self) -> Result<(), StoreError> {
+    async fn migrate(&self, migrator: &sqlx::migrate::Migrator) -> Result<(), StoreError> {
         let map = |error| driver::POSTGRES.map_error(error);
         let mut connection = self.pool.acquire().await.map_err(map)?;
         {
@@ -271,7 +306,7 @@ impl Dialect for PgDialect {
         }
         // `run_direct` rather than `run`: `run`'s `Acquire` bound makes the future not `Send`
         // (sqlx's own workaround, see `Migrator::run_direct`).
-        MIGRATOR
+        migrator
             .run_direct(&mut *connection)
             .await
             .map_err(|error| driver::POSTGRES.map_migrate_error(error))
@@ -285,6 +320,8 @@ impl Dialect for PgDialect {
     // triggers; the timeline, the workers and the catalog are the tables of migrations 0007 to
     // 0009; run documents read the failed call's columns of 0010.
     const OLDEST_READABLE: i64 = 10;
+
+    const OPERATIONS: i64 = 11;
 
     async fn close(&self) {
         self.pool.close().await;
@@ -333,15 +370,14 @@ impl PostgresStore {
             // before every statement would double the round trips.
             .test_before_acquire(false)
             .connect_lazy_with(ours);
-        let store = PostgresStore {
-            inner: SqlStore::new(PgDialect {
-                pool,
-                legacy_schema: current.filter(|current| *current != schema),
-                schema,
-                claim_clock,
-            }),
+        let dialect = PgDialect {
+            pool,
+            legacy_schema: current.filter(|current| *current != schema),
+            schema,
+            claim_clock,
         };
-        store.inner.prepare(options.migration).await?;
-        Ok(store)
+        let (inner, report) =
+            SqlStore::open(dialect, options.migration, options.schema_cap).await?;
+        Ok(PostgresStore { inner, report })
     }
 }

@@ -202,6 +202,7 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
             expected: *expected,
             actual: *actual,
         },
+        StoreError::PauseRequested { run_id } => StoreError::PauseRequested { run_id: *run_id },
         StoreError::InvalidTransition { run_id, from, to } => StoreError::InvalidTransition {
             run_id: *run_id,
             from: *from,
@@ -213,6 +214,9 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
             source: source.as_deref().map(Shared::boxed),
         },
         StoreError::Migration { message } => StoreError::Migration {
+            message: message.clone(),
+        },
+        StoreError::Schema { message } => StoreError::Schema {
             message: message.clone(),
         },
         StoreError::UnsupportedUrl { url, reason } => StoreError::UnsupportedUrl {
@@ -287,6 +291,7 @@ pub(crate) struct Row<'a> {
     retry_at: Option<i64>,
     updated_at: i64,
     expected: i64,
+    input: Option<String>,
 }
 
 /// The JSON array of a batch's rows.
@@ -309,6 +314,7 @@ pub(crate) fn rows_json(batch: &[Pending]) -> String {
                 retry_at: entry.retry_at,
                 updated_at: entry.updated_at,
                 expected: super::decode::revision(pending.expected),
+                input: entry.input.as_ref().map(super::decode::json_text),
             }
         })
         .collect();
@@ -344,26 +350,43 @@ pub(crate) fn refused(
     (refused, ids)
 }
 
-/// Every write's outcome: `Ok` unless refused, in which case the error its run's actual
-/// revision (read after the statement: `revisions`, run id text to revision) explains.
+/// What the store holds of a run whose entry write was refused: its revision, and whether a
+/// pause is requested of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RunState {
+    /// The run id, as text.
+    pub(crate) id: String,
+    /// Its revision.
+    pub(crate) revision: i64,
+    /// A pause is requested.
+    pub(crate) pause_requested: bool,
+}
+
+/// Every write's outcome: `Ok` unless refused, in which case its run's state (read after the
+/// statement) explains why: another revision, or, for a new attempt, a pause requested.
 pub(crate) fn outcomes(
     batch: &[Pending],
     refused: &[usize],
-    revisions: &[(String, i64)],
+    runs: &[RunState],
 ) -> Vec<Result<(), StoreError>> {
     let mut outcomes: Vec<Result<(), StoreError>> = batch.iter().map(|_| Ok(())).collect();
     for &index in refused {
         let entry = &batch[index].entry;
         let id = entry.run_id.to_string();
-        let actual = revisions
-            .iter()
-            .find(|(run_id, _)| *run_id == id)
-            .map(|(_, revision)| *revision);
-        outcomes[index] = Err(super::decode::check_failed(
-            entry.run_id,
-            batch[index].expected,
-            actual,
-        ));
+        let state = runs.iter().find(|run| run.id == id);
+        let expected = batch[index].expected;
+        outcomes[index] = Err(match state {
+            Some(run)
+                if run.revision == super::decode::revision(expected)
+                    && run.pause_requested
+                    && entry.status == crate::EntryStatus::Running =>
+            {
+                StoreError::PauseRequested {
+                    run_id: entry.run_id,
+                }
+            }
+            _ => super::decode::check_failed(entry.run_id, expected, state.map(|run| run.revision)),
+        });
     }
     outcomes
 }
@@ -425,10 +448,11 @@ impl<D: super::Dialect> EntryWriter for Entries<D> {
             .and_then(|rows| {
                 rows.iter()
                     .map(|row| {
-                        Ok((
-                            row.text(0)?.unwrap_or_default(),
-                            row.int(1)?.unwrap_or_default(),
-                        ))
+                        Ok(RunState {
+                            id: row.text(0)?.unwrap_or_default(),
+                            revision: row.int(1)?.unwrap_or_default(),
+                            pause_requested: row.int(2)? == Some(1),
+                        })
                     })
                     .collect::<Result<Vec<_>, StoreError>>()
             });

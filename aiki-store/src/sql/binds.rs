@@ -10,7 +10,7 @@ use super::decode::{json_text, revision};
 use super::dialect::{Param, params};
 
 /// The parameters of `Statements::insert_run`.
-pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 17] {
+pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 18] {
     params![
         run.id,
         run.namespace.to_string(),
@@ -29,6 +29,7 @@ pub(crate) fn insert_run(run: &NewRun) -> [Param<'_>; 17] {
         &run.traceparent,
         run.lineage.map(|lineage| lineage.forked_from.to_string()),
         run.lineage.map(|lineage| lineage.root.to_string()),
+        &run.actor,
     ]
 }
 
@@ -70,7 +71,7 @@ pub(crate) fn put_sleep(sleep: &SleepRecord, expected: u64) -> [Param<'_>; 7] {
 }
 
 /// The parameters of `Statements::upsert_entry`.
-pub(crate) fn upsert_entry(expected: u64, entry: &EntryRecord) -> [Param<'_>; 13] {
+pub(crate) fn upsert_entry(expected: u64, entry: &EntryRecord) -> [Param<'_>; 14] {
     params![
         entry.run_id,
         entry.address.as_str(),
@@ -85,6 +86,7 @@ pub(crate) fn upsert_entry(expected: u64, entry: &EntryRecord) -> [Param<'_>; 13
         entry.retry_at,
         entry.updated_at,
         revision(expected),
+        entry.input.as_ref().map(json_text),
     ]
 }
 
@@ -94,7 +96,8 @@ pub(crate) fn upsert_entry(expected: u64, entry: &EntryRecord) -> [Param<'_>; 13
 /// is a suspension, `$13`/`$14` the awaited events' names and indexes, `$15` the awaited
 /// children, `$16` the statuses it may move from, `$17` whether pending sleeps are cancelled,
 /// `$18` the wait set to store (a suspension's; `NULL` clears it), `$19` whether the run waits
-/// for all of its children.
+/// for all of its children, `$20`/`$21` the failed call's address and index, `$22` the
+/// operator making the change.
 pub(crate) fn transition(id: RunId, expected: u64, transition: &Transition) -> Vec<Param<'_>> {
     let to = transition.to;
     // A suspension without a wait set stores none, and wakes on anything (as before).
@@ -148,17 +151,21 @@ pub(crate) fn transition(id: RunId, expected: u64, transition: &Transition) -> V
     params.extend(params![
         call.map(|call| call.address.as_str()),
         call.map(|call| i64::from(call.index)),
+        &transition.actor,
     ]);
     params
 }
 
-/// The parameters of `INSERT_EVENT` and `WAKE_FOR_EVENT`; `data` is the payload's text.
-pub(crate) fn event<'a>(event: &'a NewEvent, data: &'a str) -> [Param<'a>; 5] {
+/// The parameters of `statements::insert_event` and `statements::wake_for_event`; `data` is
+/// the payload's text, `wakes` whether the run awaits an event.
+pub(crate) fn event<'a>(event: &'a NewEvent, data: &'a str, wakes: bool) -> [Param<'a>; 7] {
     params![
         event.run_id,
         event.name.as_str(),
         data,
         &event.reference_id,
-        event.now
+        event.now,
+        &event.actor,
+        wakes,
     ]
 }

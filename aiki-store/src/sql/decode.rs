@@ -56,6 +56,12 @@ fn flag<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
     })
 }
 
+/// A stored wait set.
+pub(crate) fn wait_set(run: RunId, text: &str) -> Result<WaitSpec, StoreError> {
+    serde_json::from_str::<WaitSpec>(text)
+        .map_err(|error| corrupt(format!("the wait set of run {run} does not parse: {error}")))
+}
+
 /// A row of `aiki_runs`, as a JSON document.
 #[derive(Deserialize)]
 pub(crate) struct RunRow {
@@ -91,6 +97,12 @@ pub(crate) struct RunRow {
     forked_from: Option<String>,
     #[serde(default)]
     lineage_root: Option<String>,
+    #[serde(default)]
+    pause_requested_at: Option<i64>,
+    #[serde(default)]
+    pause_requested_by: Option<String>,
+    #[serde(default)]
+    stale_since: Option<i64>,
     created_at: i64,
     updated_at: i64,
 }
@@ -118,13 +130,7 @@ impl RunRow {
             _ => None,
         };
         let wait = match self.wait_set {
-            Some(text) if status.is_suspended() => {
-                Some(serde_json::from_str::<WaitSpec>(&text).map_err(|error| {
-                    StoreError::Corrupt {
-                        message: format!("the wait set of run {} does not parse: {error}", self.id),
-                    }
-                })?)
-            }
+            Some(text) if status.is_suspended() => Some(wait_set(parse_id(&self.id)?, &text)?),
             _ => None,
         };
         Ok(RunRecord {
@@ -160,6 +166,9 @@ impl RunRow {
             traceparent: self.traceparent,
             wait,
             lineage,
+            pause_requested_at: self.pause_requested_at,
+            pause_requested_by: self.pause_requested_by,
+            claim_stale_since: self.stale_since,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })
@@ -180,6 +189,8 @@ struct EntryRow {
     error_message: Option<String>,
     retry_at: Option<i64>,
     updated_at: i64,
+    #[serde(default)]
+    input: Option<String>,
 }
 
 impl EntryRow {
@@ -199,6 +210,10 @@ impl EntryRow {
             output: self
                 .output
                 .map(|text| parse_json(&text, &format!("the output of {record}")))
+                .transpose()?,
+            input: self
+                .input
+                .map(|text| parse_json(&text, &format!("the input of {record}")))
                 .transpose()?,
             address: self.address,
             fingerprint: self.fingerprint,
@@ -244,6 +259,8 @@ struct EventRow {
     timed_out: bool,
     reference_id: Option<String>,
     received_at: i64,
+    #[serde(default)]
+    sent_by: Option<String>,
 }
 
 impl EventRow {
@@ -259,6 +276,7 @@ impl EventRow {
             data: self.data.map(|text| parse_json(&text, &what)).transpose()?,
             timed_out: self.timed_out,
             reference_id: self.reference_id,
+            sent_by: self.sent_by,
             received_at: self.received_at,
         })
     }

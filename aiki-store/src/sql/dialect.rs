@@ -195,8 +195,9 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// How the shared driver glue renders, classifies errors, binds and reads here.
     const DRIVER: super::driver::Driver<Self::Db>;
 
-    /// Statements that differ in more than placeholders and casts, in this database's syntax.
-    fn statements(&self) -> DialectStatements;
+    /// Statements that differ in more than placeholders and casts, in this database's syntax,
+    /// for a schema at `level`.
+    fn statements(&self, level: super::statements::Level) -> DialectStatements;
 
     /// The SQL for the time a claim is taken or refreshed at, and claims are judged stale
     /// against, given the placeholder of the caller's `now`: the caller's time unless the
@@ -211,8 +212,12 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// Commits a transaction.
     fn commit(tx: Tx<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Applies pending migrations, safely when several processes do so at once.
-    fn migrate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Applies the pending migrations of `migrator`, safely when several processes do so at
+    /// once.
+    fn migrate<'a>(
+        &'a self,
+        migrator: &'a sqlx::migrate::Migrator,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'a;
 
     /// This database's embedded migrations.
     fn migrator() -> &'static sqlx::migrate::Migrator;
@@ -220,6 +225,10 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// The oldest schema version this release reads correctly (a store in
     /// [`MigrationMode::Check`](crate::MigrationMode::Check) refuses older ones).
     const OLDEST_READABLE: i64;
+
+    /// The version of this round's operations migration (see
+    /// [`Level::operations`](super::statements::Level::operations)).
+    const OPERATIONS: i64;
 
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;
@@ -262,14 +271,15 @@ pub(crate) struct DialectStatements {
     pub(crate) upsert_entries: String,
     /// `(id, revision)` of the runs in `$1` (a list of ids).
     pub(crate) revisions_of: String,
-    /// Inserts an event (see `statements::INSERT_EVENT`), and, where the database can do both
-    /// in one statement, wakes the run too; returns the event's index.
+    /// Inserts an event (see `statements::insert_event`), and, where the database can do both
+    /// in one statement, wakes the run too (`statements::wake_for_event`); returns the event's
+    /// index.
     pub(crate) insert_event: String,
-    /// Whether `insert_event` wakes the run itself; otherwise `WAKE_FOR_EVENT` follows it.
+    /// Whether `insert_event` wakes the run itself; otherwise `wake_for_event` follows it.
     pub(crate) insert_event_wakes: bool,
-    /// 1 when the migration bookkeeping table (`_sqlx_migrations`) exists where the store
-    /// looks for it, 0 otherwise.
-    pub(crate) bookkeeping_exists: String,
+    /// 1 when the table named `$1` (the migration bookkeeping, the compatibility record)
+    /// exists where the store looks for its tables, 0 otherwise.
+    pub(crate) table_exists: String,
 }
 
 /// Drops every `::type` cast (`::uuid`, `::text[]`) from a statement: SQLite's rendering.

@@ -7,7 +7,7 @@ use crate::{ListRuns, MAX_PAGE, RunPage, StoreError};
 use super::SqlStore;
 use super::decode;
 use super::dialect::{Dialect, On, Param};
-use super::statements::run_doc;
+use super::statements::{Level, run_doc};
 
 /// A statement under construction and its parameters.
 struct Query<'a> {
@@ -30,10 +30,13 @@ impl<'a> Query<'a> {
 
 /// The statement (in PostgreSQL's syntax) and parameters of one page: `limit + 1` rows, the
 /// extra one saying whether a next page exists.
-fn page_query(request: &ListRuns) -> Query<'_> {
+fn page_query(request: &ListRuns, level: Level) -> Query<'_> {
     let filter = &request.filter;
     let mut q = Query {
-        sql: format!("SELECT {}::text FROM aiki_runs WHERE TRUE", run_doc("")),
+        sql: format!(
+            "SELECT {}::text FROM aiki_runs WHERE TRUE",
+            run_doc("", level)
+        ),
         params: Vec::new(),
     };
     if let Some(workflow) = &filter.workflow {
@@ -68,6 +71,15 @@ fn page_query(request: &ListRuns) -> Query<'_> {
         let p = q.bind(kind);
         q.and(format!("error_kind = {p}"));
     }
+    if let Some(task) = &filter.failed_task {
+        // The failed call's address is `TASK:INPUT-HASH`.
+        let p = q.bind(format!("{task}:"));
+        q.and(format!("substr(error_address, 1, length({p})) = {p}"));
+    }
+    if let Some(text) = &filter.error_contains {
+        let p = q.bind(text);
+        q.and(format!("strpos(error_message, {p}) > 0"));
+    }
     for (column, range) in [
         ("created_at", filter.created),
         ("updated_at", filter.updated),
@@ -99,7 +111,7 @@ impl<D: Dialect> SqlStore<D> {
         if limit == 0 {
             return Ok(RunPage::of(Vec::new(), 0));
         }
-        let query = page_query(&request);
+        let query = page_query(&request, self.level);
         let sql = (D::DRIVER.render)(&query.sql);
         let rows = self.fetch(On::Read, &sql, &query.params).await?;
         let runs = rows
@@ -118,7 +130,7 @@ mod tests {
     #[test]
     fn only_the_filters_set_become_conditions() {
         let request = ListRuns::new(RunFilter::default(), 50);
-        let plain = page_query(&request);
+        let plain = page_query(&request, Level::CURRENT);
         assert!(
             plain
                 .sql
@@ -136,7 +148,7 @@ mod tests {
             .status(RunStatus::Queued)
             .status(RunStatus::Failed);
         let request = ListRuns::new(filter, 50).after(Some(cursor));
-        let query = page_query(&request);
+        let query = page_query(&request, Level::CURRENT);
         assert!(
             query.sql.contains(
                 "WHERE TRUE AND workflow = $1 AND version = $2 AND status IN ($3, $4) AND \

@@ -24,10 +24,14 @@ mod workers;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::{RunId, RunStatus, StoreError};
+use crate::migration::{Accepted, AppliedMigration, Found, MigrationReport};
+use crate::{MigrationMode, RunId, RunStatus, StoreError};
+
+use dialect::params;
 
 use batch::{Entries, EntryBatcher};
 pub(crate) use dialect::{Dialect, On, Param, Row, Tx};
+pub(crate) use statements::Level;
 use statements::Statements;
 
 /// Counts the statements a store sends to its database.
@@ -51,15 +55,17 @@ impl StatementCounter {
 pub(crate) struct SqlStore<D: Dialect> {
     pub(crate) dialect: D,
     pub(crate) sql: Arc<Statements>,
+    /// The schema the statements are rendered for.
+    pub(crate) level: Level,
     statements: Arc<StatementCounter>,
     entries: EntryBatcher<Entries<D>>,
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// A store over a connected dialect.
-    pub(crate) fn new(dialect: D) -> Self {
+    /// A store over a connected dialect, its statements rendered for a schema at `level`.
+    pub(crate) fn new(dialect: D, level: Level) -> Self {
         let statements = Arc::new(StatementCounter::default());
-        let sql = Arc::new(Statements::new(&dialect));
+        let sql = Arc::new(Statements::new(&dialect, level));
         SqlStore {
             entries: EntryBatcher::new(Entries {
                 dialect: dialect.clone(),
@@ -68,8 +74,26 @@ impl<D: Dialect> SqlStore<D> {
             }),
             dialect,
             sql,
+            level,
             statements,
         }
+    }
+
+    /// Opens a store over a connected dialect: does with the schema what `mode` says, as a
+    /// release whose newest migration is the dialect's newest at or below `cap` (all of them
+    /// without one), and renders the statements for the schema it accepted.
+    pub(crate) async fn open(
+        dialect: D,
+        mode: MigrationMode,
+        cap: Option<i64>,
+    ) -> Result<(Self, MigrationReport), StoreError> {
+        let store = SqlStore::new(dialect, Level::CURRENT);
+        let (accepted, report) = store.prepare(mode, cap).await?;
+        let level = Level::at(accepted.render_at, D::OPERATIONS);
+        if level == store.level {
+            return Ok((store, report));
+        }
+        Ok((SqlStore::new(store.dialect.clone(), level), report))
     }
 
     /// The backend's name.
@@ -163,36 +187,89 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
-    /// Does with the schema what `mode` says (see [`MigrationMode`](crate::MigrationMode)).
-    pub(crate) async fn prepare(&self, mode: crate::MigrationMode) -> Result<(), StoreError> {
-        match mode {
-            crate::MigrationMode::Apply => self.dialect.migrate().await,
-            crate::MigrationMode::Check => self.check_schema().await,
-            crate::MigrationMode::Never => Ok(()),
+    /// Does with the schema what `mode` says (see [`MigrationMode`]), as a release whose
+    /// newest migration is the newest at or below `cap`.
+    pub(crate) async fn prepare(
+        &self,
+        mode: MigrationMode,
+        cap: Option<i64>,
+    ) -> Result<(Accepted, MigrationReport), StoreError> {
+        let migrations: Vec<&sqlx::migrate::Migration> = D::migrator()
+            .iter()
+            .filter(|migration| cap.is_none_or(|cap| migration.version <= cap))
+            .collect();
+        let known: Vec<i64> = migrations.iter().map(|m| m.version).collect();
+        let release = known.iter().copied().max().unwrap_or_default();
+        let found = if mode == MigrationMode::Never {
+            Found::default()
+        } else {
+            self.read_schema().await?
+        };
+        let accepted =
+            crate::migration::accept(D::DRIVER.backend, &found, &known, D::OLDEST_READABLE, mode)?;
+        let mut report = MigrationReport {
+            found: found.at(),
+            applied: Vec::new(),
+            version: found.at().unwrap_or_default().max(accepted.render_at),
+            release,
+        };
+        if accepted.migrate {
+            let migrator = sqlx::migrate::Migrator {
+                migrations: std::borrow::Cow::Owned(
+                    migrations.iter().map(|m| (*m).clone()).collect(),
+                ),
+                // A newer release may migrate between the read above and this run.
+                ignore_missing: true,
+                locking: true,
+                no_tx: false,
+            };
+            self.dialect.migrate(&migrator).await?;
+            report.applied = migrations
+                .iter()
+                .filter(|m| !found.versions.iter().any(|(v, _)| *v == m.version))
+                .map(|m| AppliedMigration {
+                    version: m.version,
+                    description: m.description.to_string(),
+                })
+                .collect();
+            report.version = report.version.max(release);
         }
+        Ok((accepted, report))
     }
 
-    /// Checks, changing nothing, that the database's schema is one this release reads.
-    async fn check_schema(&self) -> Result<(), StoreError> {
-        let exists = self
-            .fetch_optional(On::Read, &self.sql.own.bookkeeping_exists, &[])
-            .await?
-            .map(|row| row.int(0))
-            .transpose()?
-            .flatten()
-            .unwrap_or_default();
-        let mut applied = crate::migration::Applied::default();
-        if exists > 0 {
+    /// The schema the database holds: its applied migrations and compatibility record.
+    async fn read_schema(&self) -> Result<Found, StoreError> {
+        let mut found = Found::default();
+        if self.table_exists("_sqlx_migrations").await? {
             let rows = self
                 .fetch(On::Read, &self.sql.applied_migrations, &[])
                 .await?;
             for row in rows {
                 let version = row.int(0)?.unwrap_or_default();
-                applied.versions.push((version, row.int(1)? == Some(1)));
+                found.versions.push((version, row.int(1)? == Some(1)));
             }
         }
-        let known: Vec<i64> = D::migrator().iter().map(|m| m.version).collect();
-        crate::migration::check(D::DRIVER.backend, &applied, &known, D::OLDEST_READABLE)
+        if self.table_exists("aiki_compat").await? {
+            found.readable_from = self
+                .fetch_optional(On::Read, &self.sql.readable_from, &[])
+                .await?
+                .map(|row| row.int(0))
+                .transpose()?
+                .flatten();
+        }
+        Ok(found)
+    }
+
+    /// Whether the table `name` exists where the store looks for its tables.
+    async fn table_exists(&self, name: &str) -> Result<bool, StoreError> {
+        let count = self
+            .fetch_optional(On::Read, &self.sql.own.table_exists, &params![name])
+            .await?
+            .map(|row| row.int(0))
+            .transpose()?
+            .flatten()
+            .unwrap_or_default();
+        Ok(count > 0)
     }
 
     /// Why a guarded transition matched no row: the run is unknown, its revision moved on, or
@@ -250,17 +327,31 @@ macro_rules! store_impl {
     ($store:ty) => {
         impl $store {
             /// Applies pending migrations. Safe to run from several processes at once (they
-            /// are serialized by the database's lock); a database migrated by newer code is
-            /// [`StoreError::Migration`](crate::StoreError::Migration).
-            pub async fn migrate(&self) -> Result<(), $crate::StoreError> {
-                $crate::sql::Dialect::migrate(&self.inner.dialect).await
+            /// are serialized by the database's lock). A database migrated by a newer release
+            /// is left as it is when its compatibility record admits this release, and is
+            /// [`StoreError::Schema`](crate::StoreError::Schema) otherwise.
+            pub async fn migrate(&self) -> Result<$crate::MigrationReport, $crate::StoreError> {
+                Ok(self
+                    .inner
+                    .prepare($crate::MigrationMode::Apply, None)
+                    .await?
+                    .1)
             }
 
             /// Checks, changing nothing, that the schema is one this release reads correctly:
-            /// not newer than its own, not older than the oldest it reads; the error names
-            /// both versions.
+            /// a newer one that admits this release, its own, or an older one down to the
+            /// oldest it reads; the error names both versions.
             pub async fn check_schema(&self) -> Result<(), $crate::StoreError> {
-                self.inner.prepare($crate::MigrationMode::Check).await
+                self.inner
+                    .prepare($crate::MigrationMode::Check, None)
+                    .await?;
+                Ok(())
+            }
+
+            /// What connecting did to the schema: the version found, the migrations applied,
+            /// the version now.
+            pub fn migration_report(&self) -> &$crate::MigrationReport {
+                &self.report
             }
 
             /// How many statements (round trips) this store has sent, `BEGIN` and `COMMIT`
@@ -312,6 +403,13 @@ macro_rules! store_impl {
                 self.inner.transition(id, expected, transition).await
             }
 
+            async fn transition_all(
+                &self,
+                moves: Vec<$crate::Move>,
+            ) -> Result<Vec<$crate::RunRecord>, $crate::StoreError> {
+                self.inner.transition_all(moves).await
+            }
+
             async fn claim(
                 &self,
                 request: $crate::ClaimRequest,
@@ -325,8 +423,30 @@ macro_rules! store_impl {
                 owner: &str,
                 expected: u64,
                 now: $crate::Millis,
-            ) -> Result<(), $crate::StoreError> {
+            ) -> Result<$crate::ClaimState, $crate::StoreError> {
                 self.inner.refresh_claim(id, owner, expected, now).await
+            }
+
+            async fn release_claim(
+                &self,
+                id: $crate::RunId,
+                expected: u64,
+                now: $crate::Millis,
+                confirm_ms: Option<i64>,
+                actor: Option<String>,
+            ) -> Result<Option<$crate::RunRecord>, $crate::StoreError> {
+                self.inner
+                    .release_claim(id, expected, now, confirm_ms, actor)
+                    .await
+            }
+
+            async fn request_pause(
+                &self,
+                id: $crate::RunId,
+                actor: Option<String>,
+                now: $crate::Millis,
+            ) -> Result<Option<$crate::RunRecord>, $crate::StoreError> {
+                self.inner.request_pause(id, actor, now).await
             }
 
             async fn put_entry(
@@ -368,9 +488,9 @@ macro_rules! store_impl {
             async fn release_stale_claims(
                 &self,
                 now: $crate::Millis,
-                idle_timeout_ms: i64,
+                timing: $crate::ClaimTiming,
             ) -> Result<Vec<$crate::RunId>, $crate::StoreError> {
-                self.inner.release_stale_claims(now, idle_timeout_ms).await
+                self.inner.release_stale_claims(now, timing).await
             }
 
             async fn stall_undelivered(
@@ -421,6 +541,14 @@ macro_rules! store_impl {
                 fork: $crate::NewFork,
             ) -> Result<$crate::CreateOutcome, $crate::StoreError> {
                 self.inner.fork_run(fork).await
+            }
+
+            async fn prune_workers(
+                &self,
+                now: $crate::Millis,
+                older_than_ms: i64,
+            ) -> Result<u64, $crate::StoreError> {
+                self.inner.prune_workers(now, older_than_ms).await
             }
 
             async fn publish_catalog(

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::{
-    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, StatusChange,
-    StoreError, Transition, WaitSpec,
+    AppendOutcome, ChangeFacts, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History,
+    Millis, Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord,
+    StatusChange, StoreError, Transition, WaitSpec,
 };
 
 use super::decode::{self, revision};
@@ -108,10 +108,90 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
+    pub(crate) async fn transition_all(
+        &self,
+        moves: Vec<crate::Move>,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        let mut tx = self.begin().await?;
+        // Each run locked first, in id order, so two such operations never wait on each other
+        // crosswise (SQLite's transaction holds the write lock already).
+        if let Some((_, lock_run)) = &self.sql.own.lock_first {
+            let mut ids: Vec<RunId> = moves.iter().map(|m| m.id).collect();
+            ids.sort();
+            for id in ids {
+                self.execute(On::Tx(&mut tx), lock_run, &[id.into()])
+                    .await?;
+            }
+        }
+        let mut docs = Vec::with_capacity(moves.len());
+        for change in &moves {
+            let written = self
+                .transition_in(&mut tx, change.id, change.expected, &change.transition)
+                .await?;
+            match written {
+                Some(doc) => docs.push(doc),
+                None => {
+                    drop(tx);
+                    let (id, expected) = (change.id, change.expected);
+                    return Err(self
+                        .explain_refusal(id, expected, change.transition.to)
+                        .await);
+                }
+            }
+        }
+        self.commit(tx).await?;
+        docs.iter().map(|doc| decode::run_from_json(doc)).collect()
+    }
+
     /// The transition's guarded update, in a transaction when the dialect must lock first or
-    /// cancel sleeps apart; the run document, or `None` when the guard matched no row.
+    /// a step needs a statement of its own; the run document, or `None` when the guard matched
+    /// no row.
     async fn guarded_transition(
         &self,
+        id: RunId,
+        expected: u64,
+        transition: &Transition,
+    ) -> Result<Option<String>, StoreError> {
+        if !self.needs_transaction(transition) {
+            let params = binds::transition(id, expected, transition);
+            return self
+                .fetch_text(On::Write, &self.sql.own.transition, &params)
+                .await;
+        }
+        let mut tx = self.begin().await?;
+        let Some(doc) = self
+            .transition_in(&mut tx, id, expected, transition)
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.commit(tx).await?;
+        Ok(Some(doc))
+    }
+
+    /// Whether a transition needs more than its one guarded statement.
+    fn needs_transaction(&self, transition: &Transition) -> bool {
+        let own = &self.sql.own;
+        let awaits = transition
+            .wait
+            .as_ref()
+            .is_some_and(WaitSpec::awaits_others);
+        // A terminal transition wakes a waiting parent through the `aiki_runs_wake_parent`
+        // trigger, inside its own statement: it needs no transaction.
+        let depends_on_others =
+            (transition.to.is_suspended() && awaits) || transition.cancel_sleeps;
+        (own.lock_first.is_some() && depends_on_others)
+            || (own.cancel_sleeps.is_some() && transition.cancel_sleeps)
+            || !transition.rerun.is_empty()
+            || !transition.forget.is_empty()
+    }
+
+    /// A transition's statements inside an open transaction: the locks its outcome depends
+    /// on, the guarded update, and the steps a dialect runs apart (cancelled sleeps, entries
+    /// to run again, event records to forget). `None` when the guard matched no row.
+    async fn transition_in(
+        &self,
+        tx: &mut Tx<D>,
         id: RunId,
         expected: u64,
         transition: &Transition,
@@ -119,48 +199,38 @@ impl<D: Dialect> SqlStore<D> {
         let own = &self.sql.own;
         let params = binds::transition(id, expected, transition);
         let to = transition.to;
-        let children = transition
-            .wait
-            .as_ref()
-            .map(|wait| {
-                wait.children
-                    .iter()
-                    .map(|child| child.id.to_string())
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
         let awaits = transition
             .wait
             .as_ref()
             .is_some_and(WaitSpec::awaits_others);
-        // A terminal transition wakes a waiting parent through the `aiki_runs_wake_parent`
-        // trigger, inside its own statement: it needs no transaction.
         let depends_on_others = (to.is_suspended() && awaits) || transition.cancel_sleeps;
-        let lock_first = own.lock_first.as_ref().filter(|_| depends_on_others);
-        let cancel_apart = own
-            .cancel_sleeps
-            .as_ref()
-            .filter(|_| transition.cancel_sleeps);
-        if lock_first.is_none() && cancel_apart.is_none() && transition.rerun.is_empty() {
-            return self.fetch_text(On::Write, &own.transition, &params).await;
-        }
-        let mut tx = self.begin().await?;
-        if let Some((lock_children, lock_run)) = lock_first {
+        if let Some((lock_children, lock_run)) =
+            own.lock_first.as_ref().filter(|_| depends_on_others)
+        {
+            let children: Vec<String> = transition
+                .wait
+                .iter()
+                .flat_map(|wait| wait.children.iter().map(|child| child.id.to_string()))
+                .collect();
             if to.is_suspended() && !children.is_empty() {
-                self.execute(On::Tx(&mut tx), lock_children, &[Param::List(children)])
+                self.execute(On::Tx(&mut *tx), lock_children, &[Param::List(children)])
                     .await?;
             }
-            self.execute(On::Tx(&mut tx), lock_run, &[id.into()])
+            self.execute(On::Tx(&mut *tx), lock_run, &[id.into()])
                 .await?;
         }
         let Some(doc) = self
-            .fetch_text(On::Tx(&mut tx), &own.transition, &params)
+            .fetch_text(On::Tx(&mut *tx), &own.transition, &params)
             .await?
         else {
             return Ok(None);
         };
-        if let Some(cancel) = cancel_apart {
-            self.execute(On::Tx(&mut tx), cancel, &params![id, transition.now])
+        if let Some(cancel) = own
+            .cancel_sleeps
+            .as_ref()
+            .filter(|_| transition.cancel_sleeps)
+        {
+            self.execute(On::Tx(&mut *tx), cancel, &params![id, transition.now])
                 .await?;
         }
         let due = transition.due_at.unwrap_or(transition.now);
@@ -172,10 +242,14 @@ impl<D: Dialect> SqlStore<D> {
                 due,
                 transition.now
             ];
-            self.execute(On::Tx(&mut tx), &self.sql.rerun_entry, &params)
+            self.execute(On::Tx(&mut *tx), &self.sql.rerun_entry, &params)
                 .await?;
         }
-        self.commit(tx).await?;
+        for slot in &transition.forget {
+            let params = params![id, slot.name.as_str(), i64::from(slot.index)];
+            self.execute(On::Tx(&mut *tx), &self.sql.forget_event, &params)
+                .await?;
+        }
         Ok(Some(doc))
     }
 
@@ -212,18 +286,73 @@ impl<D: Dialect> SqlStore<D> {
         owner: &str,
         expected: u64,
         now: Millis,
-    ) -> Result<(), StoreError> {
+    ) -> Result<crate::ClaimState, StoreError> {
         let refreshed = self
-            .execute(
+            .fetch_optional(
                 On::Write,
                 &self.sql.refresh_claim,
                 &params![id, revision(expected), owner, now],
             )
             .await?;
-        if refreshed == 0 {
+        let Some(row) = refreshed else {
             return Err(self.check_failed(On::Write, id, expected).await);
+        };
+        let mut state = crate::ClaimState::default();
+        state.pause_requested = row.int(0)? == Some(1);
+        Ok(state)
+    }
+
+    pub(crate) async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let Some(release) = &self.sql.release_claim else {
+            return Err(StoreError::Schema {
+                message: format!(
+                    "releasing run {id}'s claim needs the schema of this release (the \
+                     database's is older: run `aiki migrate`)"
+                ),
+            });
+        };
+        let params = params![id, revision(expected), now, confirm_ms, actor];
+        if let Some(doc) = self.fetch_text(On::Write, release, &params).await? {
+            return decode::run_from_json(&doc).map(Some);
         }
-        Ok(())
+        let run = self.get_run(id).await?;
+        if run.status == RunStatus::Running && run.revision == expected {
+            return Ok(None);
+        }
+        Err(self.explain_refusal(id, expected, RunStatus::Queued).await)
+    }
+
+    pub(crate) async fn request_pause(
+        &self,
+        id: RunId,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let Some(request) = &self.sql.request_pause else {
+            return Err(StoreError::Schema {
+                message: format!(
+                    "pausing running run {id} needs the schema of this release (the database's \
+                     is older: run `aiki migrate`)"
+                ),
+            });
+        };
+        match self
+            .fetch_text(On::Write, request, &params![id, actor, now])
+            .await?
+        {
+            Some(doc) => decode::run_from_json(&doc).map(Some),
+            None => {
+                self.get_run(id).await?;
+                Ok(None)
+            }
+        }
     }
 
     pub(crate) async fn put_entry(
@@ -306,12 +435,13 @@ impl<D: Dialect> SqlStore<D> {
                 to: crate::RunStatus::Scheduled,
             });
         }
-        // Any event wakes a run awaiting one, named in its wait set or not: code deployed since
-        // the run suspended may wait on another name first (adding an event wait is a safe
-        // refactoring), and an event nobody sends again must not leave it waiting.
-        let wakes = status == crate::RunStatus::AwaitingEvent;
+        let wait = locked
+            .text(1)?
+            .map(|text| decode::wait_set(event.run_id, &text))
+            .transpose()?;
+        let wakes = crate::WaitSpec::woken_by_event(status, wait.as_ref());
         let data = decode::json_text(&event.data);
-        let params = binds::event(&event, &data);
+        let params = binds::event(&event, &data, wakes);
         let inserted = self
             .fetch_optional(On::Tx(&mut tx), &self.sql.own.insert_event, &params)
             .await?;
@@ -371,15 +501,15 @@ impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn release_stale_claims(
         &self,
         now: Millis,
-        idle_timeout_ms: i64,
+        timing: crate::ClaimTiming,
     ) -> Result<Vec<RunId>, StoreError> {
+        let params = params![now, timing.idle_timeout_ms, timing.confirm_ms];
         let rows = self
-            .fetch(
-                On::Write,
-                &self.sql.release_stale,
-                &params![now, idle_timeout_ms],
-            )
+            .fetch(On::Write, &self.sql.release_stale, &params)
             .await?;
+        if let Some(mark) = &self.sql.mark_stale {
+            self.execute(On::Write, mark, &params).await?;
+        }
         let ids = rows
             .iter()
             .map(|row| Ok(row.text(0)?.unwrap_or_default()))
@@ -431,14 +561,36 @@ impl<D: Dialect> SqlStore<D> {
         };
         rows.into_iter()
             .map(|row| {
+                let from = status(row.text(1)?)?;
+                let to = status(row.text(2)?)?.ok_or_else(|| StoreError::Corrupt {
+                    message: format!("a change in the timeline of run {id} has no status"),
+                })?;
+                let cause = row
+                    .text(6)?
+                    .map(|cause| {
+                        cause.parse().map_err(|message| StoreError::Incompatible {
+                            message: format!("the timeline of run {id}: {message}"),
+                        })
+                    })
+                    .transpose()?;
+                // Rows written before the timeline kept facts hold their words instead.
+                let reason = match row.int(7)? {
+                    Some(retry) => {
+                        let facts = ChangeFacts::default()
+                            .cause(cause)
+                            .retry(retry != 0)
+                            .error_kind(row.text(8)?.as_deref());
+                        StatusChange::reason_for(from, to, &facts)
+                    }
+                    None => row.text(3)?.unwrap_or_default(),
+                };
                 Ok(StatusChange {
                     run_id: id,
                     revision: decode::unsigned(row.int(0)?.unwrap_or_default(), "revision")?,
-                    from: status(row.text(1)?)?,
-                    to: status(row.text(2)?)?.ok_or_else(|| StoreError::Corrupt {
-                        message: format!("a change in the timeline of run {id} has no status"),
-                    })?,
-                    reason: row.text(3)?.unwrap_or_default(),
+                    from,
+                    to,
+                    reason,
+                    cause,
                     actor: row.text(4)?,
                     at: row.int(5)?.unwrap_or_default(),
                 })

@@ -31,10 +31,41 @@ pub(crate) fn sources_of(to: RunStatus) -> Vec<String> {
         .collect()
 }
 
+/// The schema a store renders its statements for: its own release's, or an older one it still
+/// reads (a pre-deploy check before the migration; a release capped to its predecessor's
+/// schema in the rolling-deploy tests). Each flag names a migration's additions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Level {
+    /// The operations migration (SQLite 10, PostgreSQL 11): change notes and timeline facts,
+    /// pause requests, two-phase claim recovery, event senders, task inputs, worker builds.
+    pub(crate) operations: bool,
+}
+
+impl Level {
+    /// The schema of this release.
+    pub(crate) const CURRENT: Level = Level { operations: true };
+
+    /// The schema at migration `version` of a dialect whose operations migration is
+    /// `operations`.
+    pub(crate) fn at(version: i64, operations: i64) -> Level {
+        Level {
+            operations: version >= operations,
+        }
+    }
+}
+
 /// The JSON document of a run row (see `decode::RunRow`), its columns prefixed by `alias`
 /// (`"r."`, or `""`).
-pub(crate) fn run_doc(alias: &str) -> String {
+pub(crate) fn run_doc(alias: &str, level: Level) -> String {
     let a = alias;
+    let operations = if level.operations {
+        format!(
+            ", 'pause_requested_at', {a}pause_requested_at, \
+             'pause_requested_by', {a}pause_requested_by, 'stale_since', {a}stale_since"
+        )
+    } else {
+        String::new()
+    };
     format!(
         "json_build_object('id', {a}id::text, 'workflow', {a}workflow, \
          'version', {a}version, 'input', {a}input, 'input_hash', {a}input_hash, \
@@ -47,67 +78,157 @@ pub(crate) fn run_doc(alias: &str) -> String {
          'parent_run_id', {a}parent_run_id::text, 'parent_address', {a}parent_address, \
          'traceparent', {a}traceparent, 'wait_set', {a}wait_set, \
          'forked_from', {a}forked_from::text, 'lineage_root', {a}lineage_root::text, \
-         'created_at', {a}created_at, 'updated_at', {a}updated_at)"
+         'created_at', {a}created_at, 'updated_at', {a}updated_at{operations})"
     )
 }
 
 /// The JSON document of a child run aliased `r`, as a history holds it: a run document
 /// without the input (`null`).
-fn child_doc() -> String {
-    run_doc("r.").replace("'input', r.input,", "'input', 'null',")
+fn child_doc(level: Level) -> String {
+    run_doc("r.", level).replace("'input', r.input,", "'input', 'null',")
 }
 
 /// The JSON document of an event row aliased `e`.
-const EVENT_DOC: &str = "json_build_object('run_id', e.run_id::text, 'name', e.name, \
-     'idx', e.idx, 'data', e.data, 'timed_out', e.timed_out, 'reference_id', e.reference_id, \
-     'received_at', e.received_at)";
+fn event_doc(level: Level) -> String {
+    let sent_by = if level.operations {
+        ", 'sent_by', e.sent_by"
+    } else {
+        ""
+    };
+    format!(
+        "json_build_object('run_id', e.run_id::text, 'name', e.name, \
+         'idx', e.idx, 'data', e.data, 'timed_out', e.timed_out, \
+         'reference_id', e.reference_id, 'received_at', e.received_at{sent_by})"
+    )
+}
 
-/// The columns of an entry upsert after `INSERT INTO aiki_entries`, and its conflict clause.
-pub(crate) const ENTRY_COLUMNS: &str = "(run_id, address, idx, kind, status, output, fingerprint, \
-     attempts, error_kind, error_message, retry_at, updated_at)";
+/// The columns of an entry upsert after `INSERT INTO aiki_entries`.
+pub(crate) fn entry_columns(level: Level) -> String {
+    let input = if level.operations { ", input" } else { "" };
+    format!(
+        "(run_id, address, idx, kind, status, output, fingerprint, attempts, error_kind, \
+         error_message, retry_at, updated_at{input})"
+    )
+}
 
-/// What an entry upsert does when the key is taken.
-pub(crate) const ENTRY_CONFLICT: &str = "ON CONFLICT (run_id, address, idx) DO UPDATE SET \
-     kind = excluded.kind, status = excluded.status, output = excluded.output, \
-     fingerprint = excluded.fingerprint, attempts = excluded.attempts, \
-     error_kind = excluded.error_kind, error_message = excluded.error_message, \
-     retry_at = excluded.retry_at, updated_at = excluded.updated_at";
+/// What an entry upsert does when the key is taken; `table` names the target (`aiki_entries`,
+/// or its alias). A later write without an input keeps the one its call recorded.
+pub(crate) fn entry_conflict(level: Level, table: &str) -> String {
+    let input = if level.operations {
+        format!(", input = COALESCE(excluded.input, {table}.input)")
+    } else {
+        String::new()
+    };
+    format!(
+        "ON CONFLICT (run_id, address, idx) DO UPDATE SET \
+         kind = excluded.kind, status = excluded.status, output = excluded.output, \
+         fingerprint = excluded.fingerprint, attempts = excluded.attempts, \
+         error_kind = excluded.error_kind, error_message = excluded.error_message, \
+         retry_at = excluded.retry_at, updated_at = excluded.updated_at{input}"
+    )
+}
+
+/// The condition on a run row (its columns prefixed by `alias`) under which an entry whose
+/// status is `status` may be written: not a new attempt (`running`) while a pause is
+/// requested.
+pub(crate) fn starts_allowed(level: Level, alias: &str, status: &str) -> String {
+    if level.operations {
+        format!("({status} <> 'running' OR {alias}pause_requested_at IS NULL)")
+    } else {
+        "TRUE".to_owned()
+    }
+}
+
+/// The statuses a run leaving `running` lands in as `paused` when a pause was requested of
+/// it: every move but an end (and `paused` itself).
+pub(crate) fn held_by_pause() -> String {
+    status_list(|status| RunStatus::Running.can_move_to(status) && !status.is_terminal())
+}
 
 /// The `SET` list of a transition's guarded update (see [`super::binds::transition`] for the
 /// parameters): `w.sat` is whether the awaited thing is already there, which lands a
-/// suspension in `scheduled`, due now.
-pub(crate) const TRANSITION_SET: &str = "status = CASE WHEN w.sat THEN 'scheduled' ELSE $3 END, \
-     due_at = CASE WHEN w.sat THEN $4 ELSE $5 END, \
-     revision = revision + 1, \
+/// suspension in `scheduled`, due now. Completing clears the error of an earlier attempt.
+pub(crate) fn transition_set(level: Level) -> String {
+    if !level.operations {
+        return format!(
+            "status = CASE WHEN w.sat THEN 'scheduled' ELSE $3 END, \
+             due_at = CASE WHEN w.sat THEN $4 ELSE $5 END, {common}, \
+             wait_set = CASE WHEN w.sat THEN NULL ELSE $18 END",
+            common = TRANSITION_COMMON
+        );
+    }
+    // A run leaving `running` with a pause requested lands in `paused` (not a suspension, a
+    // release or a retry), and whoever asked is its timeline's actor.
+    let held = format!(
+        "(aiki_runs.pause_requested_at IS NOT NULL AND aiki_runs.status = 'running' \
+         AND $3 IN {moves})",
+        moves = held_by_pause()
+    );
+    format!(
+        "status = CASE WHEN {held} THEN 'paused' WHEN w.sat THEN 'scheduled' ELSE $3 END, \
+         due_at = CASE WHEN {held} THEN NULL WHEN w.sat THEN $4 ELSE $5 END, {common}, \
+         wait_set = CASE WHEN {held} OR w.sat THEN NULL ELSE $18 END, \
+         pause_requested_at = CASE WHEN $3 = 'running' THEN pause_requested_at ELSE NULL END, \
+         pause_requested_by = CASE WHEN $3 = 'running' THEN pause_requested_by ELSE NULL END, \
+         stale_since = CASE WHEN $3 = 'running' THEN stale_since ELSE NULL END, \
+         change_actor = CASE WHEN {held} THEN COALESCE($22, aiki_runs.pause_requested_by) \
+           ELSE $22 END, \
+         change_cause = NULL, change_rev = revision + 1",
+        common = TRANSITION_COMMON
+    )
+}
+
+/// The part of a transition's `SET` list every schema shares.
+const TRANSITION_COMMON: &str = "revision = revision + 1, \
      updated_at = $4, \
      owner = CASE WHEN $3 = 'running' THEN owner ELSE NULL END, \
      heartbeat_at = CASE WHEN $3 = 'running' THEN heartbeat_at ELSE NULL END, \
      queued_at = CASE WHEN $3 = 'queued' THEN $4 ELSE queued_at END, \
      output = CASE WHEN $6 THEN $7 ELSE output END, \
      output_fingerprint = CASE WHEN $6 THEN $8 ELSE output_fingerprint END, \
-     error_kind = COALESCE($9, error_kind), \
-     error_message = CASE WHEN $9::text IS NULL THEN error_message ELSE $10 END, \
-     error_address = CASE WHEN $9::text IS NULL THEN error_address ELSE $20 END, \
-     error_index = CASE WHEN $9::text IS NULL THEN error_index ELSE $21 END, \
-     attempts = COALESCE($11, attempts), \
-     wait_set = CASE WHEN w.sat THEN NULL ELSE $18 END";
+     error_kind = CASE WHEN $3 = 'completed' THEN NULL ELSE COALESCE($9, error_kind) END, \
+     error_message = CASE WHEN $3 = 'completed' THEN NULL \
+       WHEN $9::text IS NULL THEN error_message ELSE $10 END, \
+     error_address = CASE WHEN $3 = 'completed' THEN NULL \
+       WHEN $9::text IS NULL THEN error_address ELSE $20 END, \
+     error_index = CASE WHEN $3 = 'completed' THEN NULL \
+       WHEN $9::text IS NULL THEN error_index ELSE $21 END, \
+     attempts = COALESCE($11, attempts)";
 
 /// Inserts an event at the next index of its name's queue (see [`super::binds::event`]);
 /// returns the index, or nothing for a reference id already seen.
-pub(crate) const INSERT_EVENT: &str = "INSERT INTO aiki_events (run_id, name, idx, data, \
-     timed_out, reference_id, received_at) \
-     SELECT $1::uuid, $2, COALESCE(MAX(idx) + 1, 0), $3, false, $4, $5 \
-     FROM aiki_events WHERE run_id = $1::uuid AND name = $2 \
-     ON CONFLICT (run_id, name, reference_id) WHERE reference_id IS NOT NULL \
-     DO NOTHING RETURNING idx";
+pub(crate) fn insert_event(level: Level) -> String {
+    let (column, value) = if level.operations {
+        (", sent_by", ", $6")
+    } else {
+        ("", "")
+    };
+    format!(
+        "INSERT INTO aiki_events (run_id, name, idx, data, timed_out, reference_id, \
+         received_at{column}) \
+         SELECT $1::uuid, $2, COALESCE(MAX(idx) + 1, 0), $3, false, $4, $5{value} \
+         FROM aiki_events WHERE run_id = $1::uuid AND name = $2 \
+         ON CONFLICT (run_id, name, reference_id) WHERE reference_id IS NOT NULL \
+         DO NOTHING RETURNING idx"
+    )
+}
 
-/// Wakes run `$1` to `scheduled`, due at `$5`, if it awaits an event.
-pub(crate) const WAKE_FOR_EVENT: &str = "UPDATE aiki_runs SET status = 'scheduled', \
-     revision = revision + 1, due_at = $5, updated_at = $5, owner = NULL, heartbeat_at = NULL \
-     WHERE id = $1::uuid AND status = 'awaiting_event'";
+/// Wakes run `$1` to `scheduled`, due at `$5`, for an event sent by `$6`, if `$7` (the caller
+/// has read under the run's lock that it awaits an event).
+pub(crate) fn wake_for_event(level: Level) -> String {
+    let note = if level.operations {
+        ", change_actor = $6, change_cause = 'event', change_rev = revision + 1"
+    } else {
+        ""
+    };
+    format!(
+        "UPDATE aiki_runs SET status = 'scheduled', revision = revision + 1, due_at = $5, \
+         updated_at = $5, owner = NULL, heartbeat_at = NULL{note} \
+         WHERE id = $1::uuid AND $7"
+    )
+}
 
 /// The shared statements, rendered for one dialect, and the dialect's own.
-#[derive(Debug)]
 pub(crate) struct Statements {
     /// The statements the dialect writes itself.
     pub(crate) own: DialectStatements,
@@ -124,15 +245,18 @@ pub(crate) struct Statements {
     pub(crate) revision: String,
     /// The status and revision of run `$1`.
     pub(crate) status_and_revision: String,
-    /// Locks run `$1` for the rest of the transaction; returns its status.
+    /// Locks run `$1` for the rest of the transaction; returns its status and wait set.
     pub(crate) lock_status: String,
-    /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`.
+    /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`
+    /// (and, for a new attempt, no pause requested).
     pub(crate) upsert_entry: String,
     /// Sets entry `$2`#`$3` of run `$1` to run again: `awaiting_retry`, no attempt made, due
     /// at `$4`, written at `$5` (inside a transition's transaction).
     pub(crate) rerun_entry: String,
+    /// Deletes event record `$2`#`$3` of run `$1` (inside a transition's transaction).
+    pub(crate) forget_event: String,
     /// Refreshes the claim of run `$1` at revision `$2` held by `$3`: heartbeat `$4` (or the
-    /// database's clock, see [`Dialect::claim_time`]).
+    /// database's clock, see [`Dialect::claim_time`]); returns 1 when a pause is requested.
     pub(crate) refresh_claim: String,
     /// Upserts a sleep if run `$1` has revision `$7`.
     pub(crate) put_sleep: String,
@@ -143,48 +267,83 @@ pub(crate) struct Statements {
     pub(crate) event_slot: String,
     /// Moves every run with a due timer to `queued` at `$1`.
     pub(crate) wake_due: String,
-    /// Wakes run `$1` for an event, at `$5` (see [`WAKE_FOR_EVENT`]).
+    /// Wakes run `$1` for an event, at `$5` (see [`wake_for_event`]).
     pub(crate) wake_for_event: String,
     /// Releases `running` runs at `$1` whose heartbeat is more than `$2` ms old (by
-    /// [`Dialect::claim_time`]); returns their ids.
+    /// [`Dialect::claim_time`]) and whose stale mark is at least `$3` ms old with no refresh
+    /// since (on an older schema: without the mark); returns their ids.
     pub(crate) release_stale: String,
+    /// Marks stale, at `$1`, the claims unrefreshed for more than `$3` ms and not marked since
+    /// their last refresh (`None` on an older schema).
+    pub(crate) mark_stale: Option<String>,
+    /// Records a pause request on run `$1` if `running` (requested by `$2` at `$3`); returns
+    /// its document (`None` on an older schema).
+    pub(crate) request_pause: Option<String>,
+    /// Releases the claim on run `$1` at revision `$2`, at `$3`, by `$5`, if its stale mark is
+    /// at least `$4` ms old with no refresh since (any claim when `$4` is `NULL`); returns its
+    /// document (`None` on an older schema).
+    pub(crate) release_claim: Option<String>,
     /// Stalls runs queued since before `$2`, at `$1`.
     pub(crate) stall: String,
     /// `(version, 1 if it succeeded)` of every applied migration, in version order.
     pub(crate) applied_migrations: String,
+    /// The compatibility record: the oldest schema version whose release reads this one.
+    pub(crate) readable_from: String,
     /// Rows `(workflow, version, status, count, NULL)` per workflow version and status, and
     /// `(workflow, version, NULL, NULL, oldest queued time)` per version with queued runs.
     pub(crate) run_counts: String,
-    /// `(revision, from, to, reason, actor, at)` of run `$1`'s status changes, in order.
+    /// `(revision, from, to, reason, actor, at, cause, retry, error kind)` of run `$1`'s status
+    /// changes, in order (the last three `NULL` in rows written before the timeline kept facts).
     pub(crate) timeline: String,
     /// Upserts worker `$1` (host `$2`, pid `$3`, namespaces `$4` as a JSON array, pool `$5`,
-    /// started `$6`) seen at `$7` (or the database's clock); returns the time written.
+    /// started `$6`, fingerprints `$8` as a JSON object, stopped `$9`, refresh `$10` and idle
+    /// timeout `$11` in ms) seen at `$7` (or the database's clock); returns the time written.
     pub(crate) record_worker: String,
     /// The workers seen within `$2` ms before `$1` (or the database's clock).
     pub(crate) list_workers: String,
+    /// Deletes the workers not seen within `$2` ms before `$1` (or the database's clock).
+    pub(crate) prune_workers: String,
     /// Upserts the catalog entry of workflow `$1` version `$2` (fingerprint `$3`, the entry as
     /// JSON `$4`, published by `$5` at `$6` or the database's clock); returns the time.
     pub(crate) publish_catalog: String,
-    /// Every catalog entry: its JSON, publisher and time, by workflow and version.
+    /// Every catalog entry: its JSON, publisher and time, by workflow and version (one per
+    /// build on this release's schema).
     pub(crate) catalog: String,
+    /// Upserts the entry of one build (`$1` workflow, `$2` version, `$3` fingerprint, `$4` the
+    /// entry, `$5` publisher, `$6` time); `None` on an older schema.
+    pub(crate) publish_build: Option<String>,
+}
+
+impl std::fmt::Debug for Statements {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Pages of SQL would drown a store's debug output.
+        f.debug_struct("Statements").finish_non_exhaustive()
+    }
 }
 
 impl Statements {
     /// The shared statements in `D`'s syntax.
-    pub(crate) fn new<D: Dialect>(dialect: &D) -> Self {
-        let run = run_doc("");
+    pub(crate) fn new<D: Dialect>(dialect: &D, level: Level) -> Self {
+        let run = run_doc("", level);
+        let event_doc = event_doc(level);
         let timers = status_list(RunStatus::wakes_on_timer);
         let render = |sql: String| (D::DRIVER.render)(&sql);
         Statements {
-            own: dialect.statements(),
+            own: dialect.statements(level),
             insert_run: render(format!(
                 "INSERT INTO aiki_runs (id, namespace, workflow, version, input, input_hash, \
                  reference_id, pool, status, revision, attempts, due_at, queued_at, \
                  parent_run_id, parent_address, traceparent, forked_from, lineage_root, \
-                 created_at, updated_at) \
+                 created_at, updated_at{note_columns}) \
                  VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, 1, 1, $10, $11, $12::uuid, \
-                 $13, $15, $16::uuid, $17::uuid, $14, $14) \
-                 ON CONFLICT (namespace, reference_id) DO NOTHING RETURNING {run}::text"
+                 $13, $15, $16::uuid, $17::uuid, $14, $14{note_values}) \
+                 ON CONFLICT (namespace, reference_id) DO NOTHING RETURNING {run}::text",
+                note_columns = if level.operations {
+                    ", change_actor, change_rev"
+                } else {
+                    ""
+                },
+                note_values = if level.operations { ", $18, 1" } else { "" },
             )),
             select_by_reference: render(format!(
                 "SELECT {run}::text FROM aiki_runs WHERE namespace = $1 AND reference_id = $2"
@@ -198,30 +357,39 @@ impl Statements {
                  'address', address, 'idx', idx, 'kind', kind, 'status', status, \
                  'output', output, 'fingerprint', fingerprint, 'attempts', attempts, \
                  'error_kind', error_kind, 'error_message', error_message, \
-                 'retry_at', retry_at, 'updated_at', updated_at))::text \
+                 'retry_at', retry_at, 'updated_at', updated_at{entry_input}))::text \
                  FROM aiki_entries WHERE run_id = $1::uuid), \
                  (SELECT json_agg(json_build_object('run_id', run_id::text, 'name', name, \
                  'idx', idx, 'duration_ms', duration_ms, 'wake_at', wake_at, \
                  'cancelled', cancelled))::text FROM aiki_sleeps WHERE run_id = $1::uuid), \
-                 (SELECT json_agg({EVENT_DOC})::text FROM aiki_events e \
+                 (SELECT json_agg({event_doc})::text FROM aiki_events e \
                  WHERE e.run_id = $1::uuid), \
                  (SELECT json_agg({child})::text FROM aiki_runs r \
                  WHERE r.id IN (SELECT trim(c.output, '\"')::uuid FROM aiki_entries c \
                  WHERE c.run_id = $1::uuid AND c.kind = 'child'))",
-                child = child_doc()
+                child = child_doc(level),
+                entry_input = if level.operations {
+                    ", 'input', input"
+                } else {
+                    ""
+                },
             )),
             revision: render("SELECT revision FROM aiki_runs WHERE id = $1::uuid".to_owned()),
             status_and_revision: render(
                 "SELECT status, revision FROM aiki_runs WHERE id = $1::uuid".to_owned(),
             ),
             lock_status: render(
-                "SELECT status FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
+                "SELECT status, wait_set FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
             ),
             upsert_entry: render(format!(
-                "INSERT INTO aiki_entries {ENTRY_COLUMNS} \
-                 SELECT $1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 \
-                 FROM aiki_runs WHERE id = $1::uuid AND revision = $13 FOR SHARE \
-                 {ENTRY_CONFLICT}"
+                "INSERT INTO aiki_entries {columns} \
+                 SELECT $1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12{input} \
+                 FROM aiki_runs WHERE id = $1::uuid AND revision = $13 AND {allowed} \
+                 FOR SHARE {conflict}",
+                columns = entry_columns(level),
+                input = if level.operations { ", $14" } else { "" },
+                allowed = starts_allowed(level, "", "$5"),
+                conflict = entry_conflict(level, "aiki_entries"),
             )),
             rerun_entry: render(
                 "UPDATE aiki_entries SET status = 'awaiting_retry', attempts = 0, \
@@ -229,11 +397,24 @@ impl Statements {
                  WHERE run_id = $1::uuid AND address = $2 AND idx = $3"
                     .to_owned(),
             ),
-            refresh_claim: render(format!(
-                "UPDATE aiki_runs SET heartbeat_at = {} \
-                 WHERE id = $1::uuid AND revision = $2 AND owner = $3",
-                dialect.claim_time("$4")
-            )),
+            forget_event: render(
+                "DELETE FROM aiki_events WHERE run_id = $1::uuid AND name = $2 AND idx = $3"
+                    .to_owned(),
+            ),
+            refresh_claim: render(if level.operations {
+                format!(
+                    "UPDATE aiki_runs SET heartbeat_at = {now}, stale_since = NULL \
+                     WHERE id = $1::uuid AND revision = $2 AND owner = $3 \
+                     RETURNING (CASE WHEN pause_requested_at IS NULL THEN 0 ELSE 1 END)::bigint",
+                    now = dialect.claim_time("$4")
+                )
+            } else {
+                format!(
+                    "UPDATE aiki_runs SET heartbeat_at = {now} \
+                     WHERE id = $1::uuid AND revision = $2 AND owner = $3 RETURNING 0::bigint",
+                    now = dialect.claim_time("$4")
+                )
+            }),
             put_sleep: render(
                 "INSERT INTO aiki_sleeps (run_id, name, idx, duration_ms, wake_at, cancelled) \
                  SELECT $1::uuid, $2, $3, $4, $5, $6 \
@@ -253,7 +434,7 @@ impl Statements {
             ),
             event_slot: render(format!(
                 "SELECT (SELECT revision FROM aiki_runs WHERE id = $1::uuid), \
-                 (SELECT {EVENT_DOC}::text FROM aiki_events e \
+                 (SELECT {event_doc}::text FROM aiki_events e \
                  WHERE e.run_id = $1::uuid AND e.name = $2 AND e.idx = $3)"
             )),
             wake_due: render(format!(
@@ -261,31 +442,116 @@ impl Statements {
                  due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
                  heartbeat_at = NULL WHERE status IN {timers} AND due_at <= $1"
             )),
-            wake_for_event: render(WAKE_FOR_EVENT.to_owned()),
-            release_stale: render(format!(
-                "UPDATE aiki_runs SET status = 'queued', revision = revision + 1, \
-                 due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
-                 heartbeat_at = NULL WHERE status = 'running' AND (heartbeat_at < {} - $2 \
-                 OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) RETURNING id::text",
-                dialect.claim_time("$1")
-            )),
+            wake_for_event: render(wake_for_event(level)),
+            release_stale: render(if level.operations {
+                format!(
+                    "UPDATE aiki_runs SET \
+                     status = CASE WHEN pause_requested_at IS NULL THEN 'queued' \
+                       ELSE 'paused' END, \
+                     revision = revision + 1, due_at = NULL, \
+                     queued_at = CASE WHEN pause_requested_at IS NULL THEN $1 \
+                       ELSE queued_at END, \
+                     updated_at = $1, owner = NULL, heartbeat_at = NULL, stale_since = NULL, \
+                     change_actor = pause_requested_by, change_cause = NULL, \
+                     change_rev = revision + 1, \
+                     pause_requested_at = NULL, pause_requested_by = NULL \
+                     WHERE status = 'running' AND (heartbeat_at < {now} - $2 \
+                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) \
+                     AND stale_since <= {now} - $3 \
+                     AND (heartbeat_at IS NULL OR heartbeat_at <= stale_since) \
+                     RETURNING id::text",
+                    now = dialect.claim_time("$1")
+                )
+            } else {
+                // The schema of the previous release: one phase, and `$3` unused but bound.
+                format!(
+                    "UPDATE aiki_runs SET status = 'queued', revision = revision + 1, \
+                     due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
+                     heartbeat_at = NULL WHERE status = 'running' AND $3 >= 0 \
+                     AND (heartbeat_at < {now} - $2 \
+                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) RETURNING id::text",
+                    now = dialect.claim_time("$1")
+                )
+            }),
+            mark_stale: level.operations.then(|| {
+                render(format!(
+                    "UPDATE aiki_runs SET stale_since = {now} \
+                     WHERE status = 'running' AND (heartbeat_at < {now} - $3 \
+                     OR (heartbeat_at IS NULL AND updated_at < $1 - $3)) \
+                     AND (stale_since IS NULL OR heartbeat_at > stale_since) AND $2 >= 0",
+                    now = dialect.claim_time("$1")
+                ))
+            }),
+            release_claim: level.operations.then(|| {
+                render(format!(
+                    "UPDATE aiki_runs SET \
+                     status = CASE WHEN pause_requested_at IS NULL THEN 'queued' \
+                       ELSE 'paused' END, \
+                     revision = revision + 1, due_at = NULL, \
+                     queued_at = CASE WHEN pause_requested_at IS NULL THEN $3 \
+                       ELSE queued_at END, \
+                     updated_at = $3, owner = NULL, heartbeat_at = NULL, stale_since = NULL, \
+                     change_actor = $5, change_cause = NULL, change_rev = revision + 1, \
+                     pause_requested_at = NULL, pause_requested_by = NULL \
+                     WHERE id = $1::uuid AND revision = $2 AND status = 'running' \
+                     AND ($4::bigint IS NULL OR (stale_since <= {now} - $4 \
+                       AND (heartbeat_at IS NULL OR heartbeat_at <= stale_since))) \
+                     RETURNING {run}::text",
+                    now = dialect.claim_time("$3")
+                ))
+            }),
+            request_pause: level.operations.then(|| {
+                render(format!(
+                    "UPDATE aiki_runs SET pause_requested_at = COALESCE(pause_requested_at, $3), \
+                     pause_requested_by = CASE WHEN pause_requested_at IS NULL THEN $2 \
+                       ELSE pause_requested_by END \
+                     WHERE id = $1::uuid AND status = 'running' RETURNING {run}::text"
+                ))
+            }),
             applied_migrations: render(
                 "SELECT version, (CASE WHEN success THEN 1 ELSE 0 END)::bigint \
                  FROM _sqlx_migrations ORDER BY version"
                     .to_owned(),
             ),
-            record_worker: render(format!(
-                "INSERT INTO aiki_workers (id, host, pid, namespaces, pool, started_at, \
-                 last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, {now}) \
-                 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, \
-                 namespaces = excluded.namespaces, pool = excluded.pool, \
-                 started_at = excluded.started_at, last_seen_at = excluded.last_seen_at \
-                 RETURNING last_seen_at",
-                now = dialect.claim_time("$7")
-            )),
+            readable_from: "SELECT readable_from FROM aiki_compat WHERE id = 1".to_owned(),
+            record_worker: render(if level.operations {
+                format!(
+                    "INSERT INTO aiki_workers (id, host, pid, namespaces, pool, started_at, \
+                     last_seen_at, fingerprints, stopped_at, claim_refresh_ms, \
+                     claim_idle_timeout_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, {now}, $8, $9, $10, $11) \
+                     ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, \
+                     namespaces = excluded.namespaces, pool = excluded.pool, \
+                     started_at = excluded.started_at, last_seen_at = excluded.last_seen_at, \
+                     fingerprints = excluded.fingerprints, stopped_at = excluded.stopped_at, \
+                     claim_refresh_ms = excluded.claim_refresh_ms, \
+                     claim_idle_timeout_ms = excluded.claim_idle_timeout_ms \
+                     RETURNING last_seen_at",
+                    now = dialect.claim_time("$7")
+                )
+            } else {
+                format!(
+                    "INSERT INTO aiki_workers (id, host, pid, namespaces, pool, started_at, \
+                     last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, {now}) \
+                     ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, \
+                     namespaces = excluded.namespaces, pool = excluded.pool, \
+                     started_at = excluded.started_at, last_seen_at = excluded.last_seen_at \
+                     RETURNING last_seen_at",
+                    now = dialect.claim_time("$7")
+                )
+            }),
             list_workers: render(format!(
-                "SELECT id, host, pid, namespaces, pool, started_at, last_seen_at \
+                "SELECT id, host, pid, namespaces, pool, started_at, last_seen_at, {more} \
                  FROM aiki_workers WHERE last_seen_at >= {now} - $2 ORDER BY id",
+                now = dialect.claim_time("$1"),
+                more = if level.operations {
+                    "fingerprints, stopped_at, claim_refresh_ms, claim_idle_timeout_ms"
+                } else {
+                    "NULL::text, NULL::bigint, NULL::bigint, NULL::bigint"
+                }
+            )),
+            prune_workers: render(format!(
+                "DELETE FROM aiki_workers WHERE last_seen_at < {now} - $2",
                 now = dialect.claim_time("$1")
             )),
             publish_catalog: render(format!(
@@ -297,16 +563,35 @@ impl Statements {
                  RETURNING published_at",
                 now = dialect.claim_time("$6")
             )),
-            catalog: render(
+            publish_build: level.operations.then(|| {
+                render(format!(
+                    "INSERT INTO aiki_catalog_builds (workflow, version, fingerprint, entry, \
+                     published_by, published_at) VALUES ($1, $2, $3, $4, $5, {now}) \
+                     ON CONFLICT (workflow, version, fingerprint) DO UPDATE SET \
+                     entry = excluded.entry, published_by = excluded.published_by, \
+                     published_at = excluded.published_at",
+                    now = dialect.claim_time("$6")
+                ))
+            }),
+            catalog: render(if level.operations {
+                "SELECT entry, published_by, published_at FROM aiki_catalog_builds \
+                 ORDER BY workflow, version, published_at, fingerprint"
+                    .to_owned()
+            } else {
                 "SELECT entry, published_by, published_at FROM aiki_catalog \
                  ORDER BY workflow, version"
-                    .to_owned(),
-            ),
-            timeline: render(
-                "SELECT revision, from_status, to_status, reason, actor, at FROM aiki_timeline \
-                 WHERE run_id = $1::uuid ORDER BY revision"
-                    .to_owned(),
-            ),
+                    .to_owned()
+            }),
+            timeline: render(format!(
+                "SELECT revision, from_status, to_status, reason, actor, at, {facts} \
+                 FROM aiki_timeline WHERE run_id = $1::uuid ORDER BY revision",
+                facts = if level.operations {
+                    "cause, (CASE WHEN retry THEN 1 WHEN NOT retry THEN 0 END)::bigint, \
+                     error_kind"
+                } else {
+                    "NULL::text, NULL::bigint, NULL::text"
+                }
+            )),
             run_counts: render(
                 "SELECT workflow, version, status, COUNT(*)::bigint, NULL::bigint \
                  FROM aiki_runs GROUP BY workflow, version, status \
@@ -331,6 +616,7 @@ pub(crate) fn render_for_sqlite(sql: &str) -> String {
     super::dialect::strip_casts(sql)
         .replace("json_build_object(", "json_object(")
         .replace("json_agg(", "json_group_array(")
+        .replace("strpos(", "instr(")
         .replace(" FOR SHARE", "")
         .replace(" FOR UPDATE", "")
 }

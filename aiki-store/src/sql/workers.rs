@@ -14,6 +14,8 @@ impl<D: Dialect> SqlStore<D> {
     ) -> Result<WorkerRecord, StoreError> {
         let namespaces =
             serde_json::to_string(&worker.namespaces).expect("BUG: namespaces serialize");
+        let fingerprints =
+            serde_json::to_string(&worker.fingerprints).expect("BUG: fingerprints serialize");
         let seen = self
             .fetch_optional(
                 On::Write,
@@ -25,7 +27,11 @@ impl<D: Dialect> SqlStore<D> {
                     namespaces,
                     worker.pool.as_str(),
                     worker.started_at,
-                    now
+                    now,
+                    fingerprints,
+                    worker.stopped_at,
+                    worker.claim_refresh_ms,
+                    worker.claim_idle_timeout_ms
                 ],
             )
             .await?;
@@ -52,6 +58,14 @@ impl<D: Dialect> SqlStore<D> {
                             message: format!("the namespaces of worker `{id}`: {error}"),
                         }
                     })?;
+                let fingerprints = match row.text(7)? {
+                    Some(text) => {
+                        serde_json::from_str(&text).map_err(|error| StoreError::Corrupt {
+                            message: format!("the fingerprints of worker `{id}`: {error}"),
+                        })?
+                    }
+                    None => Default::default(),
+                };
                 Ok(WorkerRecord {
                     host: row.text(1)?.unwrap_or_default(),
                     pid: decode::unsigned(row.int(2)?.unwrap_or_default(), "pid")?,
@@ -59,10 +73,27 @@ impl<D: Dialect> SqlStore<D> {
                     pool: row.text(4)?.unwrap_or_default(),
                     started_at: row.int(5)?.unwrap_or_default(),
                     last_seen_at: row.int(6)?.unwrap_or_default(),
+                    fingerprints,
+                    stopped_at: row.int(8)?,
+                    claim_refresh_ms: row.int(9)?,
+                    claim_idle_timeout_ms: row.int(10)?,
                     id,
                 })
             })
             .collect()
+    }
+
+    pub(crate) async fn prune_workers(
+        &self,
+        now: Millis,
+        older_than_ms: i64,
+    ) -> Result<u64, StoreError> {
+        self.execute(
+            On::Write,
+            &self.sql.prune_workers,
+            &params![now, older_than_ms],
+        )
+        .await
     }
 
     pub(crate) async fn publish_catalog(
@@ -71,20 +102,24 @@ impl<D: Dialect> SqlStore<D> {
         now: Millis,
     ) -> Result<CatalogEntry, StoreError> {
         let json = serde_json::to_string(&entry).expect("BUG: a catalog entry serializes");
+        let params = params![
+            entry.namespace.workflow.as_str(),
+            entry.namespace.version.as_str(),
+            entry.fingerprint.as_str(),
+            json,
+            entry.published_by.as_str(),
+            now
+        ];
+        // The entry of this build, and (for releases that read only it) the latest per version,
+        // together.
+        let mut tx = self.begin().await?;
         let published = self
-            .fetch_optional(
-                On::Write,
-                &self.sql.publish_catalog,
-                &params![
-                    entry.namespace.workflow.as_str(),
-                    entry.namespace.version.as_str(),
-                    entry.fingerprint.as_str(),
-                    json,
-                    entry.published_by.as_str(),
-                    now
-                ],
-            )
+            .fetch_optional(On::Tx(&mut tx), &self.sql.publish_catalog, &params)
             .await?;
+        if let Some(build) = &self.sql.publish_build {
+            self.execute(On::Tx(&mut tx), build, &params).await?;
+        }
+        self.commit(tx).await?;
         entry.published_at = published
             .map(|row| row.int(0))
             .transpose()?

@@ -23,6 +23,9 @@ pub struct Client {
     pub(crate) store: BoxStore,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) poll_interval: Duration,
+    /// Who acts through this client: recorded on the timeline of every run it starts, forks,
+    /// sends an event to or acts on.
+    pub(crate) actor: Option<String>,
 }
 
 impl Client {
@@ -32,7 +35,21 @@ impl Client {
             store,
             clock: Arc::new(SystemClock),
             poll_interval: Duration::from_millis(20),
+            actor: None,
         }
+    }
+
+    /// Records `actor` (an operator's name, `user@host`, an API key's id) as who acts through
+    /// this client: on the timeline of every run it starts, forks or acts on (cancel, pause,
+    /// resume, wake-up, requeue, retry, release), and with every event it sends.
+    pub fn with_actor(mut self, actor: impl Into<String>) -> Self {
+        self.actor = Some(actor.into());
+        self
+    }
+
+    /// Who acts through this client, if it was told.
+    pub fn actor(&self) -> Option<&str> {
+        self.actor.as_deref()
     }
 
     /// Reads time from `clock` (use the workers' clock, e.g. a shared

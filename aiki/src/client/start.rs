@@ -70,6 +70,7 @@ async fn create(
     let now = client.clock.now();
     let scheduled = options.start_at.filter(|at| *at > now);
     let new = NewRun::new(namespace.clone(), input, hash.clone(), now)
+        .by(client.actor.clone())
         .reference_id(options.reference_id.clone())
         .pool(options.pool)
         .traceparent(
@@ -207,8 +208,9 @@ impl<'c> StartJson<'c> {
     start_options!();
 
     async fn send(self) -> Result<AnyRun, ClientError> {
-        let entry = self.client.catalog_entry(&self.namespace).await?;
-        check_input(&entry, &self.input)?;
+        let entries = self.client.catalog_entries(&self.namespace).await?;
+        let entry =
+            crate::catalog::accepted_by_one(&entries, |entry| check_input(entry, &self.input))?;
         // A version without an input hashes as its typed start does (`NoInput` is `{}`).
         let hash = if entry.input.fingerprint == Schema::of::<NoInput>().fingerprint() {
             input_hash(&NoInput)

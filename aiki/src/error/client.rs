@@ -168,6 +168,75 @@ pub enum ClientError {
         /// Its parent.
         parent: RunId,
     },
+    /// A retry of a run failed by a child's failure it recorded: the retry would replay that
+    /// record and fail the same way.
+    #[error(
+        "run {run_id} failed because its child run {child} ended `{status}`, and it replays the \
+         outcome it recorded: a retry would fail the same way; retry the child with it \
+         (`--rerun-child`), or retry anyway if its code now handles that failure (`--force`)"
+    )]
+    RetryWouldFailAgain {
+        /// The run.
+        run_id: RunId,
+        /// The child whose failure it recorded.
+        child: RunId,
+        /// How the child ended.
+        status: RunStatus,
+    },
+    /// A retry asked to retry a failed child that cannot be retried (it was cancelled).
+    #[error(
+        "run {run_id} failed because its child run {child} ended `{status}`, which no retry \
+         revives (only a failed run is retried); fork run {run_id} instead (`aiki runs fork`), \
+         or retry it anyway with `--force` if its code now handles that"
+    )]
+    ChildNotRetryable {
+        /// The run.
+        run_id: RunId,
+        /// The child.
+        child: RunId,
+        /// How the child ended.
+        status: RunStatus,
+    },
+    /// A fork dropping a child start that names a reference id: the fork's start would find
+    /// the same child run by that id, and replay it instead of running it again.
+    #[error(
+        "run {run_id}'s child start `{address}` names reference id `{reference_id}`: a fork that \
+         drops it would start it again under the same id and find the same child run, replaying \
+         it rather than running it again; fork without dropping it (the fork then reads that \
+         child's outcome), or start a new run"
+    )]
+    SharedChildDropped {
+        /// The run forked.
+        run_id: RunId,
+        /// The child start's address.
+        address: String,
+        /// Its reference id.
+        reference_id: String,
+    },
+    /// An operator's release of a claim that claim recovery has not confirmed stale.
+    #[error(
+        "run {run_id} is held by `{owner}`, whose claim is not confirmed stale yet: right after a \
+         store outage every executor looks gone, and a live one refreshes its claim within one \
+         refresh interval{allowed}; claim recovery releases the run by itself{due}. Release it \
+         with `--force` only if you know the executor is dead (were it alive, it loses the run \
+         at its next write, and a task it had in flight may run again)",
+        allowed = allowed_at
+            .map(|at| format!(" (a release is allowed from {})", crate::error::client::when(at)))
+            .unwrap_or_default(),
+        due = release_due
+            .map(|at| format!(" at {} at the latest", crate::error::client::when(at)))
+            .unwrap_or_default()
+    )]
+    ClaimNotStale {
+        /// The run.
+        run_id: RunId,
+        /// Who holds its claim.
+        owner: String,
+        /// When an operator's release is allowed, once a sweep has marked the claim stale.
+        allowed_at: Option<aiki_store::Millis>,
+        /// When claim recovery releases the run at the latest.
+        release_due: Option<aiki_store::Millis>,
+    },
     /// An address the run has not recorded, given to an action on its history.
     #[error(
         "run {run_id} has recorded nothing at `{address}`; `aiki runs show {run_id}` lists its \
@@ -203,4 +272,15 @@ fn error_suffix(error: &Option<Failure>) -> String {
         .as_ref()
         .map(|failure| format!(": {}", failure.message))
         .unwrap_or_default()
+}
+
+/// A store time for a message: ms since the epoch, and how far from now.
+pub(crate) fn when(at: aiki_store::Millis) -> String {
+    let now = crate::Clock::now(&crate::SystemClock);
+    let secs = (at - now) / 1000;
+    if secs >= 0 {
+        format!("{at} (in {secs} s)")
+    } else {
+        format!("{at} ({} s ago)", -secs)
+    }
 }

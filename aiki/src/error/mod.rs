@@ -235,6 +235,9 @@ impl WorkflowError {
                 | WorkflowError::DurationTooLong { .. }
                 | WorkflowError::InputSchemaMismatch { .. }
                 | WorkflowError::DirectTaskCall { .. }
+                // The parent replays the child's outcome it recorded: a retry fails the same
+                // way (an operator retries the child with it, `RetryOptions::rerun_child`).
+                | WorkflowError::ChildFailed { .. }
                 | WorkflowError::Lost(_)
                 | WorkflowError::TaskFailed {
                     interrupted: true,

@@ -166,8 +166,10 @@ impl AnyRun {
         reference_id: Option<String>,
     ) -> Result<bool, ClientError> {
         let run = self.record().await?;
-        let entry = self.client.catalog_entry(&run.namespace).await?;
-        crate::catalog::check_catalog_event(&entry, name, &data)?;
+        let entries = self.client.catalog_entries(&run.namespace).await?;
+        crate::catalog::accepted_by_one(&entries, |entry| {
+            crate::catalog::check_catalog_event(entry, name, &data)
+        })?;
         self.append_event(name, data, reference_id).await
     }
 
@@ -183,7 +185,8 @@ impl AnyRun {
             .store
             .append_event(
                 NewEvent::new(self.id, name, data, self.client.clock.now())
-                    .reference_id(reference_id),
+                    .reference_id(reference_id)
+                    .by(self.client.actor.clone()),
             )
             .await
             .map_err(|error| match error {
@@ -262,7 +265,20 @@ impl AnyRun {
                     expected: from,
                 });
             }
-            let mut change = action.transition();
+            if let (Action::Pause, RunStatus::Running) = (action, run.status) {
+                // Never fence a task in flight: the executor pauses the run at its next durable
+                // point (an older schema knows no request: the pause moves the run at once).
+                let now = self.client.clock.now();
+                let actor = self.client.actor.clone();
+                match self.client.store.request_pause(self.id, actor, now).await {
+                    Ok(Some(requested)) => return Ok(requested),
+                    // It left `running` meanwhile: pause it where it is now.
+                    Ok(None) => continue,
+                    Err(StoreError::Schema { .. }) => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            let mut change = action.transition().by(self.client.actor.clone());
             change.now = self.client.clock.now();
             if change.to == RunStatus::Scheduled {
                 change.due_at = Some(change.now);

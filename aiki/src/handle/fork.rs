@@ -2,11 +2,15 @@
 //! recorded and may safely carry.
 //!
 //! Carried: completed task entries; child starts whose child has ended (the fork reads the
-//! child's outcome); sleeps with their original wake times; received events with their
-//! reference ids, and recorded event-wait timeouts. Not carried: failed and unfinished task
-//! entries (they run again), child starts whose child has not ended (the fork starts the child
-//! again). The fork records its lineage; its tasks' idempotency keys derive from the lineage's
-//! first run, so a call the fork runs again hands an outside system the original's key.
+//! child's outcome) with their waits' records (the outcome the parent observed, a timeout);
+//! sleeps with their original wake times; received events with their reference ids, and
+//! recorded event-wait timeouts. Not carried: failed and unfinished task entries (they run
+//! again), child starts whose child has not ended or that a fork drops (the fork starts the
+//! child again), and their waits' records, so the new child's wait neither times out at once nor
+//! replays the old outcome. A dropped child start that names a reference id is refused: its
+//! start in the fork would find the same child run by that id. The fork records its lineage;
+//! its tasks' idempotency keys derive from the lineage's first run, so a call the fork runs
+//! again hands an outside system the original's key.
 
 use std::collections::HashSet;
 
@@ -66,7 +70,9 @@ impl AnyRun {
     /// first checks that the carried entries replay on it.
     ///
     /// Refused: a run that has not ended ([`ClientError::InvalidAction`]); an address to drop
-    /// that the run has not recorded ([`ClientError::UnknownAddress`]). Nothing is written then.
+    /// that the run has not recorded ([`ClientError::UnknownAddress`]); a dropped child start
+    /// that names a reference id, whose start in the fork would find the same child run
+    /// ([`ClientError::SharedChildDropped`]). Nothing is written then.
     pub async fn fork(&self, options: ForkOptions) -> Result<RunRecord, ClientError> {
         let (_, fork) = self.prepare_fork(&options, None).await?;
         self.create_fork(fork).await
@@ -121,8 +127,9 @@ impl AnyRun {
         .reference_id(Some(format!("fork:{}:{}", source.id, &options_hash[..16])))
         .pool(source.pool.clone())
         .traceparent(source.traceparent.clone())
-        .lineage(lineage);
-        let fork = carried(&history, options, run);
+        .lineage(lineage)
+        .by(self.client().actor.clone());
+        let fork = carried(&history, options, run)?;
         Ok((history, fork))
     }
 
@@ -140,8 +147,9 @@ impl AnyRun {
     }
 }
 
-/// The fork of `history` as `run`: what it carries.
-fn carried(history: &History, options: &ForkOptions, run: NewRun) -> NewFork {
+/// The fork of `history` as `run`: what it carries. A dropped child start that names a
+/// reference id is refused.
+fn carried(history: &History, options: &ForkOptions, run: NewRun) -> Result<NewFork, ClientError> {
     let id = run.id;
     // Everything recorded at or after the first entry at `drop_from` stays behind.
     let cutoff = options.drop_from.as_ref().and_then(|address| {
@@ -153,30 +161,53 @@ fn carried(history: &History, options: &ForkOptions, run: NewRun) -> NewFork {
             .min()
     });
     let before_cutoff = |at: i64| cutoff.is_none_or(|cutoff| at < cutoff);
-    let ended_child = |output: Option<&serde_json::Value>| {
-        output
+    let child_of = |entry: &aiki_store::EntryRecord| {
+        entry
+            .output
+            .as_ref()
             .and_then(|output| output.as_str())
             .and_then(|child| child.parse::<aiki_store::RunId>().ok())
             .and_then(|child| history.children.iter().find(|run| run.id == child))
-            .is_some_and(|child| child.status.is_terminal())
     };
-    let entries = history
-        .entries
-        .iter()
-        .filter(|entry| entry.status == EntryStatus::Completed)
-        .filter(|entry| entry.kind == EntryKind::Task || ended_child(entry.output.as_ref()))
-        .filter(|entry| !options.drop.contains(&entry.address))
-        .filter(|entry| before_cutoff(entry.updated_at))
-        .map(|entry| {
-            let mut entry = entry.clone();
-            entry.run_id = id;
-            entry
-        })
-        .collect();
+    let dropped = |entry: &aiki_store::EntryRecord| {
+        options.drop.contains(&entry.address) || !before_cutoff(entry.updated_at)
+    };
+    let mut entries = Vec::new();
+    // The child starts the fork starts again: their waits' records stay behind too.
+    let mut restarted: HashSet<String> = HashSet::new();
+    for entry in &history.entries {
+        if entry.status != EntryStatus::Completed {
+            continue;
+        }
+        if entry.kind == EntryKind::Child {
+            let child = child_of(entry);
+            if dropped(entry) {
+                if let Some(reference_id) = child.and_then(|child| child.reference_id.clone()) {
+                    return Err(ClientError::SharedChildDropped {
+                        run_id: history.run.id,
+                        address: entry.address.clone(),
+                        reference_id,
+                    });
+                }
+                restarted.insert(crate::run::outcome_queue(&entry.address));
+                continue;
+            }
+            if !child.is_some_and(|child| child.status.is_terminal()) {
+                restarted.insert(crate::run::outcome_queue(&entry.address));
+                continue;
+            }
+        } else if dropped(entry) {
+            continue;
+        }
+        let mut entry = entry.clone();
+        entry.run_id = id;
+        entries.push(entry);
+    }
     let sleeps = history
         .sleeps
         .iter()
         .filter(|sleep| before_cutoff(sleep.wake_at.saturating_sub(sleep.duration_ms)))
+        .filter(|sleep| !restarted.contains(&sleep.name))
         .map(|sleep| {
             let mut sleep = sleep.clone();
             sleep.run_id = id;
@@ -187,11 +218,12 @@ fn carried(history: &History, options: &ForkOptions, run: NewRun) -> NewFork {
         .events
         .iter()
         .filter(|event| before_cutoff(event.received_at))
+        .filter(|event| !restarted.contains(&event.name))
         .map(|event| {
             let mut event = event.clone();
             event.run_id = id;
             event
         })
         .collect();
-    NewFork::new(run, entries, sleeps, events)
+    Ok(NewFork::new(run, entries, sleeps, events))
 }

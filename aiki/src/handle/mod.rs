@@ -15,12 +15,13 @@ mod any;
 mod bulk;
 mod fork;
 mod recover;
+mod release;
 
 use any::Action;
 pub use any::AnyRun;
 pub use bulk::{BulkAction, BulkOutcome};
 pub use fork::ForkOptions;
-pub use recover::{RetryOptions, RetryPlan};
+pub use recover::{FailedChild, RetryOptions, RetryPlan};
 
 /// A handle on one run of workflow version `W`.
 pub struct RunHandle<W> {
@@ -213,8 +214,12 @@ impl<W: Workflow> RunHandle<W> {
         self.any().act(Action::Wakeup, &|run| self.check(run)).await
     }
 
-    /// Pauses the run. An executor running it loses it at its next write; `resume` brings it
-    /// back.
+    /// Pauses the run; `resume` brings it back. A run that is not `running` is paused at
+    /// once. A `running` run is asked to pause, without fencing its executor: the executor
+    /// starts no new task, lets the tasks in flight record their results, and moves the run to
+    /// `paused` itself (so no finished task is lost or run twice). Returns the run as it is
+    /// now: `paused`, or `running` with [`pause_requested_at`](RunRecord::pause_requested_at)
+    /// set.
     pub async fn pause(&self) -> Result<RunRecord, ClientError> {
         self.any().act(Action::Pause, &|run| self.check(run)).await
     }

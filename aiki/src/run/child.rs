@@ -70,6 +70,10 @@ impl Run {
                 if self.note(found) {
                     self.stop_here().await
                 }
+                // No new child while the run drains.
+                if self.draining().is_some() {
+                    match self.hold().await {}
+                }
                 let now = self.now();
                 let input = serde_json::to_value(&input).map_err(|error| {
                     WorkflowError::InputNotSerializable {

@@ -5,6 +5,7 @@
 //! `child`, and `suspend` (what a run waiting only on durable things waits for).
 
 mod child;
+mod drain;
 mod event;
 mod manifest;
 mod outcome;
@@ -15,7 +16,7 @@ mod task_call;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use outcome::{holds_outcome_of, queue as outcome_queue};
+pub(crate) use outcome::{holds_outcome_of, observed as observed_outcomes, queue as outcome_queue};
 pub(crate) use probe::{Found, Probe};
 
 use std::collections::{HashMap, HashSet};
@@ -34,9 +35,11 @@ use crate::error::WorkflowError;
 use crate::task::StateMap;
 
 pub use child::{ChildRun, ChildStart};
+pub(crate) use drain::Drain;
 pub use event::EventWait;
 pub use sleep::SleepOutcome;
 pub(crate) use suspend::Suspension;
+pub use task_call::RECORDED_INPUT_MAX_BYTES;
 
 use manifest::Manifest;
 use suspend::Block;
@@ -137,6 +140,12 @@ struct Replay {
     fatal: Option<WorkflowError>,
     /// Set for the impact check's replay: nothing is written, no task runs.
     probe: Option<Probe>,
+    /// Why the run drains (no new task or child starts), if it does.
+    drain: Option<Drain>,
+    /// Calls held at a drain point.
+    held: usize,
+    /// The waker of the execution polling the workflow (woken when a drain is asked for).
+    waker: Option<std::task::Waker>,
 }
 
 impl Run {
@@ -339,6 +348,19 @@ impl Run {
         F: Fn(BoxStore) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
+        self.store_op_raw(op).await.map_err(|error| {
+            crate::metrics::store_error("write", &error);
+            self.fail_fatally(WorkflowError::Lost(error))
+        })
+    }
+
+    /// A store operation retried while the store is unreachable; any other error is returned
+    /// as it is, for the caller to decide.
+    async fn store_op_raw<F, Fut, T>(&self, op: F) -> Result<T, StoreError>
+    where
+        F: Fn(BoxStore) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
         let _in_flight = self.in_flight();
         let mut delay = Duration::from_millis(50);
         let mut attempt: u64 = 1;
@@ -364,10 +386,7 @@ impl Run {
                     delay = (delay * 2).min(Duration::from_secs(5));
                     attempt += 1;
                 }
-                Err(error) => {
-                    crate::metrics::store_error("write", &error);
-                    return Err(self.fail_fatally(WorkflowError::Lost(error)));
-                }
+                Err(error) => return Err(error),
             }
         }
     }
@@ -383,6 +402,40 @@ impl Run {
         .await?;
         self.replay().manifest.update(entry);
         Ok(())
+    }
+
+    /// Writes the `running` record of a new task attempt, which the store refuses while a
+    /// pause is requested of the run: `Ok(false)` then, and the run drains.
+    async fn start_attempt(&self, entry: EntryRecord) -> Result<bool, WorkflowError> {
+        if self.probing() {
+            // The fence of `write` refuses it.
+            return self.put_entry(entry).await.map(|()| true);
+        }
+        let revision = self.inner.revision;
+        let written = &entry;
+        let outcome = self
+            .store_op_raw(move |store| {
+                let entry = written.clone();
+                async move { store.put_entry(revision, entry).await }
+            })
+            .await;
+        match outcome {
+            Ok(()) => {
+                self.replay().manifest.update(entry);
+                Ok(true)
+            }
+            Err(StoreError::PauseRequested { .. }) => {
+                self.drain(Drain::Pause);
+                Ok(false)
+            }
+            Err(error) => Err(self.lost(error)),
+        }
+    }
+
+    /// The run is lost to this executor: `error` fails it whatever the workflow does.
+    fn lost(&self, error: StoreError) -> WorkflowError {
+        crate::metrics::store_error("write", &error);
+        self.fail_fatally(WorkflowError::Lost(error))
     }
 
     fn in_flight(&self) -> InFlight<'_> {

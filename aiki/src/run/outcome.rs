@@ -21,6 +21,21 @@ pub(crate) fn holds_outcome_of(record: &EventRecord, child: RunId) -> bool {
     Outcome::recorded(record, child).is_some()
 }
 
+/// The child outcomes a run has recorded: where each is (its slot) and the child's id and
+/// status, in the order of the records.
+pub(crate) fn observed(events: &[EventRecord]) -> Vec<(aiki_store::SlotRef, RunId, RunStatus)> {
+    let prefix = queue("");
+    events
+        .iter()
+        .filter(|record| record.name.starts_with(&prefix) && !record.timed_out)
+        .filter_map(|record| {
+            let outcome: Outcome = serde_json::from_value(record.data.clone()?).ok()?;
+            let slot = aiki_store::SlotRef::new(record.name.clone(), record.index);
+            Some((slot, outcome.run_id, outcome.status))
+        })
+        .collect()
+}
+
 /// An ended child as its parent observed it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Outcome {

@@ -20,6 +20,33 @@ use crate::task::{Task, TaskContext};
 /// delays suspend the run as `awaiting_retry`.
 pub(crate) const INLINE_RETRY_MAX: Duration = Duration::from_millis(5);
 
+/// The largest task input recorded with its call, as JSON text: a larger one is recorded as
+/// `{"aiki_input_omitted_bytes": N}` (its size), so that a run's records stay small.
+pub const RECORDED_INPUT_MAX_BYTES: usize = 64 * 1024;
+
+/// A task call's input as recorded with it: the value, or its size when larger than
+/// [`RECORDED_INPUT_MAX_BYTES`].
+fn recorded_input(input: &Value) -> Option<Value> {
+    /// Counts the bytes of a serialization without keeping them.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, input).ok()?;
+    if count.0 <= RECORDED_INPUT_MAX_BYTES {
+        Some(input.clone())
+    } else {
+        Some(serde_json::json!({ "aiki_input_omitted_bytes": count.0 }))
+    }
+}
+
 /// Aborts a spawned task attempt when the call is dropped (the workflow future was dropped:
 /// the run suspended, was lost or ended), as dropping an attempt run in place would.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
@@ -205,16 +232,15 @@ impl Run {
         let policy = task.retry();
         let schema = task.output_schema();
         let in_flight = self.in_flight();
-        let retry_input = if policy.max_attempts() > 1 {
-            Some(serde_json::to_value(&input).map_err(|error| {
-                WorkflowError::InputNotSerializable {
-                    what: format!("input of task `{}`", T::NAME),
-                    message: error.to_string(),
-                }
-            })?)
-        } else {
-            None
-        };
+        // Recorded with the attempt's first record (what `runs show` says it was given), and
+        // the input of in-process retries.
+        let input_json =
+            serde_json::to_value(&input).map_err(|error| WorkflowError::InputNotSerializable {
+                what: format!("input of task `{}`", T::NAME),
+                message: error.to_string(),
+            })?;
+        let recorded_input = recorded_input(&input_json);
+        let retry_input = (policy.max_attempts() > 1).then_some(input_json);
         let mut input = Some(input);
         let entry = |status, attempts, now| {
             EntryRecord::new(
@@ -229,8 +255,17 @@ impl Run {
         };
         loop {
             let attempt = failed_attempts + 1;
-            self.put_entry(entry(EntryStatus::Running, attempt, self.now()))
-                .await?;
+            // No new attempt while the run drains: its executor waits for those in flight.
+            if self.draining().is_some() {
+                drop(in_flight);
+                match self.hold().await {}
+            }
+            let start =
+                entry(EntryStatus::Running, attempt, self.now()).input(recorded_input.clone());
+            if !self.start_attempt(start).await? {
+                drop(in_flight);
+                match self.hold().await {}
+            }
             let this_input = match input.take() {
                 Some(input) => input,
                 None => serde_json::from_value(retry_input.clone().unwrap_or(Value::Null))

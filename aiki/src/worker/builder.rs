@@ -30,6 +30,7 @@ pub struct WorkerBuilder {
     claim_refresh_interval: Duration,
     claim_idle_timeout: Duration,
     max_age: Duration,
+    worker_retention: Duration,
     shutdown_timeout: Duration,
     daemons: bool,
     subscriber: Option<Arc<dyn Subscriber>>,
@@ -76,6 +77,7 @@ impl WorkerBuilder {
             claim_refresh_interval: Duration::from_secs(30),
             claim_idle_timeout: Duration::from_secs(90),
             max_age: Duration::from_secs(24 * 3600),
+            worker_retention: Duration::from_secs(7 * 24 * 3600),
             shutdown_timeout: Duration::from_secs(5),
             daemons: true,
             subscriber: None,
@@ -177,6 +179,13 @@ impl WorkerBuilder {
         self
     }
 
+    /// How long the daemons keep the heartbeat row of a worker not seen any more (default 7
+    /// days): every process start adds a row, so the list is pruned as the store ages.
+    pub fn worker_retention(mut self, retention: Duration) -> Self {
+        self.worker_retention = retention;
+        self
+    }
+
     /// Whether this worker also runs the timer daemons: wake-ups, claim recovery, stalling
     /// (default `true`; they are safe with many copies running).
     pub fn daemons(mut self, enabled: bool) -> Self {
@@ -251,9 +260,10 @@ impl WorkerBuilder {
                 claim_refresh_interval: self.claim_refresh_interval,
                 claim_idle_timeout: self.claim_idle_timeout,
                 max_age: self.max_age,
+                worker_retention: self.worker_retention,
                 ended: Notify::new(),
                 unreadable: Default::default(),
-                recovery: Default::default(),
+                draining: tokio::sync::watch::Sender::new(false),
                 subscriber: self
                     .subscriber
                     .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),

@@ -5,7 +5,7 @@ use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
 
-use aiki_store::{Failure, Millis, RunId, RunRecord, RunStatus, StoreError, Transition};
+use aiki_store::{Failure, Millis, RunRecord, RunStatus, StoreError, Transition};
 use serde_json::Value;
 use tracing::{Instrument, Span};
 
@@ -14,12 +14,14 @@ use crate::clock::millis;
 use crate::direct::{DirectCalls, poll_workflow_code};
 use crate::error::WorkflowError;
 use crate::retry::RetryPolicy;
-use crate::run::{Run, Suspension};
+use crate::run::{Drain, Run, Suspension};
 use crate::wake::work_available;
 
 enum Outcome {
     Done(Result<(Value, String), WorkflowError>),
     Suspend(Suspension),
+    /// Drained: the tasks in flight have recorded their results and no new one started.
+    Drained(Drain),
     Lost,
 }
 
@@ -66,29 +68,50 @@ async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
         shared.state.clone(),
         shared.served.clone(),
     );
+    // A pause requested while an executor of an earlier release held it: drain at once.
+    if claimed.pause_requested_at.is_some() {
+        run.drain(Drain::Pause);
+    }
     // The workflow future borrows the run; a panic while polling it is a workflow error.
     let mut future = workflow.execute(&run, input);
     let direct = Arc::new(DirectCalls::default());
-    let driven = poll_fn(
-        |cx| match poll_workflow_code(future.as_mut(), &direct, cx) {
+    let driven = poll_fn(|cx| {
+        let polled = poll_workflow_code(future.as_mut(), &direct, cx);
+        run.set_waker(cx.waker());
+        match polled {
             Poll::Ready(result) => Poll::Ready(Outcome::Done(result)),
-            Poll::Pending => match run.suspension() {
-                Some(suspension) => Poll::Ready(Outcome::Suspend(suspension)),
-                None => Poll::Pending,
+            Poll::Pending => match (run.drained(), run.suspension()) {
+                (Some(reason), _) => Poll::Ready(Outcome::Drained(reason)),
+                (None, Some(suspension)) => Poll::Ready(Outcome::Suspend(suspension)),
+                (None, None) => Poll::Pending,
             },
-        },
-    );
+        }
+    });
     // The claim refresher is a branch of this select, not a task of its own: it ends with the
     // execution, whether that completes, panics, or is dropped (a shutdown, a dropped worker).
     let outcome = tokio::select! {
         biased;
-        () = refresh_claim(&shared, run.id(), run.revision()) => Outcome::Lost,
+        () = refresh_claim(&shared, &run) => Outcome::Lost,
         outcome = driven => outcome,
     };
     drop(future);
     let now = shared.clock.now();
     let result = match outcome {
         Outcome::Lost => return self::outcome("lost"),
+        Outcome::Drained(reason) => match run.take_fatal() {
+            Some(error) => Err(error),
+            None => {
+                // A pause lands in `paused`; a shutdown releases the run for another worker
+                // (the store pauses it instead if a pause was requested meanwhile).
+                let to = match reason {
+                    Drain::Pause => RunStatus::Paused,
+                    Drain::Shutdown => RunStatus::Queued,
+                };
+                tracing::debug!(?reason, "run drained");
+                finish(&run, Transition::to(to, now)).await;
+                return;
+            }
+        },
         Outcome::Suspend(suspension) => match run.take_fatal() {
             Some(error) => Err(error),
             None => {
@@ -248,26 +271,41 @@ async fn finish(run: &Run, transition: Transition) {
 }
 
 /// Refreshes the claim every interval on the workers' clock (and, separately, the subscriber's
-/// own heartbeat for the run); returns when the run is lost.
-async fn refresh_claim(shared: &Shared, id: RunId, revision: u64) {
+/// own heartbeat for the run); drains the run when a refresh says a pause was requested, or the
+/// worker shuts down gracefully; returns when the run is lost.
+async fn refresh_claim(shared: &Shared, run: &Run) {
+    let id = run.id();
     let interval = millis(shared.claim_refresh_interval);
+    let mut draining = shared.draining.subscribe();
+    let mut shutting_down = false;
     let mut sleep = shared
         .clock
         .sleep_until(shared.clock.now().saturating_add(interval));
     loop {
+        if !shutting_down && *draining.borrow_and_update() {
+            shutting_down = true;
+            run.drain(Drain::Shutdown);
+        }
         // The sleep is held while refreshing, so a manual clock does not move past its
         // deadline before the refresh is written.
-        sleep.as_mut().await;
+        tokio::select! {
+            () = sleep.as_mut() => {}
+            Ok(()) = draining.changed(), if !shutting_down => continue,
+        }
         let result = shared
             .store
-            .refresh_claim(id, &shared.worker_id, revision, shared.clock.now())
+            .refresh_claim(id, &shared.worker_id, run.revision(), shared.clock.now())
             .await;
         shared.subscriber.heartbeat(id).await;
         if let Err(error) = &result {
             crate::metrics::store_error("refresh_claim", error);
         }
         match result {
-            Ok(()) => {}
+            Ok(state) => {
+                if state.pause_requested {
+                    run.drain(Drain::Pause);
+                }
+            }
             Err(error) if error.is_transient() => {
                 tracing::warn!(run_id = %id, %error, "claim refresh failed; will retry");
             }

@@ -1,7 +1,8 @@
 //! The worker's heartbeat: its row in the store's worker list, refreshed every claim-refresh
 //! interval while the claim loop runs, so that operators (`aiki workers`) and queued runs
-//! (`aiki runs show`) see who serves what. The first beat that reaches the store also publishes
-//! the catalog entries of the versions the worker registers.
+//! (`aiki runs show`) see who serves what, which build it runs and how it times its claims. The
+//! first beat that reaches the store also publishes the catalog entries of the versions the
+//! worker registers; a graceful shutdown ends with a beat that says the worker stopped.
 
 use std::sync::Arc;
 
@@ -10,20 +11,63 @@ use aiki_store::{Namespace, WorkerRecord};
 use super::Shared;
 
 /// Stops the heartbeat when the claim loop ends, however it ends.
-pub(super) struct Heartbeat(tokio::task::JoinHandle<()>);
+pub(super) struct Heartbeat {
+    task: tokio::task::JoinHandle<()>,
+    shared: Arc<Shared>,
+    namespaces: Vec<Namespace>,
+    started_at: aiki_store::Millis,
+}
 
 impl Drop for Heartbeat {
     fn drop(&mut self) {
-        self.0.abort();
+        self.task.abort();
     }
+}
+
+impl Heartbeat {
+    /// The last beat of a worker that shuts down gracefully: it says it stopped, so operators
+    /// see it gone at once, not once its heartbeat goes stale.
+    pub(super) async fn stopped(self) {
+        self.task.abort();
+        let now = self.shared.clock.now();
+        let beat = beat(&self.shared, &self.namespaces, self.started_at).stopped(now);
+        if let Err(error) = self.shared.store.record_worker(beat, now).await {
+            tracing::debug!(%error, "the worker's last heartbeat was not recorded");
+        }
+    }
+}
+
+/// One heartbeat of the worker of `shared`.
+fn beat(shared: &Shared, namespaces: &[Namespace], started_at: aiki_store::Millis) -> WorkerRecord {
+    let ms =
+        |duration: std::time::Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+    let builds = shared
+        .catalog
+        .iter()
+        .map(|entry| (entry.namespace.to_string(), entry.fingerprint.clone()))
+        .collect();
+    WorkerRecord::new(
+        shared.worker_id.clone(),
+        host_name(),
+        std::process::id(),
+        namespaces.to_vec(),
+        shared.pool.clone(),
+        started_at,
+    )
+    .fingerprints(builds)
+    .claim_timing(
+        ms(shared.claim_refresh_interval),
+        ms(shared.claim_idle_timeout),
+    )
 }
 
 /// Starts beating for the worker of `shared`, serving `namespaces`. A beat that fails is only
 /// logged: the heartbeat informs operators, it does not fence anything.
 pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbeat {
     let started_at = shared.clock.now();
-    let host = host_name();
+    let beating = (shared.clone(), namespaces.clone());
     let task = tokio::spawn(crate::trace::in_current_dispatch(async move {
+        let (shared, namespaces) = beating;
         let mut unpublished = shared.catalog.clone();
         loop {
             // The catalog once, at the first beat that reaches the store.
@@ -42,14 +86,7 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
                     }
                 }
             }
-            let beat = WorkerRecord::new(
-                shared.worker_id.clone(),
-                host.clone(),
-                std::process::id(),
-                namespaces.clone(),
-                shared.pool.clone(),
-                started_at,
-            );
+            let beat = beat(&shared, &namespaces, started_at);
             if let Err(error) = shared.store.record_worker(beat, shared.clock.now()).await {
                 tracing::debug!(%error, "worker heartbeat not recorded");
             }
@@ -57,7 +94,12 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
             tokio::time::sleep(shared.claim_refresh_interval).await;
         }
     }));
-    Heartbeat(task)
+    Heartbeat {
+        task,
+        shared,
+        namespaces,
+        started_at,
+    }
 }
 
 /// This machine's name: `HOSTNAME`, else the kernel's, else `unknown`.

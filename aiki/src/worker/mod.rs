@@ -127,12 +127,15 @@ struct Shared {
     claim_refresh_interval: Duration,
     claim_idle_timeout: Duration,
     max_age: Duration,
+    /// How long the daemons keep the rows of workers not seen any more.
+    worker_retention: Duration,
     /// An execution ended: there is room to claim more.
     ended: Notify,
     /// How work is discovered; also kept alive per run with its own heartbeat.
     subscriber: Arc<dyn Subscriber>,
-    /// Claim recovery's view of store outages (see `daemon`).
-    recovery: std::sync::Mutex<daemon::Recovery>,
+    /// Set on a graceful shutdown: every execution drains (finishes the tasks in flight, starts
+    /// no new one) and releases its run.
+    draining: watch::Sender<bool>,
     /// Runs this worker released because their history holds values only a newer release
     /// understands, and until when it leaves them to other workers.
     unreadable: std::sync::Mutex<HashMap<aiki_store::RunId, Millis>>,
@@ -142,10 +145,6 @@ struct Shared {
 const UNREADABLE_BACKOFF: Millis = 5 * 60 * 1000;
 
 impl Shared {
-    fn recovery(&self) -> std::sync::MutexGuard<'_, daemon::Recovery> {
-        self.recovery.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The runs to leave unclaimed now.
     fn skipped(&self) -> Vec<aiki_store::RunId> {
         let now = self.clock.now();
@@ -225,7 +224,7 @@ impl Worker {
 
     async fn run(self, mut stop: watch::Receiver<Stop>) {
         let namespaces: Vec<Namespace> = self.shared.registry.keys().cloned().collect();
-        let _heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
+        let heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
         let mut executions = JoinSet::new();
         let mut backoff = Duration::from_millis(50);
         // While busy (claims come back full) the loop spins without waiting; the daemons then
@@ -291,10 +290,6 @@ impl Worker {
                 Ok(()) => backoff = Duration::from_millis(50),
                 Err(error) => {
                     tracing::warn!(%error, "worker could not reach the store; backing off");
-                    if error.is_transient() {
-                        // Claim recovery must not trust heartbeats nobody could write.
-                        self.shared.recovery().store_unreachable();
-                    }
                     tokio::select! {
                         () = crate::clock::sleep(&*self.shared.clock, backoff) => {}
                         _ = stop.changed() => {}
@@ -319,6 +314,9 @@ impl Worker {
             executions.shutdown().await;
             return;
         }
+        // Gracefully: each execution finishes the tasks in flight, starts no new one, and
+        // releases its run (or suspends it, if that is where it stands).
+        self.shared.draining.send_replace(true);
         // Real time: how long a process takes to stop is not run timing.
         let drained = tokio::time::timeout(self.shutdown_timeout, async {
             while let Some(joined) = executions.join_next().await {
@@ -334,6 +332,7 @@ impl Worker {
             executions.abort_all();
             while executions.join_next().await.is_some() {}
         }
+        heartbeat.stopped().await;
     }
 }
 
@@ -368,8 +367,10 @@ pub struct WorkerHandle {
 }
 
 impl WorkerHandle {
-    /// Stops claiming, waits up to the shutdown timeout for runs in progress, and leaves the
-    /// rest for claim recovery.
+    /// Stops claiming and drains the runs in progress: each finishes the tasks in flight,
+    /// starts no new one, and is released back to `queued` for another worker (or suspends,
+    /// or ends, if that is where it stands). Waits up to the shutdown timeout for that, and
+    /// leaves what is still running then for claim recovery.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(Stop::Gracefully);
         if let Some(task) = self.task.take() {

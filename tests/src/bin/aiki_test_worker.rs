@@ -4,8 +4,10 @@
 //! With `AIKI_SOAK_SIDE_TABLE_URL` it serves the chaos soak's workflow (`aiki_tests::soak`)
 //! too, whose handlers log their starts to that database; either variable, or both.
 //!
-//! Claims are refreshed every 200 ms and released after 1 s without refresh. SIGTERM (or
-//! Ctrl-C) shuts the worker down gracefully; the tests also `kill -9` and `SIGSTOP` it.
+//! Claims are refreshed every 200 ms and released after 1 s without refresh, unless
+//! `AIKI_CLAIM_REFRESH_MS` and `AIKI_CLAIM_IDLE_MS` say otherwise; `AIKI_WORKER_POOL` names
+//! its pool (`default`). SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
+//! `kill -9` and `SIGSTOP` it.
 
 use std::time::Duration;
 
@@ -15,6 +17,13 @@ use aiki_tests::soak::{SideTable, Soak, SoakEnv, SoakStep};
 
 fn var(name: &str) -> anyhow::Result<String> {
     std::env::var(name).map_err(|_| anyhow::anyhow!("set {name}"))
+}
+
+/// A duration in ms from the environment, or the default.
+fn millis(name: &str, default: u64) -> anyhow::Result<Duration> {
+    Ok(Duration::from_millis(
+        std::env::var(name).map_or(Ok(default), |ms| ms.parse())?,
+    ))
 }
 
 #[tokio::main]
@@ -62,10 +71,11 @@ async fn main() -> anyhow::Result<()> {
     }
     let worker = builder
         .worker_id(worker_id.clone())
+        .pool(std::env::var("AIKI_WORKER_POOL").unwrap_or_else(|_| "default".to_owned()))
         .max_concurrent_runs(64)
         .poll_interval(Duration::from_millis(20))
-        .claim_refresh_interval(Duration::from_millis(200))
-        .claim_idle_timeout(Duration::from_secs(1))
+        .claim_refresh_interval(millis("AIKI_CLAIM_REFRESH_MS", 200)?)
+        .claim_idle_timeout(millis("AIKI_CLAIM_IDLE_MS", 1000)?)
         .build()?
         .start();
     println!("{worker_id} ready");
