@@ -225,6 +225,7 @@
 //! worker machines) or `memory:` (tests).
 
 mod address;
+mod called;
 mod catalog;
 mod client;
 mod clock;
@@ -257,6 +258,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ClientError, TaskError, WorkflowError};
 pub use handle::{
     AnyRun, BulkAction, BulkOutcome, FailedChild, ForkOptions, RetryOptions, RetryPlan, RunHandle,
+    RunRef,
 };
 pub use retry::{RetryPolicy, RetryPolicyError};
 pub use run::{ChildRun, ChildStart, EventWait, RECORDED_INPUT_MAX_BYTES, Run, SleepOutcome};

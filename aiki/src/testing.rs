@@ -52,7 +52,7 @@ use serde_json::Value;
 
 use crate::clock::{Clock, ManualClock};
 use crate::error::{ClientError, TaskError};
-use crate::handle::RunHandle;
+use crate::handle::{RunHandle, RunRef};
 use crate::task::{MockFn, Mocks, Task};
 use crate::workflow::{Event, Workflow};
 use crate::{BoxStore, Client, Worker, WorkerBuilder, WorkerHandle};
@@ -412,14 +412,15 @@ impl TestEnv {
         }
     }
 
-    /// The run's history: its manifest entries, sleeps, events and children.
-    pub async fn history(&self, run: aiki_store::RunId) -> Result<History, ClientError> {
-        Ok(self.store.load_history(run).await?)
+    /// The run's history: its manifest entries, sleeps, events and children. Takes the run's
+    /// handle, as [`result`](TestEnv::result) does, or its id (a child's).
+    pub async fn history(&self, run: impl RunRef) -> Result<History, ClientError> {
+        Ok(self.store.load_history(run.run_id()).await?)
     }
 
     /// The run's timeline: every change of status, in order.
-    pub async fn timeline(&self, run: aiki_store::RunId) -> Result<Vec<StatusChange>, ClientError> {
-        Ok(self.store.timeline(run).await?)
+    pub async fn timeline(&self, run: impl RunRef) -> Result<Vec<StatusChange>, ClientError> {
+        Ok(self.store.timeline(run.run_id()).await?)
     }
 
     /// Stops the worker, letting what it runs finish.

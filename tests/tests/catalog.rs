@@ -36,6 +36,18 @@ async fn catalog_order(run: &Run, order: Order) -> Result<u64, WorkflowError> {
     Ok(price.min(paid.amount_cents))
 }
 
+/// The same version in a newer build: it declares one more event.
+#[aiki::workflow(
+    name = "catalog-order",
+    version = "2",
+    events(payment_received = Payment, refund_requested = Payment)
+)]
+async fn catalog_order_newer(run: &Run, order: Order) -> Result<u64, WorkflowError> {
+    let price = CatalogPrice.start(run, order).await?;
+    let paid = run.events().payment_received().wait().await?;
+    Ok(price.min(paid.amount_cents))
+}
+
 #[aiki::workflow(name = "catalog-tick", version = "1")]
 async fn catalog_tick(_run: &Run) -> Result<u32, WorkflowError> {
     Ok(1)
@@ -263,7 +275,83 @@ async fn a_json_start_hashes_its_input_as_the_typed_start_does(backend: Backend)
     );
 }
 
+/// A rolling deploy runs two builds of one version: an older pod restarting republishes its
+/// build's entry, and the newer build's stays; an event only the newer declares is accepted
+/// while a live worker runs it. The tasks a version's runs call are listed even when the
+/// worker did not declare them one by one.
+async fn two_live_builds_of_a_version_are_both_kept(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let namespace = CatalogOrder::namespace();
+    let fast = |w: aiki::WorkerBuilder| w.claim_refresh_interval(Duration::from_millis(50));
+    let newer = fast(h.worker_builder())
+        .register(CatalogOrderNewer)
+        .task(CatalogPrice)
+        .build()
+        .unwrap()
+        .start();
+    let newer_entry = published(&h, &namespace).await;
+    assert!(newer_entry.event("refund_requested").is_some());
+    // An older pod restarts after the newer one published: it republishes its own build.
+    h.deploy(|w| fast(w).register(CatalogOrder)).await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let builds = h.client.catalog_entries(&namespace).await.unwrap();
+        if builds.len() == 2 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{builds:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let run = h
+        .client
+        .start_json(namespace.clone(), json!({"sku": "A-1", "quantity": 2}))
+        .await
+        .unwrap();
+    h.reach(
+        &h.client.handle::<CatalogOrder>(run.id()),
+        RunStatus::AwaitingEvent,
+    )
+    .await;
+    assert!(
+        run.send_json("refund_requested", json!({"amount_cents": 5}), None)
+            .await
+            .unwrap(),
+        "the newer build, live, declares it"
+    );
+    let unknown = run
+        .send_json("no_such_event", json!({}), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(unknown, ClientError::UnknownEvent { .. }),
+        "{unknown}"
+    );
+    run.send_json("payment_received", json!({"amount_cents": 400}), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        run.wait_until_ended().await.unwrap().status,
+        RunStatus::Completed
+    );
+    newer.shutdown().await;
+    // The older build declared no task, but its runs called one: the catalog lists it.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let builds = h.client.catalog_entries(&namespace).await.unwrap();
+        let older = builds
+            .iter()
+            .find(|entry| entry.event("refund_requested").is_none())
+            .expect("the older build");
+        if older.tasks.iter().any(|task| task.name == "catalog-price") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{older:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 on_every_backend!(
+    two_live_builds_of_a_version_are_both_kept,
     a_json_start_hashes_its_input_as_the_typed_start_does,
     a_worker_publishes_what_its_versions_declare,
     json_starts_and_events_are_checked_as_typed_ones_are,

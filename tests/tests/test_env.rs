@@ -78,7 +78,7 @@ async fn a_thirty_day_workflow_with_retries_and_timeouts_runs_at_once() {
     // Two retry delays (2 h), 14 days, the 7-day timeout, 9 days.
     assert_eq!(skipped, 30 * DAY + 2 * HOUR);
     assert_eq!(FLAKY_CALLS.load(Ordering::SeqCst), 3);
-    let history = env.history(run.id()).await.unwrap();
+    let history = env.history(&run).await.unwrap();
     assert_eq!(history.entries.len(), 2, "the charge and the letter");
     let statuses: Vec<RunStatus> = env
         .timeline(run.id())
@@ -202,7 +202,7 @@ async fn a_deploy_replaces_the_code_under_runs_in_flight() {
     env.send::<GreeterProceed, _>(&run, ()).await.unwrap();
     let next = env.client().handle::<GreeterNext>(run.id());
     assert_eq!(env.result(&next).await.unwrap(), "letter: hello ann");
-    let entries = env.history(run.id()).await.unwrap().entries;
+    let entries = env.history(&run).await.unwrap().entries;
     assert_eq!(entries.len(), 2, "greet replayed, the letter appended");
 }
 

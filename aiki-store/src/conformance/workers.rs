@@ -145,7 +145,7 @@ pub async fn check_workers_say_their_build_and_when_they_stop_and_are_pruned(sto
         .into_iter()
         .filter(|w| w.id == id)
         .collect();
-    assert_eq!(listed, [stopped.clone()]);
+    assert_eq!(listed, std::slice::from_ref(&stopped));
     assert_eq!(listed[0].fingerprints, builds);
     assert_eq!(listed[0].stopped_at, Some(now + 20));
     assert_eq!(

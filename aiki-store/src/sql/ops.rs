@@ -297,9 +297,9 @@ impl<D: Dialect> SqlStore<D> {
         let Some(row) = refreshed else {
             return Err(self.check_failed(On::Write, id, expected).await);
         };
-        let mut state = crate::ClaimState::default();
-        state.pause_requested = row.int(0)? == Some(1);
-        Ok(state)
+        Ok(crate::ClaimState {
+            pause_requested: row.int(0)? == Some(1),
+        })
     }
 
     pub(crate) async fn release_claim(

@@ -23,6 +23,31 @@ pub use bulk::{BulkAction, BulkOutcome};
 pub use fork::ForkOptions;
 pub use recover::{FailedChild, RetryOptions, RetryPlan};
 
+/// Anything that names a run: its id, or a handle on it (typed or not), so that the calls
+/// that only read a run take whichever the caller holds.
+pub trait RunRef {
+    /// The run's id.
+    fn run_id(&self) -> RunId;
+}
+
+impl RunRef for RunId {
+    fn run_id(&self) -> RunId {
+        *self
+    }
+}
+
+impl<W: Workflow> RunRef for &RunHandle<W> {
+    fn run_id(&self) -> RunId {
+        self.id()
+    }
+}
+
+impl RunRef for &AnyRun {
+    fn run_id(&self) -> RunId {
+        self.id()
+    }
+}
+
 /// A handle on one run of workflow version `W`.
 pub struct RunHandle<W> {
     client: Client,

@@ -75,6 +75,9 @@ struct Inner {
     store: BoxStore,
     clock: Arc<dyn Clock>,
     state: Arc<StateMap>,
+    /// Where the executing worker notes the tasks its runs call (for its catalog); `None` for
+    /// the impact check's replay.
+    called: Option<Arc<crate::called::CalledTasks>>,
     replay: Mutex<Replay>,
 }
 
@@ -183,9 +186,16 @@ impl Run {
                 clock,
                 state,
                 served,
+                called: None,
                 replay: Mutex::new(replay),
             },
         }
+    }
+
+    /// Notes the tasks this run calls in `called` (the executing worker's catalog).
+    pub(crate) fn noting_calls(mut self, called: Arc<crate::called::CalledTasks>) -> Run {
+        self.inner.called = Some(called);
+        self
     }
 
     /// This run as the impact check replays it: it writes nothing and runs no task, and

@@ -127,6 +127,11 @@ impl Run {
         call_site: Option<&'static Location<'static>>,
     ) -> Result<T::Output, WorkflowError> {
         self.check_fatal()?;
+        if let Some(called) = &self.inner.called {
+            called.note(&self.inner.namespace, T::NAME, || {
+                crate::catalog::task(task)
+            });
+        }
         let address = task.address(&input)?.into_string();
         let what = || format!("task `{}`", T::NAME);
         let resume = |address: &str| Found::Resume {

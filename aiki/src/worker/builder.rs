@@ -161,7 +161,10 @@ impl WorkerBuilder {
     }
 
     /// How long after its last refresh a claim counts as abandoned and the run is released
-    /// (default 90 s; must be above the refresh interval).
+    /// (default 90 s; must be above the refresh interval). Recovery confirms a stale claim
+    /// first: the run is released once its claim is older than this and was marked stale by a
+    /// sweep at least one refresh interval (and a quarter of one, at least a second) earlier,
+    /// without a refresh since (see `Store::release_stale_claims`).
     pub fn claim_idle_timeout(mut self, timeout: Duration) -> Self {
         self.claim_idle_timeout = timeout;
         self
@@ -250,6 +253,7 @@ impl WorkerBuilder {
         Ok(Worker {
             shared: Arc::new(Shared {
                 catalog,
+                called: Default::default(),
                 store: self.store,
                 clock: self.clock,
                 served: Arc::new(registry.keys().cloned().collect()),

@@ -67,7 +67,8 @@ async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
         shared.clock.clone(),
         shared.state.clone(),
         shared.served.clone(),
-    );
+    )
+    .noting_calls(shared.called.clone());
     // A pause requested while an executor of an earlier release held it: drain at once.
     if claimed.pause_requested_at.is_some() {
         run.drain(Drain::Pause);

@@ -69,7 +69,25 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
     let task = tokio::spawn(crate::trace::in_current_dispatch(async move {
         let (shared, namespaces) = beating;
         let mut unpublished = shared.catalog.clone();
+        let mut published: std::collections::HashMap<Namespace, aiki_store::CatalogEntry> =
+            std::collections::HashMap::new();
         loop {
+            // The tasks the runs were seen calling since: their versions' entries again.
+            for (namespace, tasks) in shared.called.take_new() {
+                let base = published
+                    .get(&namespace)
+                    .or_else(|| shared.catalog.iter().find(|e| e.namespace == namespace))
+                    .cloned();
+                let Some(mut entry) = base else { continue };
+                for task in tasks {
+                    if !entry.tasks.iter().any(|known| known.name == task.name) {
+                        entry.tasks.push(task);
+                    }
+                }
+                entry.tasks.sort_by(|a, b| a.name.cmp(&b.name));
+                unpublished.retain(|e| e.namespace != namespace);
+                unpublished.insert(0, entry);
+            }
             // The catalog once, at the first beat that reaches the store.
             while let Some(entry) = unpublished.last() {
                 match shared
@@ -78,7 +96,9 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
                     .await
                 {
                     Ok(_) => {
-                        unpublished.pop();
+                        if let Some(entry) = unpublished.pop() {
+                            published.insert(entry.namespace.clone(), entry);
+                        }
                     }
                     Err(error) => {
                         tracing::debug!(%error, "catalog not published");

@@ -124,6 +124,8 @@ struct Shared {
     worker_id: String,
     /// The entries of the registered versions, published with the first heartbeat.
     catalog: Vec<aiki_store::CatalogEntry>,
+    /// The tasks its runs were seen calling: added to their versions' catalog entries.
+    called: Arc<crate::called::CalledTasks>,
     claim_refresh_interval: Duration,
     claim_idle_timeout: Duration,
     max_age: Duration,
