@@ -36,6 +36,13 @@ pub enum StoreError {
         /// The run.
         run_id: RunId,
     },
+    /// A request the store cannot serve as given (a malformed cursor, say); the message says
+    /// what is wrong.
+    #[error("invalid request: {message}")]
+    Invalid {
+        /// What is wrong, and what to do.
+        message: String,
+    },
     /// The status table forbids this move.
     #[error("run {run_id} cannot move from `{from}` to `{to}`")]
     InvalidTransition {

@@ -27,6 +27,7 @@ mod sql;
 pub mod sqlite;
 mod status;
 mod store;
+mod wire;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -37,3 +38,4 @@ pub use migration::{AppliedMigration, MigrationMode, MigrationReport};
 pub use model::*;
 pub use status::{RunStatus, UnknownStatus};
 pub use store::{BoxStore, Store};
+pub use wire::ErrorBody;

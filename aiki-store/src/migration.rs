@@ -267,6 +267,32 @@ mod tests {
         }
     }
 
+    /// Every migration from the operations migration on sets the compatibility record: a
+    /// migration that forgot would leave the previous release admitted to a schema it may
+    /// misread.
+    #[test]
+    fn every_migration_since_the_record_sets_it() {
+        for (backend, first) in [("sqlite", 10), ("postgres", 11)] {
+            let folder = format!("{}/migrations/{backend}", env!("CARGO_MANIFEST_DIR"));
+            let mut checked = 0;
+            for file in std::fs::read_dir(&folder).unwrap() {
+                let path = file.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let version: i64 = name.split('_').next().unwrap().parse().unwrap();
+                if version < first {
+                    continue;
+                }
+                let sql = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    sql.contains("aiki_compat"),
+                    "{backend} migration {name} does not set the compatibility record"
+                );
+                checked += 1;
+            }
+            assert!(checked >= 2, "{backend}: {checked}");
+        }
+    }
+
     #[test]
     fn apply_migrates_what_is_missing_and_nothing_else() {
         let known = [1, 2, 3];

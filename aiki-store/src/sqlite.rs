@@ -214,6 +214,9 @@ impl Dialect for SqliteDialect {
             ),
             insert_event: render_for_sqlite(&insert_event(level)),
             insert_event_wakes: false,
+            outbox: level
+                .contract
+                .then(crate::sql::outbox::OutboxStatements::sequence),
             table_exists: "SELECT COUNT(*) FROM sqlite_master \
                  WHERE type = 'table' AND name = $1"
                 .to_owned(),
@@ -252,6 +255,8 @@ impl Dialect for SqliteDialect {
     const OLDEST_READABLE: i64 = 9;
 
     const OPERATIONS: i64 = 10;
+
+    const CONTRACT: i64 = 11;
 
     async fn close(&self) {
         self.reader.close().await;

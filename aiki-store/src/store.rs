@@ -4,9 +4,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    AppendOutcome, CatalogEntry, ClaimRequest, ClaimState, ClaimTiming, CreateOutcome, EntryRecord,
-    EventRecord, History, ListRuns, Millis, Move, NewEvent, NewFork, NewRun, RunCounts, RunId,
-    RunPage, RunRecord, SleepRecord, StatusChange, StoreError, Transition, WorkerRecord,
+    AppendOutcome, CatalogEntry, ChangeCursor, ChangePage, ClaimRequest, ClaimState, ClaimTiming,
+    CreateOutcome, EntryRecord, EventRecord, History, ListRuns, Millis, Move, NewEvent, NewFork,
+    NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord, StatusChange, StoreError,
+    Transition, WorkerRecord,
 };
 
 /// A shared, type-erased store.
@@ -235,6 +236,17 @@ pub trait Store: Send + Sync + Debug + 'static {
 
     /// Moves every run `queued` since before `now - max_age_ms` to `stalled`. Returns how many.
     async fn stall_undelivered(&self, now: Millis, max_age_ms: i64) -> Result<u64, StoreError>;
+
+    /// The change stream: up to `limit` status changes after `cursor`, and the cursor that
+    /// follows them. A reader that follows the cursors gets every committed change exactly
+    /// once, in the order they were made within what committed together. With `limit` 0, no
+    /// changes and a cursor at the end of the stream now (to read only what comes next).
+    /// [`StoreError::Invalid`] for a cursor the store did not hand out.
+    async fn changes_since(
+        &self,
+        cursor: &ChangeCursor,
+        limit: u32,
+    ) -> Result<ChangePage, StoreError>;
 
     /// Per workflow version with any runs: how many are in each status, and since when the
     /// oldest queued one has waited; ordered by workflow and version. One read, for a metrics

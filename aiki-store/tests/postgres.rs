@@ -723,3 +723,90 @@ async fn a_retry_whose_connection_dies_midway_changes_nothing() {
     store.close().await;
     pg::drop_database(&url).await;
 }
+
+/// Two transactions take change numbers in one order and commit in the other: a reader that
+/// followed the stream while the first was still open still gets its change, once, after it
+/// commits (a reader paging by number alone would have skipped it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_committing_out_of_number_order_are_read_once() {
+    use sqlx::Connection;
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).await.expect("open");
+    let namespace = unique_namespace();
+    let mut ids = Vec::new();
+    for at in [1, 2] {
+        let run = store
+            .create_run(new_run(&namespace, at).status(RunStatus::Scheduled))
+            .await
+            .expect("create")
+            .run()
+            .clone();
+        ids.push(run.id);
+    }
+    let start = store
+        .changes_since(&aiki_store::ChangeCursor::start(), 0)
+        .await
+        .expect("the end of the stream")
+        .next;
+    let change = |id: RunId| {
+        format!(
+            "UPDATE aiki.aiki_runs SET status = 'paused', revision = revision + 1, \
+             updated_at = 10 WHERE id = '{id}'"
+        )
+    };
+    // The first transaction takes the smaller number and stays open.
+    let mut first = sqlx::PgConnection::connect(&url).await.expect("connect");
+    sqlx::query("BEGIN").execute(&mut first).await.unwrap();
+    sqlx::query(&change(ids[0]))
+        .execute(&mut first)
+        .await
+        .unwrap();
+    // The second takes a larger number and commits first.
+    let mut second = sqlx::PgConnection::connect(&url).await.expect("connect");
+    sqlx::query(&change(ids[1]))
+        .execute(&mut second)
+        .await
+        .unwrap();
+    let mine = |page: &aiki_store::ChangePage| -> Vec<(RunId, u64)> {
+        page.changes
+            .iter()
+            .filter(|change| ids.contains(&change.run_id))
+            .map(|change| (change.run_id, change.seq))
+            .collect()
+    };
+    let early = store.changes_since(&start, 100).await.expect("read");
+    let seen = mine(&early);
+    assert_eq!(seen.len(), 1, "only the committed change: {seen:?}");
+    assert_eq!(seen[0].0, ids[1]);
+    let second_number = seen[0].1;
+    // Read on while the first is still open: nothing more, and nothing lost.
+    let mut cursor = early.next;
+    for _ in 0..3 {
+        let page = store.changes_since(&cursor, 100).await.expect("read");
+        assert!(mine(&page).is_empty());
+        cursor = page.next;
+    }
+    sqlx::query("COMMIT").execute(&mut first).await.unwrap();
+    let mut late = Vec::new();
+    for _ in 0..3 {
+        let page = store.changes_since(&cursor, 100).await.expect("read");
+        late.extend(mine(&page));
+        cursor = page.next;
+    }
+    assert_eq!(
+        late.len(),
+        1,
+        "the first transaction's change, once: {late:?}"
+    );
+    assert_eq!(late[0].0, ids[0]);
+    assert!(
+        late[0].1 < second_number,
+        "numbered before the one read first ({} < {second_number})",
+        late[0].1
+    );
+    first.close().await.unwrap();
+    second.close().await.unwrap();
+    store.close().await;
+}

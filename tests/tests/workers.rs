@@ -259,6 +259,14 @@ impl aiki::Store for Counting {
             .release_claim(id, expected, now, confirm_ms, actor)
             .await
     }
+    async fn changes_since(
+        &self,
+        cursor: &aiki::store::ChangeCursor,
+        limit: u32,
+    ) -> Result<aiki::store::ChangePage, StoreError> {
+        self.count("changes_since");
+        self.inner.changes_since(cursor, limit).await
+    }
     async fn prune_workers(&self, now: Millis, older_than_ms: i64) -> Result<u64, StoreError> {
         self.count("prune_workers");
         self.inner.prune_workers(now, older_than_ms).await

@@ -54,7 +54,7 @@ pub async fn check_concurrent_claimers_never_share_a_run(store: &dyn Store) {
 
 /// Polls every future concurrently on the calling task (so they all reach the store before
 /// any answer comes back) and returns their outputs in order.
-async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+pub(super) async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
     let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {

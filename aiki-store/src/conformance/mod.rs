@@ -38,6 +38,7 @@ mod concurrency;
 mod counts;
 mod entries;
 mod events;
+mod outbox;
 mod pause;
 mod recovery;
 mod runs;
@@ -54,6 +55,9 @@ pub use concurrency::*;
 pub use counts::*;
 pub use entries::*;
 pub use events::*;
+pub use outbox::{
+    check_changes_since_gives_every_change_once, check_changes_since_under_concurrent_writers,
+};
 pub use pause::*;
 pub use recovery::*;
 pub use runs::*;
@@ -120,6 +124,8 @@ macro_rules! conformance_tests {
             check_first_of_a_child_and_an_event_wakes_the_run,
             check_an_event_wakes_only_runs_awaiting_one,
             check_timeline_records_every_status_change,
+            check_changes_since_gives_every_change_once,
+            check_changes_since_under_concurrent_writers,
             check_retries_are_worded_and_completion_clears_the_error,
             check_the_timeline_names_the_operator,
             check_worker_heartbeats,

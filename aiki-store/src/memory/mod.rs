@@ -530,6 +530,42 @@ impl Store for MemoryStore {
         Ok(RunPage::of(page, limit))
     }
 
+    async fn changes_since(
+        &self,
+        cursor: &crate::ChangeCursor,
+        limit: u32,
+    ) -> Result<crate::ChangePage, StoreError> {
+        let after: usize = match cursor.as_str() {
+            "" => 0,
+            text => text.parse().map_err(|_| StoreError::Invalid {
+                message: format!(
+                    "`{text}` is not a change-stream cursor of this store; start from the empty \
+                     cursor or pass back the `next` of a page"
+                ),
+            })?,
+        };
+        let state = self.lock();
+        let limit = limit.min(MAX_PAGE) as usize;
+        let after = after.min(state.stream.len());
+        let (changes, next) = if limit == 0 {
+            (Vec::new(), state.stream.len())
+        } else {
+            let changes: Vec<crate::Change> = state
+                .stream
+                .iter()
+                .skip(after)
+                .take(limit)
+                .cloned()
+                .collect();
+            let next = after + changes.len();
+            (changes, next)
+        };
+        Ok(crate::ChangePage {
+            changes,
+            next: crate::ChangeCursor::new(next.to_string()),
+        })
+    }
+
     async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
         let state = self.lock();
         let mut counts: BTreeMap<(&str, &str), RunCounts> = BTreeMap::new();

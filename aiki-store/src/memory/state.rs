@@ -65,6 +65,8 @@ pub(super) struct State {
     pub(super) events: BTreeMap<(RunId, String, u32), EventRecord>,
     /// `(run, revision)` → the change that produced that revision.
     pub(super) timeline: BTreeMap<(RunId, u64), Change>,
+    /// The change stream, in order (`seq` is the index plus one).
+    pub(super) stream: Vec<crate::Change>,
     pub(super) workers: BTreeMap<String, WorkerRecord>,
     /// `(version, fingerprint)` → the entry of that build.
     pub(super) catalog: BTreeMap<(Namespace, String), CatalogEntry>,
@@ -99,6 +101,7 @@ impl State {
         }
         let actor = new.actor.clone();
         let run = new.into_record();
+        self.number(&run, None);
         self.timeline.insert(
             (run.id, run.revision),
             Change {
@@ -162,6 +165,8 @@ impl State {
         let kind = run.error.as_ref().map(|error| error.kind.as_str());
         let facts = ChangeFacts::default().cause(note.cause).error_kind(kind);
         let revision = run.revision;
+        let numbered = run.clone();
+        self.number(&numbered, Some(from));
         self.timeline.insert(
             (id, revision),
             Change {
@@ -178,6 +183,21 @@ impl State {
                 facts,
             },
         );
+    }
+
+    /// Appends `run`'s latest change (from `from`) to the change stream.
+    fn number(&mut self, run: &RunRecord, from: Option<RunStatus>) {
+        let seq = self.stream.len() as u64 + 1;
+        self.stream.push(crate::Change {
+            seq,
+            run_id: run.id,
+            namespace: run.namespace.clone(),
+            pool: run.pool.clone(),
+            revision: run.revision,
+            from,
+            to: run.status,
+            at: run.updated_at,
+        });
     }
 
     /// The change that produced the run's current revision.

@@ -112,7 +112,8 @@ impl NewEvent {
 }
 
 /// What [`Store::append_event`](crate::Store::append_event) did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum AppendOutcome {
     /// Stored at this index of the name's queue.
     Appended {

@@ -194,7 +194,8 @@ impl NewRun {
 }
 
 /// What [`Store::create_run`](crate::Store::create_run) did.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", content = "run", rename_all = "snake_case")]
 pub enum CreateOutcome {
     /// The run was created.
     Created(RunRecord),
@@ -283,7 +284,7 @@ pub struct RunRecord {
 }
 
 /// Everything a run has recorded, loaded in one call.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct History {
     /// The run itself.

@@ -1,12 +1,13 @@
 //! Requests that move runs: transitions with what a suspension waits on, and claims.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{CallRef, Failure, Millis, Namespace, RunId, SlotRef, WaitSpec};
 use crate::RunStatus;
 
 /// A change of a run's status, applied atomically with the revision check and increment.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Transition {
     /// The new status. The store refuses moves that [`RunStatus::can_move_to`] forbids.
@@ -117,7 +118,7 @@ impl Transition {
 
 /// One transition of [`Store::transition_all`](crate::Store::transition_all): a run, the
 /// revision the caller last saw, and the change.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Move {
     /// The run.
@@ -140,7 +141,7 @@ impl Move {
 }
 
 /// What a claim refresh learns of the run it keeps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ClaimState {
     /// An operator asked to pause the run: its executor starts no new task, lets those in
@@ -150,7 +151,7 @@ pub struct ClaimState {
 
 /// How claim recovery judges claims (see
 /// [`Store::release_stale_claims`](crate::Store::release_stale_claims)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ClaimTiming {
     /// A claim unrefreshed this long (ms) is released, once confirmed.
@@ -175,7 +176,7 @@ impl ClaimTiming {
 }
 
 /// A worker asking for runs to execute.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ClaimRequest {
     /// The executor's identity, recorded as the owner.

@@ -242,6 +242,9 @@ impl Dialect for PgDialect {
             // The transition's own statement cancels them (`$17`).
             cancel_sleeps: None,
             insert_event_wakes: true,
+            outbox: level
+                .contract
+                .then(crate::sql::outbox::OutboxStatements::snapshots),
             table_exists: "SELECT COUNT(*) FROM pg_tables \
                  WHERE schemaname = current_schema() AND tablename = $1"
                 .to_owned(),
@@ -322,6 +325,8 @@ impl Dialect for PgDialect {
     const OLDEST_READABLE: i64 = 10;
 
     const OPERATIONS: i64 = 11;
+
+    const CONTRACT: i64 = 12;
 
     async fn close(&self) {
         self.pool.close().await;

@@ -203,6 +203,9 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
             actual: *actual,
         },
         StoreError::PauseRequested { run_id } => StoreError::PauseRequested { run_id: *run_id },
+        StoreError::Invalid { message } => StoreError::Invalid {
+            message: message.clone(),
+        },
         StoreError::InvalidTransition { run_id, from, to } => StoreError::InvalidTransition {
             run_id: *run_id,
             from: *from,

@@ -226,9 +226,13 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// [`MigrationMode::Check`](crate::MigrationMode::Check) refuses older ones).
     const OLDEST_READABLE: i64;
 
-    /// The version of this round's operations migration (see
+    /// The version of the operations migration (see
     /// [`Level::operations`](super::statements::Level::operations)).
     const OPERATIONS: i64;
+
+    /// The version of the contract migration (see
+    /// [`Level::contract`](super::statements::Level::contract)).
+    const CONTRACT: i64;
 
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;
@@ -277,6 +281,8 @@ pub(crate) struct DialectStatements {
     pub(crate) insert_event: String,
     /// Whether `insert_event` wakes the run itself; otherwise `wake_for_event` follows it.
     pub(crate) insert_event_wakes: bool,
+    /// How the change stream is read (`None` on a schema before the outbox).
+    pub(crate) outbox: Option<super::outbox::OutboxStatements>,
     /// 1 when the table named `$1` (the migration bookkeeping, the compatibility record)
     /// exists where the store looks for its tables, 0 otherwise.
     pub(crate) table_exists: String,

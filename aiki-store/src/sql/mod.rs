@@ -18,6 +18,7 @@ pub(crate) mod error;
 mod fork;
 mod listing;
 mod ops;
+pub(crate) mod outbox;
 pub(crate) mod statements;
 mod workers;
 
@@ -89,7 +90,7 @@ impl<D: Dialect> SqlStore<D> {
     ) -> Result<(Self, MigrationReport), StoreError> {
         let store = SqlStore::new(dialect, Level::CURRENT);
         let (accepted, report) = store.prepare(mode, cap).await?;
-        let level = Level::at(accepted.render_at, D::OPERATIONS);
+        let level = Level::at::<D>(accepted.render_at);
         if level == store.level {
             return Ok((store, report));
         }
@@ -499,6 +500,14 @@ macro_rules! store_impl {
                 max_age_ms: i64,
             ) -> Result<u64, $crate::StoreError> {
                 self.inner.stall_undelivered(now, max_age_ms).await
+            }
+
+            async fn changes_since(
+                &self,
+                cursor: &$crate::ChangeCursor,
+                limit: u32,
+            ) -> Result<$crate::ChangePage, $crate::StoreError> {
+                self.inner.changes_since(cursor, limit).await
             }
 
             async fn run_counts(&self) -> Result<Vec<$crate::RunCounts>, $crate::StoreError> {

@@ -39,17 +39,22 @@ pub(crate) struct Level {
     /// The operations migration (SQLite 10, PostgreSQL 11): change notes and timeline facts,
     /// pause requests, two-phase claim recovery, event senders, task inputs, worker builds.
     pub(crate) operations: bool,
+    /// The contract migration (SQLite 11, PostgreSQL 12): the outbox.
+    pub(crate) contract: bool,
 }
 
 impl Level {
     /// The schema of this release.
-    pub(crate) const CURRENT: Level = Level { operations: true };
+    pub(crate) const CURRENT: Level = Level {
+        operations: true,
+        contract: true,
+    };
 
-    /// The schema at migration `version` of a dialect whose operations migration is
-    /// `operations`.
-    pub(crate) fn at(version: i64, operations: i64) -> Level {
+    /// The schema at migration `version` of dialect `D`.
+    pub(crate) fn at<D: Dialect>(version: i64) -> Level {
         Level {
-            operations: version >= operations,
+            operations: version >= D::OPERATIONS,
+            contract: version >= D::CONTRACT,
         }
     }
 }

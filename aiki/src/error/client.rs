@@ -284,3 +284,163 @@ pub(crate) fn when(at: aiki_store::Millis) -> String {
         format!("{at} ({} s ago)", -secs)
     }
 }
+
+impl ClientError {
+    /// The error's stable code on the wire (one per kind; a store error keeps its own).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ClientError::Store(error) => error.code(),
+            ClientError::ReferenceConflict { .. } => "reference_conflict",
+            ClientError::InvalidInput { .. } => "invalid_input",
+            ClientError::UnknownEvent { .. } => "unknown_event",
+            ClientError::NotInCatalog { .. } => "not_in_catalog",
+            ClientError::Blocked { .. } => "blocked",
+            ClientError::NotRegistered { .. } => "not_registered",
+            ClientError::ForkRefused { .. } => "fork_refused",
+            ClientError::EndedInOtherStatus { .. } => "ended_in_other_status",
+            ClientError::WrongWorkflow { .. } => "wrong_workflow",
+            ClientError::OutputMismatch { .. } => "output_mismatch",
+            ClientError::InvalidAction { .. } => "invalid_action",
+            ClientError::InterruptedTask { .. } => "interrupted_task",
+            ClientError::ObservedByParent { .. } => "observed_by_parent",
+            ClientError::RetryWouldFailAgain { .. } => "retry_would_fail_again",
+            ClientError::ChildNotRetryable { .. } => "child_not_retryable",
+            ClientError::SharedChildDropped { .. } => "shared_child_dropped",
+            ClientError::ClaimNotStale { .. } => "claim_not_stale",
+            ClientError::UnknownAddress { .. } => "unknown_address",
+            ClientError::RunEnded { .. } => "run_ended",
+            ClientError::Timeout(_) => "timeout",
+            ClientError::Config(_) => "invalid_config",
+        }
+    }
+
+    /// The error as a wire body: its code, its message, and its fields.
+    pub fn to_body(&self) -> aiki_store::ErrorBody {
+        use serde_json::json;
+        let details = match self {
+            ClientError::Store(error) => return error.to_body(),
+            ClientError::ReferenceConflict {
+                namespace,
+                reference_id,
+                existing,
+            } => {
+                json!({"namespace": namespace, "reference_id": reference_id, "existing": existing})
+            }
+            ClientError::InvalidInput { what, message } => {
+                json!({"what": what, "message": message})
+            }
+            ClientError::UnknownEvent {
+                namespace, event, ..
+            } => json!({"namespace": namespace, "event": event}),
+            ClientError::NotInCatalog { namespace, .. }
+            | ClientError::NotRegistered { namespace } => json!({"namespace": namespace}),
+            ClientError::Blocked { run_id, status, .. } => {
+                json!({"run_id": run_id, "status": status})
+            }
+            ClientError::ForkRefused {
+                run_id,
+                namespace,
+                diverging,
+                ..
+            } => json!({"run_id": run_id, "namespace": namespace, "diverging": diverging}),
+            ClientError::EndedInOtherStatus {
+                run_id,
+                status,
+                wanted,
+                error,
+            } => json!({"run_id": run_id, "status": status, "wanted": wanted, "error": error}),
+            ClientError::WrongWorkflow {
+                run_id,
+                expected,
+                actual,
+            } => json!({"run_id": run_id, "expected": expected, "actual": actual}),
+            ClientError::OutputMismatch { run_id, .. } => json!({"run_id": run_id}),
+            ClientError::InvalidAction {
+                run_id,
+                action,
+                status,
+                expected,
+            } => {
+                json!({"run_id": run_id, "action": action, "status": status, "expected": expected})
+            }
+            ClientError::InterruptedTask { run_id, call } => {
+                json!({"run_id": run_id, "call": call})
+            }
+            ClientError::ObservedByParent { run_id, parent } => {
+                json!({"run_id": run_id, "parent": parent})
+            }
+            ClientError::RetryWouldFailAgain {
+                run_id,
+                child,
+                status,
+            }
+            | ClientError::ChildNotRetryable {
+                run_id,
+                child,
+                status,
+            } => json!({"run_id": run_id, "child": child, "status": status}),
+            ClientError::SharedChildDropped {
+                run_id,
+                address,
+                reference_id,
+            } => json!({"run_id": run_id, "address": address, "reference_id": reference_id}),
+            ClientError::ClaimNotStale {
+                run_id,
+                owner,
+                allowed_at,
+                release_due,
+            } => json!({"run_id": run_id, "owner": owner, "allowed_at": allowed_at,
+                "release_due": release_due}),
+            ClientError::UnknownAddress { run_id, address } => {
+                json!({"run_id": run_id, "address": address})
+            }
+            ClientError::RunEnded { run_id, status } => json!({"run_id": run_id, "status": status}),
+            ClientError::Timeout(after) => json!({"after_ms": after.as_millis() as u64}),
+            ClientError::Config(_) => json!({}),
+        };
+        aiki_store::ErrorBody::new(self.code(), self.to_string(), details)
+    }
+}
+
+#[cfg(test)]
+mod codes {
+    use super::*;
+
+    /// The codes are a contract with remote clients: pinned here, one per kind.
+    #[test]
+    fn each_client_error_kind_has_its_own_code() {
+        let run_id = RunId::new();
+        let errors = [
+            ClientError::ReferenceConflict {
+                namespace: "a@1".into(),
+                reference_id: "r".into(),
+                existing: run_id,
+            },
+            ClientError::InvalidInput {
+                what: "input".into(),
+                message: "bad".into(),
+            },
+            ClientError::RunEnded {
+                run_id,
+                status: RunStatus::Completed,
+            },
+            ClientError::Timeout(std::time::Duration::from_secs(1)),
+            ClientError::Store(StoreError::NotFound { what: "run".into() }),
+        ];
+        let codes: Vec<&str> = errors.iter().map(ClientError::code).collect();
+        assert_eq!(
+            codes,
+            [
+                "reference_conflict",
+                "invalid_input",
+                "run_ended",
+                "timeout",
+                "not_found"
+            ]
+        );
+        let body = errors[2].to_body();
+        assert_eq!(body.details["status"], "completed");
+        assert_eq!(body.details["run_id"], run_id.to_string());
+        assert_eq!(body.message, errors[2].to_string());
+    }
+}

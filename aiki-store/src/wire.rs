@@ -1,0 +1,259 @@
+//! The wire form of errors: one stable code per kind, the message, and the kind's fields, so
+//! that a remote client (the HTTP API's, a dashboard) tells kinds apart without parsing text,
+//! and gets the same [`StoreError`] back.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::{RunId, RunStatus, StoreError};
+
+/// An error as a JSON body: `{"code", "message", "details"}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ErrorBody {
+    /// What kind of error, in `snake_case`: stable, one per kind.
+    pub code: String,
+    /// What happened and what to do, for people.
+    pub message: String,
+    /// The kind's fields (a run id, revisions, statuses), for programs; `{}` when none.
+    #[serde(default)]
+    pub details: Value,
+}
+
+impl ErrorBody {
+    /// A body of `code` with `message` and `details`.
+    pub fn new(code: impl Into<String>, message: impl Into<String>, details: Value) -> Self {
+        ErrorBody {
+            code: code.into(),
+            message: message.into(),
+            details,
+        }
+    }
+}
+
+impl StoreError {
+    /// The error's stable code (see [`ErrorBody::code`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::NotFound { .. } => "not_found",
+            StoreError::RevisionConflict { .. } => "revision_conflict",
+            StoreError::PauseRequested { .. } => "pause_requested",
+            StoreError::Invalid { .. } => "invalid_request",
+            StoreError::InvalidTransition { .. } => "invalid_transition",
+            StoreError::AlreadyExists { .. } => "already_exists",
+            StoreError::Unavailable { .. } => "store_unavailable",
+            StoreError::Migration { .. } => "migration_failed",
+            StoreError::Schema { .. } => "schema_mismatch",
+            StoreError::UnsupportedUrl { .. } => "unsupported_url",
+            StoreError::CannotOpen { .. } => "cannot_open",
+            StoreError::Incompatible { .. } => "incompatible_record",
+            StoreError::Corrupt { .. } => "corrupt_record",
+            StoreError::Backend { .. } => "backend_error",
+        }
+    }
+
+    /// The error as a wire body.
+    pub fn to_body(&self) -> ErrorBody {
+        let details = match self {
+            StoreError::NotFound { what } => json!({ "what": what }),
+            StoreError::RevisionConflict {
+                run_id,
+                expected,
+                actual,
+            } => json!({ "run_id": run_id, "expected": expected, "actual": actual }),
+            StoreError::PauseRequested { run_id } => json!({ "run_id": run_id }),
+            StoreError::InvalidTransition { run_id, from, to } => {
+                json!({ "run_id": run_id, "from": from, "to": to })
+            }
+            StoreError::AlreadyExists { what } => json!({ "what": what }),
+            StoreError::UnsupportedUrl { url, reason } | StoreError::CannotOpen { url, reason } => {
+                json!({ "url": url, "reason": reason })
+            }
+            StoreError::Invalid { message }
+            | StoreError::Migration { message }
+            | StoreError::Schema { message }
+            | StoreError::Incompatible { message }
+            | StoreError::Corrupt { message }
+            | StoreError::Unavailable { message, .. } => json!({ "message": message }),
+            StoreError::Backend { source } => json!({ "message": source.to_string() }),
+        };
+        ErrorBody::new(self.code(), self.to_string(), details)
+    }
+
+    /// The error a wire body stands for: the same kind and fields (a driver error's source
+    /// becomes its message). A code this release does not know is [`StoreError::Backend`].
+    pub fn from_body(body: &ErrorBody) -> StoreError {
+        let d = &body.details;
+        let text = |key: &str| d[key].as_str().map(str::to_owned);
+        let message = || text("message").unwrap_or_else(|| body.message.clone());
+        let run_id = || d["run_id"].as_str().and_then(|id| id.parse::<RunId>().ok());
+        let status = |key: &str| {
+            d[key]
+                .as_str()
+                .and_then(|status| status.parse::<RunStatus>().ok())
+        };
+        let number = |key: &str| d[key].as_u64();
+        let known = match body.code.as_str() {
+            "not_found" => text("what").map(|what| StoreError::NotFound { what }),
+            "revision_conflict" => run_id().zip(number("expected")).zip(number("actual")).map(
+                |((run_id, expected), actual)| StoreError::RevisionConflict {
+                    run_id,
+                    expected,
+                    actual,
+                },
+            ),
+            "pause_requested" => run_id().map(|run_id| StoreError::PauseRequested { run_id }),
+            "invalid_transition" => run_id()
+                .zip(status("from"))
+                .zip(status("to"))
+                .map(|((run_id, from), to)| StoreError::InvalidTransition { run_id, from, to }),
+            "already_exists" => text("what").map(|what| StoreError::AlreadyExists { what }),
+            "unsupported_url" => text("url")
+                .zip(text("reason"))
+                .map(|(url, reason)| StoreError::UnsupportedUrl { url, reason }),
+            "cannot_open" => text("url")
+                .zip(text("reason"))
+                .map(|(url, reason)| StoreError::CannotOpen { url, reason }),
+            "invalid_request" => Some(StoreError::Invalid { message: message() }),
+            "migration_failed" => Some(StoreError::Migration { message: message() }),
+            "schema_mismatch" => Some(StoreError::Schema { message: message() }),
+            "incompatible_record" => Some(StoreError::Incompatible { message: message() }),
+            "corrupt_record" => Some(StoreError::Corrupt { message: message() }),
+            "store_unavailable" => Some(StoreError::Unavailable {
+                message: message(),
+                source: None,
+            }),
+            "backend_error" => Some(StoreError::Backend {
+                source: message().into(),
+            }),
+            _ => None,
+        };
+        known.unwrap_or_else(|| StoreError::Backend {
+            source: body.message.clone().into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind, with its code: the codes are a contract with remote clients, pinned here.
+    fn every_kind() -> Vec<(StoreError, &'static str)> {
+        let run_id = RunId::new();
+        vec![
+            (
+                StoreError::NotFound {
+                    what: "run x".into(),
+                },
+                "not_found",
+            ),
+            (
+                StoreError::RevisionConflict {
+                    run_id,
+                    expected: 4,
+                    actual: 6,
+                },
+                "revision_conflict",
+            ),
+            (StoreError::PauseRequested { run_id }, "pause_requested"),
+            (
+                StoreError::Invalid {
+                    message: "bad cursor".into(),
+                },
+                "invalid_request",
+            ),
+            (
+                StoreError::InvalidTransition {
+                    run_id,
+                    from: RunStatus::Completed,
+                    to: RunStatus::Queued,
+                },
+                "invalid_transition",
+            ),
+            (
+                StoreError::AlreadyExists {
+                    what: "run y".into(),
+                },
+                "already_exists",
+            ),
+            (
+                StoreError::Unavailable {
+                    message: "connection refused".into(),
+                    source: None,
+                },
+                "store_unavailable",
+            ),
+            (
+                StoreError::Migration {
+                    message: "m".into(),
+                },
+                "migration_failed",
+            ),
+            (
+                StoreError::Schema {
+                    message: "s".into(),
+                },
+                "schema_mismatch",
+            ),
+            (
+                StoreError::UnsupportedUrl {
+                    url: "ftp://x".into(),
+                    reason: "no".into(),
+                },
+                "unsupported_url",
+            ),
+            (
+                StoreError::CannotOpen {
+                    url: "sqlite://a/b".into(),
+                    reason: "no folder".into(),
+                },
+                "cannot_open",
+            ),
+            (
+                StoreError::Incompatible {
+                    message: "i".into(),
+                },
+                "incompatible_record",
+            ),
+            (
+                StoreError::Corrupt {
+                    message: "c".into(),
+                },
+                "corrupt_record",
+            ),
+            (
+                StoreError::Backend {
+                    source: "driver".into(),
+                },
+                "backend_error",
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_kind_has_its_own_stable_code_and_comes_back_from_its_body() {
+        let kinds = every_kind();
+        let mut codes: Vec<&str> = kinds.iter().map(|(_, code)| *code).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), kinds.len(), "one code per kind");
+        for (error, code) in kinds {
+            assert_eq!(error.code(), code);
+            let body = error.to_body();
+            assert_eq!(body.message, error.to_string());
+            let wire = serde_json::to_string(&body).unwrap();
+            let back = StoreError::from_body(&serde_json::from_str(&wire).unwrap());
+            assert_eq!(back.code(), code, "{wire}");
+            assert_eq!(back.to_string(), error.to_string(), "{wire}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_code_is_a_backend_error_with_the_message() {
+        let body = ErrorBody::new("from_the_future", "something new", json!({}));
+        let error = StoreError::from_body(&body);
+        assert_eq!(error.code(), "backend_error");
+        assert!(error.to_string().contains("something new"));
+    }
+}
