@@ -1,18 +1,20 @@
 //! The actions that take one run or many: `runs cancel|retry|requeue|resume`. One id acts at
 //! once; filter flags or `--ids-from FILE` select many, and then the command is a dry run (the
-//! count and the ids, which `-o json` prints as a file `--ids-from` accepts) unless `--yes`.
+//! count and the ids, which `-o json` prints as a file `--ids-from` accepts) unless `--yes`,
+//! which acts on them (see [`outcomes`](crate::outcomes)).
 
 use std::io::Write;
 
-use aiki::{BulkAction, BulkOutcome, Client, RunId};
+use aiki::{BulkAction, Client, RunId};
 use serde_json::{Value, json};
 
 use crate::args::{ActArgs, Cli, Format};
-use crate::output::{Table, json};
-use crate::runs::{acted, filter};
+use crate::output::json;
+use crate::runs::acted;
 use crate::{EXIT_USAGE, Failure};
 
-fn name(action: BulkAction) -> &'static str {
+/// The action's verb.
+pub(crate) fn name(action: BulkAction) -> &'static str {
     match action {
         BulkAction::Cancel => "cancel",
         BulkAction::Retry(_) => "retry",
@@ -45,6 +47,12 @@ pub(crate) async fn act(
                     .to_owned(),
             ));
         }
+        if args.rate.is_some() {
+            return Err(usage(
+                "`--rate` paces an action on many runs: give filter flags or `--ids-from FILE`"
+                    .to_owned(),
+            ));
+        }
         let run = client.any_run(id);
         let record = match action {
             BulkAction::Cancel => run.cancel().await?,
@@ -72,14 +80,17 @@ pub(crate) async fn act(
         Some(path) => read_ids(path)?,
         None => {
             let max = usize::try_from(args.max).unwrap_or(usize::MAX);
-            client.bulk_plan(action, filter(&args.filter), max).await?
+            let filter = crate::filter::filter(client, &args.filter).await?;
+            client.bulk_plan(action, filter, max).await?
         }
     };
     if !args.yes {
         return dry_run(action, &ids, format, out);
     }
-    let outcomes = client.bulk(action, &ids).await;
-    report(action, &outcomes, format, out)
+    let pace = args
+        .rate
+        .map(|rate| std::time::Duration::from_secs(1) / rate.get());
+    crate::outcomes::execute(client, action, &ids, pace, format, out).await
 }
 
 /// The ids of a dry run's JSON (`{"ids": [...]}`), or one id per line.
@@ -131,70 +142,4 @@ fn dry_run(
         )?,
     }
     Ok(0)
-}
-
-fn report(
-    action: BulkAction,
-    outcomes: &[(RunId, BulkOutcome)],
-    format: Format,
-    out: &mut impl Write,
-) -> Result<u8, Failure> {
-    let mut rows = Vec::new();
-    let (mut done, mut skipped, mut failed) = (0, 0, 0);
-    for (id, outcome) in outcomes {
-        let (word, detail) = match outcome {
-            BulkOutcome::Done(run) => {
-                done += 1;
-                ("done", json!({"status": run.status}))
-            }
-            BulkOutcome::Skipped(error) => {
-                skipped += 1;
-                ("skipped", json!({"reason": error.to_string()}))
-            }
-            BulkOutcome::Failed(error) => {
-                failed += 1;
-                ("failed", json!({"error": error.to_string()}))
-            }
-            _ => ("unknown", Value::Null),
-        };
-        let mut row = json!({"id": id, "outcome": word});
-        if let (Some(row), Some(detail)) = (row.as_object_mut(), detail.as_object()) {
-            row.extend(detail.clone());
-        }
-        rows.push(row);
-    }
-    let verb = name(action);
-    match format {
-        Format::Table => {
-            let mut table = Table::new(&["id", "outcome", "detail"]);
-            for row in &rows {
-                let detail = ["status", "reason", "error"]
-                    .iter()
-                    .find_map(|key| row[key].as_str())
-                    .unwrap_or_default();
-                table.row(vec![
-                    row["id"].as_str().unwrap_or_default().to_owned(),
-                    row["outcome"].as_str().unwrap_or_default().to_owned(),
-                    detail.to_owned(),
-                ]);
-            }
-            table.print(out)?;
-            writeln!(
-                out,
-                "{verb}: {done} done, {skipped} skipped, {failed} failed"
-            )?;
-        }
-        Format::Jsonl => {
-            for row in &rows {
-                json(out, format, row)?;
-            }
-        }
-        Format::Json => json(
-            out,
-            format,
-            &json!({"action": verb, "done": done, "skipped": skipped, "failed": failed,
-                "results": rows}),
-        )?,
-    }
-    Ok(if failed > 0 { crate::EXIT_ERROR } else { 0 })
 }

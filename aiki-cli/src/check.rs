@@ -1,8 +1,12 @@
 //! `aiki check`: the pre-deploy impact report, from a binary with the workflows compiled in.
+//! The table says each thing once: runs that would do the same at the same call site are one
+//! line with their count (the JSON lists every run).
 
 use std::io::Write;
 
-use aiki::impact::{CheckOptions, Gate, Report, RunImpact};
+use std::collections::{BTreeMap, BTreeSet};
+
+use aiki::impact::{CheckOptions, Gate, Report, RunImpact, Verdict};
 use aiki::{Clock, Worker};
 use aiki_store::RunFilter;
 use serde_json::json;
@@ -88,21 +92,37 @@ fn table(
         ]);
     }
     summary.print(out)?;
-    let noteworthy: Vec<&RunImpact> = report
+    let noteworthy = report
         .runs
         .iter()
-        .filter(|run| run.fails(gate) || !run.new_work.is_empty() || !run.sleeps.is_empty())
-        .collect();
-    if !noteworthy.is_empty() {
+        .filter(|run| run.fails(gate) || !run.new_work.is_empty() || !run.sleeps.is_empty());
+    let groups = group(noteworthy, gate);
+    if !groups.is_empty() {
         writeln!(out)?;
-        let mut runs = Table::new(&["run", "workflow", "status", "gate", "what it would do"]);
-        for run in noteworthy {
+        let mut runs = Table::new(&[
+            "runs",
+            "workflow",
+            "statuses",
+            "gate",
+            "what they would do",
+            "e.g. run",
+        ]);
+        for group in &groups {
             runs.row(vec![
-                run.run_id.to_string(),
-                run.namespace.to_string(),
-                run.status.to_string(),
-                if run.fails(gate) { "FAILS" } else { "ok" }.to_owned(),
-                describe(run),
+                group.runs.len().to_string(),
+                group.namespace.to_string(),
+                group
+                    .statuses
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if group.fails { "FAILS" } else { "ok" }.to_owned(),
+                group.what.clone(),
+                match group.runs.len() {
+                    1 => group.runs[0].to_string(),
+                    n => format!("{} and {} more", group.runs[0], n - 1),
+                },
             ]);
         }
         runs.print(out)?;
@@ -141,9 +161,101 @@ fn table(
     Ok(())
 }
 
-/// A run's verdict, with its new work and changed sleeps, in one cell.
+/// Runs of one version with the same verdict at the same call site (and the same new work
+/// and sleep changes): one line of the table, however many runs.
+struct Group<'a> {
+    namespace: &'a aiki::Namespace,
+    fails: bool,
+    what: String,
+    statuses: BTreeSet<aiki::RunStatus>,
+    runs: Vec<aiki::RunId>,
+}
+
+/// The runs grouped by version, gate and what they would do (in words that leave out what
+/// differs from run to run: content addresses and recorded inputs), failing groups first,
+/// then the largest.
+fn group<'a>(runs: impl Iterator<Item = &'a RunImpact>, gate: &Gate) -> Vec<Group<'a>> {
+    let mut groups: BTreeMap<(&aiki::Namespace, bool, String), Group<'a>> = BTreeMap::new();
+    for run in runs {
+        let fails = run.fails(gate);
+        let what = describe(run);
+        let group = groups
+            .entry((&run.namespace, fails, what.clone()))
+            .or_insert_with(|| Group {
+                namespace: &run.namespace,
+                fails,
+                what,
+                statuses: BTreeSet::new(),
+                runs: Vec::new(),
+            });
+        group.statuses.insert(run.status);
+        group.runs.push(run.run_id);
+    }
+    let mut groups: Vec<Group<'a>> = groups.into_values().collect();
+    groups.sort_by(|a, b| b.fails.cmp(&a.fails).then(b.runs.len().cmp(&a.runs.len())));
+    groups
+}
+
+/// A call's name without its content hash: `charge` for `charge:3f2a…`, `ship:1` for a child
+/// start `ship:1:order-7`.
+fn call_name(address: &str) -> &str {
+    address.rsplit_once(':').map_or(address, |(name, _)| name)
+}
+
+/// `" (after event `x` arrives)"`, or nothing.
+fn after(waits: &[String]) -> String {
+    if waits.is_empty() {
+        String::new()
+    } else {
+        format!(" (after {})", waits.join(", then "))
+    }
+}
+
+/// A run's verdict at its call site, with its new work and changed sleeps, in one cell, in
+/// words that are the same for every run that would do the same.
 fn describe(run: &RunImpact) -> String {
-    let mut parts = vec![run.verdict.to_string()];
+    let verdict = match &run.verdict {
+        Verdict::Diverges {
+            new_address,
+            call_site,
+            unconsumed,
+            after: waits,
+        } => {
+            let mut recorded: Vec<&str> = unconsumed.iter().map(|a| call_name(a)).collect();
+            recorded.sort_unstable();
+            recorded.dedup();
+            format!(
+                "diverges{}: new call `{}`{} while recorded {} unconsumed",
+                after(waits),
+                call_name(new_address),
+                call_site
+                    .as_ref()
+                    .map(|at| format!(" at {at}"))
+                    .unwrap_or_default(),
+                recorded.join(", ")
+            )
+        }
+        Verdict::Mismatch {
+            what,
+            address,
+            mismatch,
+            after: waits,
+        } => format!(
+            "mismatch{}: recorded {what}{} no longer matches its type: {mismatch}",
+            after(waits),
+            address
+                .as_ref()
+                .map(|a| format!(" at `{}`", call_name(a)))
+                .unwrap_or_default()
+        ),
+        Verdict::Ends {
+            outcome,
+            after: waits,
+            ..
+        } => format!("ends {outcome}{}", after(waits)),
+        other => other.to_string(),
+    };
+    let mut parts = vec![verdict];
     for work in &run.new_work {
         let mut part = format!("then {} `{}`", work.kind, work.name);
         if !work.after.is_empty() {

@@ -1,36 +1,56 @@
 //! The `aiki` command: list, inspect and operate the runs of an Aiki store.
 //!
 //! ```text
-//! aiki --url sqlite://aiki.db runs list --status failed
-//! aiki runs show 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+//! aiki --url sqlite://aiki.db runs list --status failed --failed-task charge
+//! aiki runs show 1b4e28ba-2fa1-11d2-883f-0016d3cca427 --inputs
+//! aiki runs retry --workflow checkout --error-contains "HTTP 503" --yes --rate 20
+//! aiki runs release 1b4e28ba-2fa1-11d2-883f-0016d3cca427
 //! aiki workflows
-//! aiki workers
+//! aiki workers --all
 //! aiki runs start order-processing@1.0.0 --input '{"order_id": 7}' --reference-id order-7
 //! aiki runs send 1b4e28ba-2fa1-11d2-883f-0016d3cca427 payment_received --payload '{"cents": 700}'
+//! aiki migrate
 //! ```
+//!
+//! # The store, the actor, the output
 //!
 //! The store is named by `--url` or `AIKI_URL` (a `sqlite://`, `postgres://` or `memory:`
 //! URL). Every command but `migrate` opens it in check mode: it never migrates, and refuses a
-//! schema it would misread; `aiki migrate` applies pending migrations.
+//! schema it would misread. `aiki migrate` applies pending migrations and says what it found
+//! and applied (the versions and descriptions), that the schema was already up to date, or
+//! that a newer release migrated it and admits this one.
+//!
+//! Who acts is `--actor NAME` or `AIKI_ACTOR`, else `USER@HOST` (`USER` or `LOGNAME`; the host
+//! from `HOSTNAME` or `/proc/sys/kernel/hostname`). It is recorded on the timeline of every run
+//! a command starts, forks or acts on (cancel, pause, resume, wake, requeue, retry, release, and
+//! the bulk forms) and with every event it sends; `runs show` says who made each change and who
+//! sent each event.
 //!
 //! Output: `-o table` (the default when standard output is a terminal; there, with a bold
-//! header and statuses in colour unless `NO_COLOR` is set), `-o json` (the default
-//! otherwise) or `-o jsonl` (one object per line); `--no-payloads` leaves inputs, outputs and
-//! event data out. JSON documents: `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}`
-//! (`jsonl`: one `RUN` per line, then `{"next": CURSOR}` if there is a next page); `runs show`
-//! prints `{"run": RUN, "doing": "what it does, in words", "serving_workers": [WORKER_ID, ...],
-//! "entries": [...], "sleeps": [...], "events": [...], "children": [RUN, ...],
-//! "timeline": [CHANGE, ...]}`; the actions and `runs start` print the run as it is
-//! afterwards; `runs send` prints `{"run_id", "event", "delivered"}` (`delivered` is `false`
-//! when the reference id was used before); `workflows` prints `[{"workflow", "version",
-//! "by_status": {STATUS: COUNT}, "oldest_queued_at", "catalog": ENTRY or null, "pools":
-//! [POOL, ...]}]` for every version that has runs or a catalog entry (`pools`: those of its
-//! live workers); `workers` prints the workers seen in the last two minutes, `[WORKER, ...]`.
-//! A `RUN` is the store's run record (`aiki::RunRecord`, its wait set under `wait` while it is
-//! suspended), a `CHANGE` a `StatusChange` (`from`, `to`, `reason`, `revision`, `actor`, `at`),
-//! a `WORKER` a `WorkerRecord` (`id`, `host`, `pid`, `namespaces`, `pool`, `started_at`,
-//! `last_seen_at`), an `ENTRY` a `CatalogEntry` (`namespace`, `fingerprint`, `input`,
-//! `output`, `events`, `retry`, `tasks`, `published_by`, `published_at`), as JSON.
+//! header and statuses in colour unless `NO_COLOR` is set), `-o json` (the default otherwise)
+//! or `-o jsonl` (one object per line); `--no-payloads` leaves inputs, outputs and event data
+//! out. Nothing read from the store reaches a terminal as a control character: tables and error
+//! lines show U+0001 as `␁`, a newline as `␊`, an escape as `␛` (JSON keeps the text as it is,
+//! escaped as JSON escapes it). A reader that goes away (`aiki runs list | head -1`) ends the
+//! command quietly, with exit code 0.
+//!
+//! # Runs
+//!
+//! `runs list` pages through runs, newest first, by `--workflow`, `--version`, `--status`,
+//! `--reference-id`, `--parent`, `--pool`, `--error-kind`, `--failed-task NAME` (runs failed by
+//! a call of that task), `--error-contains TEXT` (in the error's message) and `--since`. A
+//! workflow (or version) with no runs and no catalog entry, and an error kind that neither the
+//! runtime records nor any run has, are refused naming the known ones, not answered with an
+//! empty list.
+//!
+//! `runs show ID` says what the run does in one line: its wait set; who holds a running run,
+//! and whether that worker is gone ("held by worker-7, gone since 40 s; released at the latest
+//! in 50 s"); a pause asked for ("pause requested by ana@ops at 2025-03-01T10:00:00Z"); for a
+//! failed run, the failing call and the command that retries it (`aiki runs retry ID`, with
+//! `--rerun-child` when a child's failure failed it, `--rerun-interrupted` when an at-most-once
+//! task was interrupted). Then its entries (with `--inputs`, what each task call was given),
+//! its sleeps, the timeouts of its event and child waits (apart from the sleeps), its events
+//! (with who sent them), its children and its timeline (with who made each change).
 //!
 //! `runs start NAME@VERSION --input JSON` and `runs send ID EVENT --payload JSON` (`@FILE`
 //! reads the JSON from a file) work without the workflow's code: the catalog the workers
@@ -40,22 +60,80 @@
 //! `runs retry ID` moves a failed run back to delivery after a fix: its recorded entries replay
 //! and only the task call whose unhandled failure failed it runs again (`--rerun-interrupted`
 //! lets it re-run a task interrupted under an at-most-once policy, `--even-if-observed` retry a
-//! child whose parent acted on its end). `runs cancel|retry|requeue|resume` take one id, or
-//! select many with the filter flags of `runs list` (or `--ids-from FILE`, at most `--max`):
-//! then they only print the count and the ids (`{"action", "dry_run": true, "count", "ids"}`,
-//! a file `--ids-from` reads) unless `--yes`, which acts on each run and prints one outcome per
-//! run (`{"action", "done", "skipped", "failed", "results": [{"id", "outcome": "done" |
-//! "skipped" | "failed", "status" | "reason" | "error"}]}`; exit 1 when any failed). A run that
-//! no longer qualifies is skipped, not changed. `runs fork ID [--drop ADDRESS]... [--drop-from
-//! ADDRESS]` starts a new run of the same version from an ended one (completed tasks, ended
-//! children, sleeps and received events carried; failed calls run again) and prints it; the
-//! same options give the same fork.
+//! child whose parent acted on its end, `--rerun-child` retry with it the failed child whose
+//! recorded failure failed it, `--force` retry even a run that would replay the same failure).
+//! `runs release ID [--force]` releases a running run whose executor is gone, once claim
+//! recovery has confirmed its claim stale (refused in one line until then, saying when); with
+//! `--force`, at once. `runs fork ID [--drop ADDRESS]... [--drop-from ADDRESS]` starts a new
+//! run of the same version from an ended one and prints it; the same options give the same
+//! fork.
 //!
-//! Exit codes: 0 done; 1 the command failed (one line on standard error says why; for `check`:
-//! the check could not run); 2 a usage error (an unknown flag, a malformed id, an unknown
-//! status). `runs result`: 0 completed (the output is printed), 3 failed, 4 cancelled, 5 still
-//! running when `--timeout` passed. `check`: 0 the gate passed, 6 a run would diverge, be
-//! stranded, mismatch or break (or fail what `--deny` adds).
+//! `runs cancel|retry|requeue|resume` take one id, or select many with the filter flags of
+//! `runs list` (or `--ids-from FILE`, at most `--max`): then they only print the count and the
+//! ids (`{"action", "dry_run": true, "count", "ids"}`, a file `--ids-from` reads) unless
+//! `--yes`, which acts on them (`--rate N`: at most N runs a second) and prints each outcome as
+//! it happens: a table row, or with `-o jsonl` a line `{"id", "outcome": "done" | "skipped" |
+//! "failed", "status" | "reason" | "error"}`, then the summary `{"action", "done", "skipped",
+//! "failed", "not_attempted", "interrupted", "error"}` (`-o json`: the summary with `"results":
+//! [OUTCOME, ...]`, printed at the end, an interrupted action included). A run that no longer
+//! qualifies is skipped, not changed. Ctrl-C (SIGINT) stops the action between runs: those in
+//! flight finish and are printed, no other starts, and the summary counts those not attempted.
+//! A failure that is not a run's own (the store refuses the write: a read-only role) stops the
+//! action at the first run, and is said once.
+//!
+//! # Workflows and workers
+//!
+//! `workflows` lists every version with runs or a catalog entry: its runs by status, the pools
+//! of its live workers, and the builds (catalog fingerprints) they run, flagged when they
+//! differ (a rolling deploy in progress, or a worker left behind on old code). `workers` lists
+//! the workers seen in the last hour (`--within D`, or `--all` for every heartbeat kept): live,
+//! stopped (said so at shutdown) or gone (silent for two refresh intervals), their pool, the
+//! versions they serve with their builds, and how they time their claims.
+//!
+//! # JSON documents
+//!
+//! `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}` (`jsonl`: one `RUN` per line, then
+//! `{"next": CURSOR}` if there is a next page); `runs show` prints `{"run": RUN, "doing":
+//! "what it does, in words", "retry_command": "aiki runs retry …" or null, "serving_workers":
+//! [WORKER_ID, ...], "entries": [ENTRY_RECORD, ...], "sleeps": [...], "events": [...],
+//! "children": [RUN, ...], "timeline": [CHANGE, ...]}` (the runtime's own timer and queue names,
+//! which start with U+0001, as they are); the actions, `runs release` and `runs start` print
+//! the run as it is afterwards; `runs send` prints `{"run_id", "event", "delivered"}`
+//! (`delivered` is `false` when the reference id was used before); `workflows` prints
+//! `[{"workflow", "version", "by_status": {STATUS: COUNT}, "oldest_queued_at", "catalog":
+//! CATALOG_ENTRY or null, "pools": [POOL, ...], "builds": [{"fingerprint", "published_by",
+//! "published_at", "live_workers": [WORKER_ID, ...]}], "mixed_builds": BOOL}]` (`catalog`: the
+//! build starts are checked against first); `workers` prints `[WORKER, ...]`; `migrate` prints
+//! `{"outcome": "created" | "migrated" | "up_to_date" | "newer" | "no_schema", "found",
+//! "applied": [{"version", "description"}], "version", "release"}`.
+//!
+//! A `RUN` is the store's run record (`aiki::RunRecord`: its wait set under `wait` while it is
+//! suspended, `pause_requested_at` and `pause_requested_by` while a pause is pending); an
+//! `ENTRY_RECORD` an `EntryRecord` (`address`, `index`, `kind`, `status`, `output`, `attempts`,
+//! `error`, `input`: what a task call was given, `{"aiki_input_omitted_bytes": N}` when it was
+//! too large to record); an event an `EventRecord` (`name`, `index`, `data`, `timed_out`,
+//! `sent_by`); a `CHANGE` a `StatusChange` (`from`, `to`, `reason`, `cause`, `revision`,
+//! `actor`, `at`); a `WORKER` a `WorkerRecord` (`id`, `host`, `pid`, `namespaces`, `pool`,
+//! `started_at`, `last_seen_at`, `fingerprints`, `stopped_at`, `claim_refresh_ms`,
+//! `claim_idle_timeout_ms`) with `"liveness": {"state": "live"} | {"state": "stopped", "at"} |
+//! {"state": "gone", "since"}`; a `CATALOG_ENTRY` a `CatalogEntry` (`namespace`, `fingerprint`,
+//! `input`, `output`, `events`, `retry`, `tasks`, `published_by`, `published_at`), as JSON.
+//!
+//! # Exit codes
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done (`runs result`: the run completed, its output is printed) |
+//! | 1 | the command failed, and trying it again as it is will not change that; one line on standard error says why (a bulk action: a run failed, or the store refused the action) |
+//! | 2 | a usage error: an unknown flag, a malformed value, a workflow or error kind the store does not know |
+//! | 3 | `runs result`: the run failed |
+//! | 4 | `runs result`: the run was cancelled |
+//! | 5 | `runs result`: the run had not ended when `--timeout` passed |
+//! | 6 | `check`: a run would diverge, be stranded, mismatch or break (or fail what `--deny` adds) |
+//! | 7 | the store could not be reached; the same command may work once it is back (`runs result --timeout`: it never answered, or not at the end) |
+//! | 130 | a bulk action interrupted by Ctrl-C; the summary says what was done and what was not attempted |
+//!
+//! # Your own binary
 //!
 //! [`main`] is the whole program. Two commands need the workflows' code and run only from a
 //! binary of your own built with [`App`]: `check`, the pre-deploy impact report (see
@@ -78,22 +156,29 @@
 //! }
 //! ```
 //!
-//! `check` prints a summary per workflow version and each run with something to say (`-o
-//! json`: `{"passed", "deny", "checked_at", "summary": [{"namespace", "runs", "by_verdict",
-//! "sleep_changes"}], "failing": [RUN_ID, ...], "runs": [IMPACT, ...], "other_services":
-//! [{"run_id", "namespace", "status"}]}`, an `IMPACT` being `aiki::impact::RunImpact` as JSON:
-//! `run_id`, `namespace`, `status`, `revision`, `verdict` (`{"kind": "safe" | "new_work" |
-//! "diverges" | "mismatch" | "stranded" | "broken" | "ends", ...}`), `new_work`, `resumes`,
-//! `sleeps`, `waits`, `blind`). It opens the store in check mode like every command here, so it
-//! runs against a read-only database role, and against the schema of the release deployed
-//! now, down to the oldest this release reads.
+//! `check -o table` prints a summary per workflow version, then one line per group of runs
+//! that would do the same at the same call site, with their count and one of them (`-o json`
+//! lists every run: `{"passed", "deny", "checked_at", "summary": [{"namespace", "runs",
+//! "by_verdict", "sleep_changes"}], "failing": [RUN_ID, ...], "runs": [IMPACT, ...],
+//! "other_services": [{"run_id", "namespace", "status"}]}`, an `IMPACT` being
+//! `aiki::impact::RunImpact` as JSON: `run_id`, `namespace`, `status`, `revision`, `verdict`
+//! (`{"kind": "safe" | "new_work" | "diverges" | "mismatch" | "stranded" | "broken" | "ends",
+//! ...}`), `new_work`, `resumes`, `sleeps`, `waits`, `blind`). It opens the store in check mode
+//! like every command here, so it runs against a read-only database role, and against the
+//! schema of the release deployed now, down to the oldest this release reads.
 
 mod args;
 mod bulk;
 mod check;
+mod failure;
+mod filter;
+mod migrate;
+mod outcomes;
 mod output;
+mod result;
 mod runs;
 mod send;
+mod show;
 mod waits;
 mod workers;
 mod workflows;
@@ -105,10 +190,12 @@ use aiki::{Worker, WorkerBuilder};
 use clap::Parser;
 
 pub use args::Cli;
+pub use failure::Failure;
 
-/// Exit code: a command failed.
+/// Exit code: a command failed (and trying again as it is will not change that).
 pub const EXIT_ERROR: u8 = 1;
-/// Exit code: a usage error.
+/// Exit code: a usage error (an unknown flag, a malformed value, a workflow or error kind the
+/// store does not know).
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code of `runs result`: the run failed.
 pub const EXIT_FAILED: u8 = 3;
@@ -119,30 +206,13 @@ pub const EXIT_TIMED_OUT: u8 = 5;
 /// Exit code of `check`: a run would diverge, be stranded, mismatch or break under this build
 /// (or fail what `--deny` adds).
 pub const EXIT_UNSAFE: u8 = 6;
-
-/// A failed command: the one line to print, and the exit code.
-#[derive(Debug)]
-pub struct Failure {
-    /// What went wrong, and what to do.
-    pub message: String,
-    /// The exit code.
-    pub code: u8,
-}
-
-impl Failure {
-    pub(crate) fn error(message: impl std::fmt::Display) -> Self {
-        Failure {
-            message: message.to_string(),
-            code: EXIT_ERROR,
-        }
-    }
-}
-
-impl<E: std::error::Error> From<E> for Failure {
-    fn from(error: E) -> Self {
-        Failure::error(error)
-    }
-}
+/// Exit code: the store could not be reached (refused, timed out, went away); the same command
+/// may succeed once it is back. `runs result --timeout` exits so when the store never answered
+/// before the timeout.
+pub const EXIT_UNREACHABLE: u8 = 7;
+/// Exit code of a bulk action stopped by Ctrl-C (SIGINT): the runs in flight finished, the
+/// rest were not attempted; the summary says how many of each.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs the `aiki` command with these arguments (the first is the program's name), printing
 /// to standard output and error; returns the exit code. The commands that need the workflows'
@@ -222,16 +292,25 @@ impl App {
         }
     }
 
-    /// Runs a parsed command; the exit code, or the failure to report.
+    /// Runs a parsed command; the exit code, or the failure to report. Standard output closed
+    /// by its reader ends the command quietly, with exit code 0.
     pub async fn run(&self, cli: Cli) -> Result<u8, Failure> {
         let mut out = std::io::stdout().lock();
         let format = cli.format();
-        match &cli.command {
+        let result = match &cli.command {
             args::Command::Runs(command) => runs::run(self, &cli, command, format, &mut out).await,
             args::Command::Workflows => workflows::list(&cli, format, &mut out).await,
-            args::Command::Workers => workers::list(&cli, format, &mut out).await,
-            args::Command::Migrate => workflows::migrate(&cli, &mut out).await,
+            args::Command::Workers(args) => workers::list(&cli, args, format, &mut out).await,
+            args::Command::Migrate => migrate::migrate(&cli, format, &mut out).await,
             args::Command::Check(args) => check::check(self, &cli, args, format, &mut out).await,
+        };
+        let result = result.and_then(|code| {
+            std::io::Write::flush(&mut out)?;
+            Ok(code)
+        });
+        match result {
+            Err(failure) if failure.is_reader_gone() => Ok(0),
+            other => other,
         }
     }
 
@@ -266,12 +345,16 @@ fn usage(error: clap::Error) -> ExitCode {
     }
     let text = error.to_string();
     let line = text.lines().next().unwrap_or("usage error");
-    eprintln!("{line} (see --help)");
+    eprintln!("{} (see --help)", output::text(line));
     ExitCode::from(EXIT_USAGE)
 }
 
+/// Prints a failure in one line, with nothing a terminal would act on.
 fn fail(failure: Failure) -> ExitCode {
+    if failure.is_reader_gone() {
+        return ExitCode::SUCCESS;
+    }
     let line = failure.message.replace('\n', " ");
-    eprintln!("error: {line}");
+    eprintln!("error: {}", output::text(&line));
     ExitCode::from(failure.code)
 }

@@ -67,8 +67,19 @@ impl Table {
         }
     }
 
+    /// Adds a row; control characters in its cells are shown, not sent to the terminal.
     pub(crate) fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.rows.push(
+            cells
+                .into_iter()
+                .map(|cell| text(&cell).into_owned())
+                .collect(),
+        );
+    }
+
+    /// Whether it has no row but its header.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.len() <= 1
     }
 
     pub(crate) fn print(&self, out: &mut impl Write) -> Result<(), Failure> {
@@ -104,6 +115,40 @@ impl Table {
         }
         Ok(())
     }
+}
+
+/// `text` with nothing a terminal would act on: a C0 control character is shown as its
+/// Unicode control picture (U+0001 as `␁`, a newline as `␊`), DEL as `␡`, and C1 controls and
+/// the bidirectional overrides that reorder what is shown as `\u{…}`. Everything stored
+/// (names, messages, payloads) goes through it before a terminal sees it.
+pub(crate) fn text(text: &str) -> std::borrow::Cow<'_, str> {
+    let escaped =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\0'..='\u{1f}' => shown.push(char::from_u32(0x2400 + c as u32).unwrap_or('?')),
+            '\u{7f}' => shown.push('\u{2421}'),
+            c if escaped(c) => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => shown.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
+/// An instant as people read it in any time zone: `2025-03-01T10:00:00Z`.
+pub(crate) fn timestamp(at: Millis) -> String {
+    let at = std::time::UNIX_EPOCH
+        + std::time::Duration::from_millis(u64::try_from(at).unwrap_or_default());
+    humantime::format_rfc3339_seconds(at).to_string()
+}
+
+/// The first 12 characters of a build's fingerprint: enough to tell builds apart.
+pub(crate) fn short(fingerprint: &str) -> &str {
+    fingerprint.get(..12).unwrap_or(fingerprint)
 }
 
 /// `3 min ago`, `in 2 h 5 min`, `now`.
@@ -157,6 +202,26 @@ mod tests {
         assert_eq!(span(10_740_000), "2 h 59 min");
         assert_eq!(span(3_600_000), "1 h");
         assert_eq!(span(273_600_000), "3 d 4 h");
+    }
+
+    #[test]
+    fn control_characters_never_reach_a_terminal() {
+        assert_eq!(text("plain"), "plain");
+        assert_eq!(text("\u{1}event:paid"), "\u{2401}event:paid");
+        assert_eq!(text("a\nb\x1b[31m"), "a\u{240a}b\u{241b}[31m");
+        assert_eq!(text("\u{7f}\u{85}\u{202e}x"), "\u{2421}\\u{85}\\u{202e}x");
+        let mut table = Table::new(&["name"]);
+        table.row(vec!["\u{1}child:ship:1".into()]);
+        let mut out = Vec::new();
+        table.print(&mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_in_utc() {
+        assert_eq!(timestamp(0), "1970-01-01T00:00:00Z");
+        assert_eq!(timestamp(1_740_823_200_500), "2025-03-01T10:00:00Z");
     }
 
     #[test]

@@ -1,57 +1,138 @@
-//! `aiki workers`: the workers seen lately.
+//! `aiki workers`: the workers seen lately, whether each is live, stopped or gone, what it
+//! serves with which build, and how it times its claims.
 
 use std::io::Write;
 use std::time::Duration;
 
-use aiki::Client;
+use aiki::{Liveness, Millis};
 use aiki_store::WorkerRecord;
+use serde_json::{Value, json};
 
 use crate::Failure;
-use crate::args::{Cli, Format};
-use crate::output::{Table, json, relative};
+use crate::args::{Cli, Format, WorkersArgs};
+use crate::output::{Table, json, relative, short, span};
 use crate::runs::client;
 
-/// A worker counts as live when its heartbeat is at most this old: four beats at the default
-/// claim-refresh interval (30 s).
-pub(crate) const LIVE_WITHIN: Duration = Duration::from_secs(120);
+/// The workers `aiki workers` lists by default: those seen within the last hour.
+const RECENT: Duration = Duration::from_secs(3600);
 
-/// The live workers.
-pub(crate) async fn live(client: &Client) -> Result<Vec<WorkerRecord>, Failure> {
-    Ok(client.live_workers(LIVE_WITHIN).await?)
-}
+/// Far enough back for every heartbeat a store keeps (and far from overflowing a clock).
+const EVER: Duration = Duration::from_secs(100 * 365 * 86_400);
 
-pub(crate) async fn list(cli: &Cli, format: Format, out: &mut impl Write) -> Result<u8, Failure> {
-    let workers = live(&client(cli).await?).await?;
+pub(crate) async fn list(
+    cli: &Cli,
+    args: &WorkersArgs,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let within = match (args.all, args.within) {
+        (true, _) => EVER,
+        (false, within) => within.unwrap_or(RECENT),
+    };
+    let workers = client(cli).await?.live_workers(within).await?;
+    let now = aiki::Clock::now(&aiki::SystemClock);
     match format {
         Format::Table => {
-            let mut table = Table::new(&["id", "host", "pid", "pool", "serves", "started", "seen"]);
+            let mut table = Table::new(&[
+                "id",
+                "state",
+                "host",
+                "pid",
+                "pool",
+                "serves (build)",
+                "claims",
+                "started",
+                "seen",
+            ]);
             for worker in &workers {
-                let serves: Vec<String> = worker.namespaces.iter().map(|n| n.to_string()).collect();
                 table.row(vec![
                     worker.id.clone(),
+                    state(Liveness::of(worker, now), now),
                     worker.host.clone(),
                     worker.pid.to_string(),
                     worker.pool.clone(),
-                    serves.join(", "),
+                    serves(worker),
+                    claims(worker),
                     relative(worker.started_at),
                     relative(worker.last_seen_at),
                 ]);
             }
             table.print(out)?;
             if workers.is_empty() {
-                writeln!(
-                    out,
-                    "no worker seen in the last {} s",
-                    LIVE_WITHIN.as_secs()
-                )?;
+                let when = if args.all {
+                    "ever".to_owned()
+                } else {
+                    format!("in the last {}", span(millis(within)))
+                };
+                writeln!(out, "no worker seen {when}")?;
             }
         }
-        Format::Json => json(out, format, &serde_json::to_value(&workers)?)?,
+        Format::Json => {
+            let documents: Vec<Value> = workers.iter().map(|w| document(w, now)).collect();
+            json(out, format, &json!(documents))?;
+        }
         Format::Jsonl => {
             for worker in &workers {
-                json(out, format, &serde_json::to_value(worker)?)?;
+                json(out, format, &document(worker, now))?;
             }
         }
     }
     Ok(0)
+}
+
+/// A worker's record as JSON, with how it stands now under `liveness`.
+fn document(worker: &WorkerRecord, now: Millis) -> Value {
+    let mut document = serde_json::to_value(worker).expect("BUG: worker records serialize");
+    if let Some(object) = document.as_object_mut() {
+        object.insert(
+            "liveness".to_owned(),
+            serde_json::to_value(Liveness::of(worker, now)).expect("BUG: liveness serializes"),
+        );
+    }
+    document
+}
+
+/// `live`, `stopped 3 min ago`, `gone since 5 min`.
+pub(crate) fn state(liveness: Liveness, now: Millis) -> String {
+    match liveness {
+        Liveness::Live => "live".to_owned(),
+        Liveness::Stopped { at } => format!("stopped {}", relative(at)),
+        Liveness::Gone { since } => format!("gone since {}", span(now - since)),
+        _ => "unknown".to_owned(),
+    }
+}
+
+/// The versions it registers, each with the short fingerprint of the build it runs.
+fn serves(worker: &WorkerRecord) -> String {
+    let serves: Vec<String> = worker
+        .namespaces
+        .iter()
+        .map(|namespace| {
+            let name = namespace.to_string();
+            match worker.fingerprints.get(&name) {
+                Some(fingerprint) => format!("{name} ({})", short(fingerprint)),
+                None => name,
+            }
+        })
+        .collect();
+    serves.join(", ")
+}
+
+/// How it times its claims: its refresh interval and idle timeout, if it said.
+fn claims(worker: &WorkerRecord) -> String {
+    match (worker.claim_refresh_ms, worker.claim_idle_timeout_ms) {
+        (None, None) => "defaults".to_owned(),
+        (refresh, idle) => {
+            let ms = |value: Option<i64>| match value {
+                None => "default".to_owned(),
+                Some(ms) if ms < 1000 => format!("{ms} ms"),
+                Some(ms) => span(ms),
+            };
+            format!("refresh {}, idle {}", ms(refresh), ms(idle))
+        }
+    }
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }

@@ -417,3 +417,47 @@ impl Harness {
         self.advance(Duration::from_millis(confirm) + Duration::from_secs(1));
     }
 }
+
+/// A login role that may only read the schema of a PostgreSQL store URL (from
+/// [`Backend::fresh_url`]); returns the URL that logs in with it, and the role (to
+/// [`drop_role`] afterwards).
+pub async fn read_only_role(url: &str) -> (String, String) {
+    use sqlx::Connection;
+    let schema = url
+        .split("aiki_schema=")
+        .nth(1)
+        .expect("a test schema")
+        .split('&')
+        .next()
+        .expect("a schema name")
+        .to_owned();
+    let mut admin = sqlx::PgConnection::connect(&postgres_url())
+        .await
+        .expect("PostgreSQL answers");
+    let role = format!("{schema}_ro");
+    for statement in [
+        format!("CREATE ROLE {role} LOGIN"),
+        format!("GRANT USAGE ON SCHEMA {schema} TO {role}"),
+        format!("GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}"),
+    ] {
+        sqlx::query(&statement)
+            .execute(&mut admin)
+            .await
+            .expect("the role is made");
+    }
+    (url.replacen("postgres@", &format!("{role}@"), 1), role)
+}
+
+/// Drops a role [`read_only_role`] made.
+pub async fn drop_role(role: &str) {
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(&postgres_url())
+        .await
+        .expect("PostgreSQL answers");
+    for statement in [format!("DROP OWNED BY {role}"), format!("DROP ROLE {role}")] {
+        sqlx::query(&statement)
+            .execute(&mut admin)
+            .await
+            .expect("the role is dropped");
+    }
+}

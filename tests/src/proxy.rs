@@ -80,6 +80,24 @@ impl FaultProxy {
     }
 }
 
+/// The PostgreSQL test server's address (from [`postgres_url`](crate::postgres_url)), for a
+/// proxy in front of it.
+pub fn postgres_server() -> SocketAddr {
+    let url = crate::postgres_url();
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let (host, port) = host.split_once(':').unwrap_or((host, "5432"));
+    let host = if host == "localhost" {
+        "127.0.0.1"
+    } else {
+        host
+    };
+    format!("{host}:{port}").parse().expect("a host:port")
+}
+
 impl Drop for FaultProxy {
     fn drop(&mut self) {
         self.task.abort();

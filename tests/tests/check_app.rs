@@ -39,31 +39,6 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// A read-only role on a PostgreSQL store's schema, and the URL that logs in with it.
-async fn read_only(url: &str) -> String {
-    use sqlx::Connection;
-    let schema = url
-        .split("aiki_schema=")
-        .nth(1)
-        .expect("a test schema")
-        .split('&')
-        .next()
-        .unwrap()
-        .to_owned();
-    let mut admin = sqlx::PgConnection::connect(&aiki_tests::postgres_url())
-        .await
-        .unwrap();
-    let role = format!("{schema}_ro");
-    for statement in [
-        format!("CREATE ROLE {role} LOGIN"),
-        format!("GRANT USAGE ON SCHEMA {schema} TO {role}"),
-        format!("GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}"),
-    ] {
-        sqlx::query(&statement).execute(&mut admin).await.unwrap();
-    }
-    url.replacen("postgres@", &format!("{role}@"), 1)
-}
-
 async fn the_check_gates_a_deploy(backend: Backend) {
     let url = backend.fresh_url().await;
     let mut h = Harness::on_url(&url).await;
@@ -76,7 +51,7 @@ async fn the_check_gates_a_deploy(backend: Backend) {
     mail.result().await.unwrap();
     h.deploy(|w| w).await;
     let url = match backend {
-        Backend::Postgres => read_only(&url).await,
+        Backend::Postgres => aiki_tests::read_only_role(&url).await.0,
         _ => url,
     };
     let before = h.store.load_history(ledger.id()).await.unwrap();
@@ -263,7 +238,12 @@ async fn bad_input_is_refused_in_one_line(backend: Backend) {
     );
     // A store that is not there: the check could not run.
     let missing = app("postgres://postgres@127.0.0.1:1/none", &["check"]);
-    assert_eq!(missing.status.code(), Some(1), "{}", stderr(&missing));
+    assert_eq!(
+        missing.status.code(),
+        Some(aiki_cli::EXIT_UNREACHABLE.into()),
+        "{}",
+        stderr(&missing)
+    );
 }
 
 mod sqlite {

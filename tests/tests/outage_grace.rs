@@ -20,7 +20,7 @@ use aiki::{Client, RunStatus};
 use aiki_tests::crash::LongOnce;
 use aiki_tests::processes::WorkerProcesses;
 use aiki_tests::proxy::FaultProxy;
-use aiki_tests::{Backend, caller_claim_clock, postgres_url};
+use aiki_tests::{Backend, caller_claim_clock};
 
 const REFRESH_MS: i64 = 2_000;
 const IDLE_MS: i64 = 6_000;
@@ -32,23 +32,6 @@ fn outage() -> Duration {
             .and_then(|secs| secs.parse().ok())
             .unwrap_or(120),
     )
-}
-
-/// The PostgreSQL server's address, from the test URL.
-fn server() -> std::net::SocketAddr {
-    let url = postgres_url();
-    let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let (host, port) = host.split_once(':').unwrap_or((host, "5432"));
-    let host = if host == "localhost" {
-        "127.0.0.1"
-    } else {
-        host
-    };
-    format!("{host}:{port}").parse().expect("a host:port")
 }
 
 fn worker(url: &str, effects: &PathBuf, id: &str, pool: &str, long_task: Duration) -> Command {
@@ -81,7 +64,9 @@ async fn after_an_outage_a_fresh_sweeper_releases_only_the_dead_executors_run() 
     // The test reads through its own connection, which the proxy does not carry.
     let store = aiki::connect(&direct).await.expect("the store opens");
     let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(20));
-    let proxy = FaultProxy::start(server()).await.expect("the proxy starts");
+    let proxy = FaultProxy::start(aiki_tests::proxy::postgres_server())
+        .await
+        .expect("the proxy starts");
     let proxied = proxy.url_through(&direct);
     let effects = std::env::temp_dir().join(format!("aiki-grace-{}.log", uuid::Uuid::new_v4()));
     let outage = outage();

@@ -144,7 +144,11 @@ async fn releases_side_by_side(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(report.found, Some(n));
-    assert_eq!(report.applied.len(), 2, "the operations and contract migrations: {report:?}");
+    assert_eq!(
+        report.applied.len(),
+        2,
+        "the operations and contract migrations: {report:?}"
+    );
     old_worker.shutdown().await;
     let new_client = Client::new(new.clone());
     let new_worker = worker(&new, "release-n+1");

@@ -10,8 +10,8 @@ use aiki::store::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
     NewEvent, NewRun, RunId, RunRecord, SleepRecord, StoreError, Transition,
 };
-use aiki::{BoxStore, Client, Run, RunStatus, TaskError, Worker, WorkflowError};
-use aiki_tests::{Backend, Harness, on_every_backend};
+use aiki::{BoxStore, Client, Run, RunStatus, State, TaskError, Worker, WorkflowError};
+use aiki_tests::{Backend, Executions, Harness, on_every_backend};
 
 #[aiki::task(name = "add-one")]
 async fn add_one(n: u64) -> Result<u64, TaskError> {
@@ -125,7 +125,11 @@ async fn a_custom_subscriber_discovers_work_and_gets_its_own_heartbeats(backend:
 }
 
 #[aiki::task(name = "stuck", retry = fixed(max_attempts = 2, delay_ms = 1))]
-async fn stuck(ctx: aiki::TaskContext) -> Result<u32, TaskError> {
+async fn stuck(
+    ctx: aiki::TaskContext,
+    State(executions): State<Executions>,
+) -> Result<u32, TaskError> {
+    executions.record("stuck");
     if ctx.attempt() == 1 {
         // The first attempt never ends on its own.
         std::future::pending::<()>().await;
@@ -150,6 +154,15 @@ async fn shutdown_waits_then_leaves_unfinished_runs_for_recovery(backend: Backen
         .start();
     let run = h.client.start::<StuckFlow>(aiki::NoInput).await.unwrap();
     h.reach(&run, RunStatus::Running).await;
+    // The task is in flight (a shutdown before it starts releases the run at once instead).
+    let deadline = tokio::time::Instant::now() + aiki_tests::PATIENCE;
+    while h.executions.count("stuck") == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never started"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let stopping = tokio::time::Instant::now();
     worker.shutdown().await;
     let waited = stopping.elapsed();

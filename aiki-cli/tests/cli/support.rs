@@ -13,9 +13,13 @@ pub(crate) async fn cli_step(n: u32) -> Result<u32, TaskError> {
     Ok(n + 1)
 }
 
+/// Its error holds what an outside system may send: a newline, and terminal escapes (a colour,
+/// and a window title set by OSC ... BEL).
 #[aiki::task(name = "cli-broken")]
 async fn cli_broken() -> Result<u32, TaskError> {
-    Err(TaskError::new("the provider said no"))
+    Err(TaskError::new(
+        "the provider said no\n\x1b[31mHTTP 503\x1b[0m\x1b]0;pwned\x07",
+    ))
 }
 
 #[aiki::workflow(name = "cli-done", version = "1")]
@@ -24,7 +28,7 @@ pub(crate) async fn cli_done(run: &Run, n: u32) -> Result<u32, WorkflowError> {
 }
 
 #[aiki::workflow(name = "cli-fails", version = "1")]
-async fn cli_fails(run: &Run) -> Result<u32, WorkflowError> {
+pub(crate) async fn cli_fails(run: &Run) -> Result<u32, WorkflowError> {
     CliBroken.start(run).await
 }
 
@@ -43,7 +47,7 @@ pub(crate) async fn cli_waits(run: &Run) -> Result<u32, WorkflowError> {
 
 /// No worker serves it.
 #[aiki::workflow(name = "cli-unserved", version = "1")]
-async fn cli_unserved(_run: &Run) -> Result<(), WorkflowError> {
+pub(crate) async fn cli_unserved(_run: &Run) -> Result<(), WorkflowError> {
     Ok(())
 }
 
@@ -144,23 +148,44 @@ impl Output {
             self.stdout, self.stderr
         );
         assert_eq!(self.stderr.lines().count(), 1, "one line: {}", self.stderr);
-        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        assert!(!self.stderr.contains("panicked at"), "{}", self.stderr);
         self.stderr.trim_end()
     }
 }
 
+/// `aiki ARGS` on the store at `url`, acting as `USER@HOST` of this machine (no `AIKI_ACTOR`).
 pub(crate) fn aiki(url: &str, args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_aiki"))
+    aiki_with(url, args, &[])
+}
+
+/// The `aiki` binary on the store at `url`, without `AIKI_ACTOR` from the test's environment.
+pub(crate) fn command(url: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_aiki"));
+    command
         .env("AIKI_URL", url)
         .env_remove("RUST_BACKTRACE")
-        .args(args)
-        .output()
-        .expect("the binary runs");
+        .env_remove("AIKI_ACTOR");
+    command
+}
+
+/// `aiki ARGS` with these environment variables set.
+pub(crate) fn aiki_with(url: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = command(url);
+    command.args(args);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("the binary runs");
     Output {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
+}
+
+/// Whether `text` would make a terminal act (a control character other than a line's end).
+pub(crate) fn has_control(text: &str) -> bool {
+    text.chars().any(|c| c.is_control() && c != '\n')
 }
 
 /// `aiki runs COMMAND ID -o FORMAT`.
@@ -191,4 +216,14 @@ pub(crate) fn ids(list: &Value) -> Vec<String> {
         .iter()
         .map(|run| run["id"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// The version of workflow `name` in `aiki workflows -o json`.
+pub(crate) fn workflow<'a>(workflows: &'a Value, name: &str) -> &'a Value {
+    workflows
+        .as_array()
+        .expect("a list of versions")
+        .iter()
+        .find(|version| version["workflow"] == name)
+        .unwrap_or_else(|| panic!("{name} in {workflows}"))
 }

@@ -246,6 +246,28 @@ impl WorkflowError {
         )
     }
 
+    /// Every kind a run's recorded error may have: those of [`kind`](WorkflowError::kind),
+    /// and the runtime's own `corrupt_history` (a history that cannot be read).
+    pub const KINDS: &'static [&'static str] = &[
+        "non_determinism",
+        "direct_task_call",
+        "interrupted",
+        "task_failed",
+        "output_schema_mismatch",
+        "child_failed",
+        "child_conflict",
+        "event_payload_mismatch",
+        "input_schema_mismatch",
+        "not_serializable",
+        "invalid_input",
+        "missing_state",
+        "lost",
+        "panicked",
+        "duration_too_long",
+        "failed",
+        "corrupt_history",
+    ];
+
     /// A short `snake_case` name of the kind, as recorded in the run's error.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -352,5 +374,28 @@ impl fmt::Debug for TaskError {
 impl<E: std::error::Error> From<E> for TaskError {
     fn from(error: E) -> Self {
         TaskError::new(error)
+    }
+}
+
+#[cfg(test)]
+mod kinds {
+    use super::WorkflowError;
+
+    /// `KINDS` lists exactly the kinds `kind` gives (read from its match, so a new variant's
+    /// kind cannot be forgotten), and the worker's own.
+    #[test]
+    fn every_kind_is_listed() {
+        let source = include_str!("mod.rs");
+        let start = source.find("pub fn kind(&self)").expect("kind's source");
+        let body = &source[start..start + source[start..].find("\n    }\n").expect("its end")];
+        let given: Vec<&str> = body
+            .split("=> \"")
+            .skip(1)
+            .map(|rest| &rest[..rest.find('"').expect("a string")])
+            .collect();
+        assert_eq!(given.len(), 16, "{given:?}");
+        let mut listed: Vec<&str> = WorkflowError::KINDS.to_vec();
+        listed.retain(|kind| *kind != "corrupt_history");
+        assert_eq!(listed, given);
     }
 }

@@ -1,9 +1,18 @@
 //! Bulk actions over a filter: a dry run lists the runs an action applies to; execution takes
-//! that list (or the filter with a maximum), acts on each run in chunks, and reports one
-//! outcome per run, skipping those that no longer qualify.
+//! that list (or the filter with a maximum), acts on several runs at once, and reports one
+//! outcome per run, skipping those that no longer qualify. [`Client::bulk_each`] reports each
+//! outcome as it comes and stops cleanly when told to (a Ctrl-C), or at the first failure that
+//! is not the run's own.
 
-use aiki_store::{RunFilter, RunId, RunRecord, RunStatus};
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::pin::pin;
+use std::time::Duration;
+
+use aiki_store::{RunFilter, RunId, RunRecord, RunStatus, StoreError};
+use futures_util::StreamExt;
 use futures_util::future::join_all;
+use futures_util::stream::FuturesUnordered;
 
 use super::any::{Action, AnyRun};
 use super::recover::RetryOptions;
@@ -67,8 +76,55 @@ pub enum BulkOutcome {
     /// Left alone: the run no longer qualifies (its status changed since the dry run, it is
     /// gone, or the action refused it), and why.
     Skipped(ClientError),
-    /// The action could not be applied (the store failed); the run may be tried again.
+    /// The action could not be applied (the store failed); the run may be tried again. See
+    /// [`is_fatal`](BulkOutcome::is_fatal) for a failure that is not the run's own.
     Failed(ClientError),
+}
+
+impl BulkOutcome {
+    /// What applying the action to a run came to: the store's refusals that are about the run
+    /// (it is gone, it moved, its status forbids the move) and the action's own refusals skip
+    /// it; any other store error fails it.
+    fn of(result: Result<RunRecord, ClientError>) -> BulkOutcome {
+        match result {
+            Ok(record) => BulkOutcome::Done(Box::new(record)),
+            Err(ClientError::Store(error)) if !is_about_the_run(&error) => {
+                BulkOutcome::Failed(ClientError::Store(error))
+            }
+            Err(error) => BulkOutcome::Skipped(error),
+        }
+    }
+
+    /// `true` for a failure that is not the run's own and would fail every other run the
+    /// same way: the store refused the write (a role without the right to write, a schema
+    /// this release cannot use, a backend error), rather than being briefly unreachable
+    /// ([`StoreError::is_transient`]) or finding one run's record unreadable.
+    /// [`Client::bulk_each`] stops at the first.
+    pub fn is_fatal(&self) -> bool {
+        match self {
+            BulkOutcome::Failed(ClientError::Store(error)) => {
+                !error.is_transient()
+                    && !matches!(
+                        error,
+                        StoreError::Corrupt { .. } | StoreError::Incompatible { .. }
+                    )
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether a store error refuses the action because of the run itself (it is gone, another
+/// writer moved it, its status forbids the move, a pause is pending on it): the run no longer
+/// qualifies.
+fn is_about_the_run(error: &StoreError) -> bool {
+    matches!(
+        error,
+        StoreError::NotFound { .. }
+            | StoreError::RevisionConflict { .. }
+            | StoreError::InvalidTransition { .. }
+            | StoreError::PauseRequested { .. }
+    )
 }
 
 /// How many runs a bulk action works on at once.
@@ -113,31 +169,92 @@ impl Client {
 
     /// Applies `action` to each run of `ids` (a dry run's list), 25 runs at a time, and
     /// returns one outcome per run, in the order given. A run that no longer qualifies is
-    /// skipped and reported; nothing else is touched.
+    /// skipped and reported; nothing else is touched. Every run is tried, whatever the others
+    /// came to: [`bulk_each`](Client::bulk_each) reports each outcome as it comes and stops
+    /// when told to, or at a failure that would fail every run.
     pub async fn bulk(&self, action: BulkAction, ids: &[RunId]) -> Vec<(RunId, BulkOutcome)> {
         let mut outcomes = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(CHUNK) {
-            let results = join_all(chunk.iter().map(|id| async move {
-                let run = self.any_run(*id);
-                let outcome = match action.apply(&run).await {
-                    Ok(record) => BulkOutcome::Done(Box::new(record)),
-                    Err(error @ ClientError::Store(_)) if !is_not_found(&error) => {
-                        BulkOutcome::Failed(error)
-                    }
-                    Err(error) => BulkOutcome::Skipped(error),
-                };
-                (*id, outcome)
-            }))
-            .await;
+            let results = join_all(chunk.iter().map(|id| self.bulk_one(action, *id))).await;
             outcomes.extend(results);
         }
         outcomes
     }
-}
 
-fn is_not_found(error: &ClientError) -> bool {
-    matches!(
-        error,
-        ClientError::Store(aiki_store::StoreError::NotFound { .. })
-    )
+    /// Applies `action` to each run of `ids` (a dry run's list) and hands every outcome to
+    /// `each` as soon as it is known (in the order the runs finish), so that a caller can
+    /// print it at once: what was done is never lost to an interruption.
+    ///
+    /// It starts with one run, then keeps up to 25 in flight, starting one at most every
+    /// `pace` if given (a rate limit on the workers the action wakes). It stops starting runs
+    /// when `stop` completes (a Ctrl-C), when `each` returns [`ControlFlow::Break`], or after
+    /// a [fatal](BulkOutcome::is_fatal) outcome (the store refused a write for a reason that is
+    /// not the run's: every other run would fail the same way); the runs in flight then finish
+    /// and are reported. Returns the runs never attempted, in the order given (empty when it
+    /// went through the whole list).
+    ///
+    /// ```no_run
+    /// # async fn cancel_all(client: aiki::Client, ids: Vec<aiki::RunId>) {
+    /// use std::ops::ControlFlow;
+    ///
+    /// let interrupted = async {
+    ///     let _ = tokio::signal::ctrl_c().await;
+    /// };
+    /// let left = client
+    ///     .bulk_each(aiki::BulkAction::Cancel, &ids, None, interrupted, |id, outcome| {
+    ///         println!("{id}: {outcome:?}");
+    ///         ControlFlow::Continue(())
+    ///     })
+    ///     .await;
+    /// println!("{} not attempted", left.len());
+    /// # }
+    /// ```
+    pub async fn bulk_each(
+        &self,
+        action: BulkAction,
+        ids: &[RunId],
+        pace: Option<Duration>,
+        stop: impl Future<Output = ()>,
+        mut each: impl FnMut(RunId, BulkOutcome) -> ControlFlow<()>,
+    ) -> Vec<RunId> {
+        let mut stop = pin!(stop);
+        let mut stopping = false;
+        let mut next = 0;
+        let mut in_flight = FuturesUnordered::new();
+        // One run alone first: a store that refuses every write says so once.
+        let mut limit = 1;
+        let mut next_start = tokio::time::Instant::now();
+        loop {
+            let now = tokio::time::Instant::now();
+            while !stopping && next < ids.len() && in_flight.len() < limit && next_start <= now {
+                in_flight.push(self.bulk_one(action, ids[next]));
+                next += 1;
+                if let Some(pace) = pace {
+                    next_start = next_start.max(now) + pace;
+                }
+            }
+            if in_flight.is_empty() && (stopping || next >= ids.len()) {
+                break;
+            }
+            let may_start = !stopping && next < ids.len() && in_flight.len() < limit;
+            tokio::select! {
+                biased;
+                () = &mut stop, if !stopping => stopping = true,
+                Some((id, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
+                    limit = CHUNK;
+                    let fatal = outcome.is_fatal();
+                    if each(id, outcome).is_break() || fatal {
+                        stopping = true;
+                    }
+                }
+                () = tokio::time::sleep_until(next_start), if may_start => {}
+            }
+        }
+        ids[next..].to_vec()
+    }
+
+    async fn bulk_one(&self, action: BulkAction, id: RunId) -> (RunId, BulkOutcome) {
+        let run = self.any_run(id);
+        (id, BulkOutcome::of(action.apply(&run).await))
+    }
 }

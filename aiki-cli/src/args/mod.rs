@@ -1,0 +1,196 @@
+//! The command line: the global flags and the commands; `runs` has a module of its own.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::Failure;
+
+mod parse;
+mod runs;
+
+pub(crate) use parse::parse_duration;
+pub(crate) use runs::{
+    ActArgs, FilterArgs, ListArgs, RunsCommand, SendArgs, StartArgs, WorkflowArg,
+};
+
+/// List, inspect and operate the runs of an Aiki store.
+#[derive(Debug, Parser)]
+#[command(name = "aiki", version, about)]
+pub struct Cli {
+    /// The store: `sqlite://FILE`, `postgres://…` or `memory:`.
+    #[arg(long, env = "AIKI_URL", global = true)]
+    pub url: Option<String>,
+    /// Output: `table` (the default on a terminal), `json` (the default otherwise) or `jsonl`.
+    #[arg(short = 'o', long = "output", global = true)]
+    pub output: Option<Format>,
+    /// Leave inputs, outputs and event data out.
+    #[arg(long, global = true)]
+    pub no_payloads: bool,
+    /// Who acts: recorded on the timeline of every run this command starts, forks, sends an
+    /// event to or acts on (default: `USER@HOST`).
+    #[arg(long, env = "AIKI_ACTOR", global = true, value_parser = parse::parse_actor)]
+    pub actor: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl Cli {
+    /// The store's URL.
+    pub(crate) fn url(&self) -> Result<&str, Failure> {
+        self.url.as_deref().ok_or_else(|| Failure {
+            message: "no store named: give `--url URL` or set `AIKI_URL`".to_owned(),
+            code: crate::EXIT_USAGE,
+        })
+    }
+
+    /// The output format asked for, or the default for where standard output goes.
+    pub(crate) fn format(&self) -> Format {
+        self.output.unwrap_or(if std::io::stdout().is_terminal() {
+            Format::Table
+        } else {
+            Format::Json
+        })
+    }
+
+    /// Who acts: `--actor`, `AIKI_ACTOR`, else `USER@HOST`.
+    pub(crate) fn actor(&self) -> String {
+        self.actor.clone().unwrap_or_else(|| {
+            let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+            default_actor(
+                var("USER").or_else(|| var("LOGNAME")),
+                var("HOSTNAME").or_else(|| {
+                    std::fs::read_to_string("/proc/sys/kernel/hostname")
+                        .ok()
+                        .map(|name| name.trim().to_owned())
+                        .filter(|name| !name.is_empty())
+                }),
+            )
+        })
+    }
+}
+
+/// `user@host`, with `unknown` for what is not known, cleaned of what cannot be printed.
+fn default_actor(user: Option<String>, host: Option<String>) -> String {
+    let clean = |text: Option<String>| {
+        text.map(|text| text.chars().filter(|c| !c.is_control()).collect::<String>())
+            .filter(|text| !text.is_empty())
+            .unwrap_or_else(|| "unknown".to_owned())
+    };
+    format!("{}@{}", clean(user), clean(host))
+}
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for people.
+    Table,
+    /// One JSON document.
+    Json,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum Command {
+    /// Runs: list, show, wait for a result, act on one or many.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// The workflow versions that have runs or a catalog entry: counts by status, the pools
+    /// serving them, and whether their live workers run different builds.
+    Workflows,
+    /// The workers seen lately (the last hour by default): live, stopped or gone, what they
+    /// serve and which build, how they time their claims.
+    Workers(WorkersArgs),
+    /// Applies pending migrations to the store's schema and says what it found and applied.
+    Migrate,
+    /// The pre-deploy impact report: replays every run that has not ended against the
+    /// workflows compiled into this binary, writing nothing, and says which would break
+    /// (exit 6) — from a binary of your own built with `aiki_cli::App::workflows`.
+    Check(CheckArgs),
+}
+
+/// `workers`.
+#[derive(Debug, Args)]
+pub struct WorkersArgs {
+    /// Every worker the store has a heartbeat of, however old.
+    #[arg(long, conflicts_with = "within")]
+    pub all: bool,
+    /// The workers seen within this long (`30s`, `5m`, `2h`, `1d`; default `1h`).
+    #[arg(long, value_parser = parse_duration)]
+    pub within: Option<Duration>,
+}
+
+/// `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Only runs of this workflow.
+    #[arg(long)]
+    pub workflow: Option<String>,
+    /// Only runs of this version (with `--workflow`).
+    #[arg(long)]
+    pub version: Option<String>,
+    /// Only runs of this worker pool.
+    #[arg(long)]
+    pub pool: Option<String>,
+    /// Also failed runs that failed within this long (`30s`, `5m`, `2h`, `1d`): what `runs
+    /// retry` would revive.
+    #[arg(long, value_parser = parse_duration)]
+    pub failed_within: Option<Duration>,
+    /// Also fail (exit 6) on: `new-work`, `sleep-changes`, `blind` (a wait the check cannot
+    /// see past), `other-services` (runs of workflows this build does not register); repeat,
+    /// or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    pub deny: Vec<Deny>,
+    /// At most this many runs.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max: Option<u32>,
+}
+
+/// What else fails the check's gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Deny {
+    /// A run that would start work with nothing recorded for it.
+    NewWork,
+    /// A sleep asked for with another duration than recorded.
+    SleepChanges,
+    /// A wait the check could not look past.
+    Blind,
+    /// Runs of workflows this build does not register.
+    OtherServices,
+}
+
+impl Deny {
+    /// The flag's value.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Deny::NewWork => "new-work",
+            Deny::SleepChanges => "sleep-changes",
+            Deny::Blind => "blind",
+            Deny::OtherServices => "other-services",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_actor;
+
+    #[test]
+    fn the_default_actor_is_user_at_host() {
+        assert_eq!(
+            default_actor(Some("ana".into()), Some("box".into())),
+            "ana@box"
+        );
+        assert_eq!(default_actor(None, None), "unknown@unknown");
+        assert_eq!(
+            default_actor(Some("a\u{1}na".into()), Some("\n".into())),
+            "ana@unknown"
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! The parsers of flag values: each refuses a bad value with a message that says what a good
+//! one looks like (clap prints it as a usage error, exit 2).
+
+use std::time::Duration;
+
+use aiki::RunId;
+use serde_json::Value;
+
+use super::WorkflowArg;
+
+/// Who acts (`--actor`): a name of at most 200 characters, none of them a control character.
+pub(super) fn parse_actor(text: &str) -> Result<String, String> {
+    let name = text.trim();
+    if name.is_empty() {
+        return Err("the actor must not be empty: give a name such as `ana@ops`".to_owned());
+    }
+    if name.chars().any(char::is_control) {
+        return Err("the actor must not hold control characters".to_owned());
+    }
+    if name.chars().count() > 200 {
+        return Err("the actor is longer than 200 characters".to_owned());
+    }
+    Ok(name.to_owned())
+}
+
+/// Text to look for: not empty (which would match everything).
+pub(super) fn parse_text(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    Ok(text.to_owned())
+}
+
+/// A run id: a UUID.
+pub(crate) fn parse_run_id(text: &str) -> Result<RunId, String> {
+    text.parse().map_err(|_| {
+        format!("`{text}` is not a run id (a UUID such as 1b4e28ba-2fa1-41d2-883f-0016d3cca427)")
+    })
+}
+
+/// `NAME@VERSION` or `NAME`.
+pub(super) fn parse_workflow(text: &str) -> Result<WorkflowArg, String> {
+    let bad = || format!("`{text}` is not a workflow version such as order-processing@1.0.0");
+    let (name, version) = match text.split_once('@') {
+        Some((name, version)) => (name, Some(version)),
+        None => (text, None),
+    };
+    if name.is_empty() || version.is_some_and(|v| v.is_empty() || v.contains('@')) {
+        return Err(bad());
+    }
+    Ok(WorkflowArg {
+        name: name.to_owned(),
+        version: version.map(str::to_owned),
+    })
+}
+
+/// JSON, or `@FILE` naming a file of JSON.
+pub(super) fn parse_json(text: &str) -> Result<Value, String> {
+    let (source, json) = match text.strip_prefix('@') {
+        Some(path) => (
+            format!("file `{path}`"),
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read `{path}`: {e}"))?,
+        ),
+        None => (format!("`{text}`"), text.to_owned()),
+    };
+    serde_json::from_str(&json).map_err(|e| format!("{source} is not JSON: {e}"))
+}
+
+/// `30s`, `5m`, `2h`, `1d` (a number and a unit).
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("`{text}` is not a duration such as 30s, 5m, 2h or 1d");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    // At most a century: further back than any run, and far from overflowing.
+    number
+        .checked_mul(seconds)
+        .filter(|seconds| *seconds <= 100 * 365 * 86_400)
+        .map(Duration::from_secs)
+        .ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflows_are_a_name_and_maybe_a_version() {
+        assert_eq!(
+            parse_workflow("orders@1.2"),
+            Ok(WorkflowArg {
+                name: "orders".into(),
+                version: Some("1.2".into())
+            })
+        );
+        assert_eq!(parse_workflow("orders").unwrap().version, None);
+        for bad in ["", "@1", "orders@", "a@b@c"] {
+            let error = parse_workflow(bad).unwrap_err();
+            assert!(error.contains("not a workflow version"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn json_is_given_inline_or_from_a_file() {
+        assert_eq!(parse_json(r#"{"n": 1}"#), Ok(serde_json::json!({"n": 1})));
+        let error = parse_json("{n: 1}").unwrap_err();
+        assert!(error.starts_with("`{n: 1}` is not JSON"), "{error}");
+        let error = parse_json("@/nonexistent/input.json").unwrap_err();
+        assert!(
+            error.starts_with("cannot read `/nonexistent/input.json`"),
+            "{error}"
+        );
+        let file = std::env::temp_dir().join(format!("aiki-cli-{}.json", std::process::id()));
+        std::fs::write(&file, "[1, 2").unwrap();
+        let error = parse_json(&format!("@{}", file.display())).unwrap_err();
+        assert!(error.contains("is not JSON"), "{error}");
+        std::fs::write(&file, "[1, 2]").unwrap();
+        assert_eq!(
+            parse_json(&format!("@{}", file.display())),
+            Ok(serde_json::json!([1, 2]))
+        );
+        std::fs::remove_file(file).unwrap();
+    }
+
+    #[test]
+    fn durations_have_a_number_and_a_unit() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
+        for bad in [
+            "",
+            "5",
+            "m",
+            "5w",
+            "-5m",
+            "1.5h",
+            "99999999999999999999d",
+            "36501d",
+        ] {
+            let error = parse_duration(bad).unwrap_err();
+            assert!(error.contains("not a duration"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn actors_are_printable_names() {
+        assert_eq!(parse_actor(" ana@ops "), Ok("ana@ops".to_owned()));
+        for bad in ["", "  ", "a\u{1}b", &"x".repeat(201)] {
+            assert!(parse_actor(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_text("").is_err());
+        assert_eq!(parse_text(" x"), Ok(" x".to_owned()));
+    }
+}
