@@ -135,6 +135,16 @@ impl StoreError {
         matches!(self, StoreError::RevisionConflict { .. })
     }
 
+    /// The [`StoreError::Invalid`] of a change-stream cursor the store did not hand out.
+    pub fn bad_cursor(cursor: &crate::ChangeCursor) -> Self {
+        StoreError::Invalid {
+            message: format!(
+                "`{cursor}` is not a change-stream cursor of this store; start from the empty \
+                 cursor or pass back the `next` of a page"
+            ),
+        }
+    }
+
     /// A [`StoreError::NotFound`] for a run.
     pub fn run_not_found(id: RunId) -> Self {
         StoreError::NotFound {

@@ -103,6 +103,12 @@ impl RunStatus {
         matches!(self, RunStatus::Scheduled) || self.is_suspended()
     }
 
+    /// Whether a run leaving `running` for `self` with a pause requested lands in `paused`
+    /// instead: every move but an end.
+    pub const fn held_by_pause(self) -> bool {
+        RunStatus::Running.can_move_to(self) && !self.is_terminal()
+    }
+
     /// The transition table. `true` when a run in `self` may move to `to`.
     ///
     /// * `scheduled` becomes `queued` when due; `queued` becomes `running` when claimed, or

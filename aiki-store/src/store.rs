@@ -239,7 +239,9 @@ pub trait Store: Send + Sync + Debug + 'static {
 
     /// The change stream: up to `limit` status changes after `cursor`, and the cursor that
     /// follows them. A reader that follows the cursors gets every committed change exactly
-    /// once, in the order they were made within what committed together. With `limit` 0, no
+    /// once, in the order they were made within what committed together (the order of the
+    /// changes one statement makes, a child's end and the wake-up of its parent, is not
+    /// specified). An empty page means the reader is caught up for now. With `limit` 0, no
     /// changes and a cursor at the end of the stream now (to read only what comes next).
     /// [`StoreError::Invalid`] for a cursor the store did not hand out.
     async fn changes_since(

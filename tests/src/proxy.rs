@@ -1,13 +1,14 @@
 //! A TCP fault proxy for outage tests: it listens on a free loopback port and forwards every
 //! connection to a server, until it is cut: then it drops every connection it carries and
-//! closes each new one at once (the server looks down to its clients), until restored. The
-//! shared database server itself is never stopped.
+//! closes each new one at once (the server looks down to its clients); or frozen: then it
+//! forwards nothing and closes nothing (a network partition: calls hang), keeping what it holds
+//! for when it is restored. The shared database server itself is never stopped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use tokio::io::copy_bidirectional;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -16,6 +17,8 @@ use tokio::sync::watch;
 pub struct FaultProxy {
     port: u16,
     cut: Arc<AtomicBool>,
+    /// `true` while frozen: nothing is forwarded.
+    frozen: watch::Sender<bool>,
     /// Bumped at every cut: connections carried before it end.
     generation: watch::Sender<u64>,
     accepted: Arc<AtomicU64>,
@@ -29,17 +32,20 @@ impl FaultProxy {
         let port = listener.local_addr()?.port();
         let cut = Arc::new(AtomicBool::new(false));
         let (generation, _) = watch::channel(0u64);
+        let (frozen, _) = watch::channel(false);
         let accepted = Arc::new(AtomicU64::new(0));
         let task = tokio::spawn(serve(
             listener,
             server,
             cut.clone(),
             generation.clone(),
+            frozen.clone(),
             accepted.clone(),
         ));
         Ok(FaultProxy {
             port,
             cut,
+            frozen,
             generation,
             accepted,
             task,
@@ -58,9 +64,17 @@ impl FaultProxy {
         self.generation.send_modify(|generation| *generation += 1);
     }
 
-    /// The server is reachable again.
+    /// The network between the clients and the server is partitioned from now on: nothing is
+    /// forwarded, nothing closed; their calls hang until [`restore`](FaultProxy::restore),
+    /// which delivers what was held.
+    pub fn freeze(&self) {
+        self.frozen.send_replace(true);
+    }
+
+    /// The server is reachable again (after a cut or a freeze).
     pub fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
+        self.frozen.send_replace(false);
     }
 
     /// How many connections it has accepted.
@@ -109,13 +123,14 @@ async fn serve(
     server: SocketAddr,
     cut: Arc<AtomicBool>,
     generation: watch::Sender<u64>,
+    frozen: watch::Sender<bool>,
     accepted: Arc<AtomicU64>,
 ) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted_connection = listener.accept() => {
-                let Ok((mut client, _)) = accepted_connection else { continue };
+                let Ok((client, _)) = accepted_connection else { continue };
                 accepted.fetch_add(1, Ordering::SeqCst);
                 if cut.load(Ordering::SeqCst) {
                     drop(client);
@@ -123,16 +138,44 @@ async fn serve(
                 }
                 let mut ended = generation.subscribe();
                 let born = *ended.borrow_and_update();
+                let mut thawed = frozen.subscribe();
+                let (up, down) = (frozen.subscribe(), frozen.subscribe());
                 connections.spawn(async move {
-                    let Ok(mut upstream) = TcpStream::connect(server).await else { return };
+                    // A connection made while frozen waits to reach the server.
+                    if thawed.wait_for(|frozen| !*frozen).await.is_err() {
+                        return;
+                    }
+                    let Ok(upstream) = TcpStream::connect(server).await else { return };
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = upstream.into_split();
                     tokio::select! {
-                        _ = copy_bidirectional(&mut client, &mut upstream) => {}
+                        _ = pump(client_read, server_write, up) => {}
+                        _ = pump(server_read, client_write, down) => {}
                         _ = ended.wait_for(|now| *now != born) => {}
                     }
                 });
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
+    }
+}
+
+/// Copies `from` to `to`, holding what it read while frozen (nothing is lost or reordered).
+async fn pump(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    mut frozen: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        let read = from.read(&mut buffer).await?;
+        if read == 0 {
+            return Ok(());
+        }
+        if frozen.wait_for(|frozen| !*frozen).await.is_err() {
+            return Ok(());
+        }
+        to.write_all(&buffer[..read]).await?;
     }
 }
 

@@ -1,8 +1,10 @@
 //! Claim recovery's grace after a store outage lives in the store, not in one process's memory:
 //! PostgreSQL is made unreachable through a TCP fault proxy (the shared server is never
 //! stopped) for two minutes, far past the claim idle timeout, while one worker process runs
-//! long tasks and another, holding a run too, has been `kill -9`ed. As the store returns, a
-//! fresh worker process starts and sweeps at once: it releases none of the live worker's runs
+//! long tasks and another, holding a run too, has been `kill -9`ed. The proxy partitions the
+//! network rather than refusing connections: calls hang instead of failing fast, the harder
+//! case for an executor that must refresh as soon as the store answers. As the store returns,
+//! a fresh worker process starts and sweeps at once: it releases none of the live worker's runs
 //! (that worker refreshes its claims within the confirmation window), and releases the dead
 //! one's within the documented bound. Claims are timed by the callers' clocks
 //! (`aiki_claim_clock=caller`), as the issue asks: no server clock hides a stale heartbeat.
@@ -97,7 +99,7 @@ async fn after_an_outage_a_fresh_sweeper_releases_only_the_dead_executors_run() 
     }
     workers.kill_9(doomed);
 
-    proxy.cut();
+    proxy.freeze();
     eprintln!("store unreachable through the proxy for {outage:?}");
     tokio::time::sleep(outage).await;
     // Nothing could sweep meanwhile: every worker reaches the store through the proxy.

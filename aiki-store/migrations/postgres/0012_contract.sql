@@ -14,4 +14,48 @@ ALTER TABLE aiki_timeline ADD COLUMN seq BIGINT;
 ALTER TABLE aiki_timeline ADD COLUMN xid xid8;
 ALTER TABLE aiki_timeline ALTER COLUMN seq SET DEFAULT nextval('aiki_timeline_seq');
 ALTER TABLE aiki_timeline ALTER COLUMN xid SET DEFAULT pg_current_xact_id();
-CREATE INDEX aiki_timeline_xid ON aiki_timeline (xid) WHERE xid IS NOT NULL;
+-- The index readers page by is built by the next migration, concurrently: building it here
+-- would block every status change for as long as a large timeline takes to scan.
+
+-- A run leaving `running` by a statement that does not know pause requests (a release before
+-- them) honours the request all the same: it lands in `paused` (an end stays an end), and no
+-- request or stale mark outlives the claim it was made on. This release's statements clear
+-- both themselves, so this never fires for them.
+CREATE FUNCTION aiki_leave_running() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.pause_requested_at IS NOT NULL AND NEW.status IN ('queued', 'scheduled', 'sleeping',
+            'awaiting_event', 'awaiting_retry', 'awaiting_child_workflow') THEN
+        UPDATE aiki_runs
+        SET status = 'paused', revision = revision + 1, due_at = NULL, wait_set = NULL,
+            change_actor = NEW.pause_requested_by, change_cause = NULL,
+            change_rev = revision + 1,
+            pause_requested_at = NULL, pause_requested_by = NULL, stale_since = NULL
+        WHERE id = NEW.id;
+    ELSE
+        UPDATE aiki_runs
+        SET pause_requested_at = NULL, pause_requested_by = NULL, stale_since = NULL
+        WHERE id = NEW.id;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+ALTER FUNCTION aiki_leave_running() SET search_path FROM CURRENT;
+
+CREATE TRIGGER aiki_runs_leave_running
+AFTER UPDATE OF status ON aiki_runs
+FOR EACH ROW
+WHEN (OLD.status = 'running' AND NEW.status <> 'running'
+      AND (NEW.pause_requested_at IS NOT NULL OR NEW.stale_since IS NOT NULL))
+EXECUTE FUNCTION aiki_leave_running();
+
+-- The tasks each build's runs were seen calling (a worker declares only the tasks registered
+-- one by one): kept apart from the build's entry, so that the pods of one build add to the
+-- list instead of overwriting each other's.
+CREATE TABLE aiki_catalog_tasks (
+    workflow    TEXT NOT NULL,
+    version     TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    declaration TEXT NOT NULL, -- JSON: aiki_store::TaskDeclaration
+    PRIMARY KEY (workflow, version, fingerprint, name)
+);

@@ -14,7 +14,7 @@ CREATE TABLE aiki_outbox_seq (
 INSERT INTO aiki_outbox_seq (id, last) VALUES (1, 0);
 
 ALTER TABLE aiki_timeline ADD COLUMN seq INTEGER;
-CREATE INDEX aiki_timeline_seq ON aiki_timeline (seq) WHERE seq IS NOT NULL;
+CREATE INDEX aiki_timeline_by_seq ON aiki_timeline (seq) WHERE seq IS NOT NULL;
 
 CREATE TRIGGER aiki_timeline_number
 AFTER INSERT ON aiki_timeline
@@ -24,3 +24,43 @@ BEGIN
     UPDATE aiki_timeline SET seq = (SELECT last FROM aiki_outbox_seq WHERE id = 1)
     WHERE run_id = NEW.run_id AND revision = NEW.revision;
 END;
+
+-- A run leaving `running` by a statement that does not know pause requests (a release before
+-- them) honours the request all the same: it lands in `paused` (an end stays an end), and no
+-- request or stale mark outlives the claim it was made on. This release's statements clear
+-- both themselves, so this never fires for them.
+CREATE TRIGGER aiki_runs_leave_running_paused
+AFTER UPDATE OF status ON aiki_runs
+WHEN OLD.status = 'running' AND NEW.pause_requested_at IS NOT NULL
+    AND NEW.status IN ('queued', 'scheduled', 'sleeping', 'awaiting_event', 'awaiting_retry',
+        'awaiting_child_workflow')
+BEGIN
+    UPDATE aiki_runs
+    SET status = 'paused', revision = revision + 1, due_at = NULL, wait_set = NULL,
+        change_actor = NEW.pause_requested_by, change_cause = NULL, change_rev = revision + 1,
+        pause_requested_at = NULL, pause_requested_by = NULL, stale_since = NULL
+    WHERE id = NEW.id;
+END;
+
+CREATE TRIGGER aiki_runs_leave_running
+AFTER UPDATE OF status ON aiki_runs
+WHEN OLD.status = 'running' AND NEW.status <> 'running'
+    AND (NEW.pause_requested_at IS NOT NULL OR NEW.stale_since IS NOT NULL)
+    AND NOT (NEW.pause_requested_at IS NOT NULL AND NEW.status IN ('queued', 'scheduled', 'sleeping', 'awaiting_event', 'awaiting_retry',
+        'awaiting_child_workflow'))
+BEGIN
+    UPDATE aiki_runs SET pause_requested_at = NULL, pause_requested_by = NULL, stale_since = NULL
+    WHERE id = NEW.id;
+END;
+
+-- The tasks each build's runs were seen calling (a worker declares only the tasks registered
+-- one by one): kept apart from the build's entry, so that the pods of one build add to the
+-- list instead of overwriting each other's.
+CREATE TABLE aiki_catalog_tasks (
+    workflow    TEXT NOT NULL,
+    version     TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    declaration TEXT NOT NULL, -- JSON: aiki_store::TaskDeclaration
+    PRIMARY KEY (workflow, version, fingerprint, name)
+) STRICT;

@@ -133,6 +133,35 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
     }
     let back = store.get_run(back.id).await.expect("get_run");
     assert_eq!(back.claim_stale_since, None, "its refresh cleared the mark");
+
+    // A mark older than two windows proves nothing (no sweep ran in between: the store was
+    // unreachable, say): it is made anew, and the claim released a window after that.
+    let silent = running(store, "silent-worker", second).await;
+    let marked = second + TIMING.idle_timeout_ms;
+    store
+        .release_stale_claims(marked, TIMING)
+        .await
+        .expect("mark");
+    let much_later = marked + 3 * TIMING.confirm_ms;
+    let released = store
+        .release_stale_claims(much_later, TIMING)
+        .await
+        .expect("sweep");
+    assert!(!released.contains(&silent.id), "an old mark is not trusted");
+    assert_eq!(
+        store
+            .get_run(silent.id)
+            .await
+            .expect("get_run")
+            .claim_stale_since,
+        Some(much_later),
+        "marked anew"
+    );
+    let released = store
+        .release_stale_claims(much_later + TIMING.confirm_ms, TIMING)
+        .await
+        .expect("sweep");
+    assert!(released.contains(&silent.id));
 }
 
 /// Runs left `queued` longer than `max_age` move to `stalled`, and can be requeued.

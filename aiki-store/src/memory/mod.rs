@@ -218,24 +218,11 @@ impl Store for MemoryStore {
                 to: RunStatus::Queued,
             });
         }
-        let beat = run.heartbeat_at.unwrap_or(run.updated_at);
-        let confirmed = confirm_ms.is_none_or(|confirm| {
-            run.claim_stale_since
-                .is_some_and(|mark| mark <= now - confirm && beat <= mark)
-        });
+        let confirmed = confirm_ms.is_none_or(|window| state::confirmed_stale(run, now, window));
         if !confirmed {
             return Ok(None);
         }
-        let to = match run.pause_requested_at {
-            Some(_) => RunStatus::Paused,
-            None => RunStatus::Queued,
-        };
-        state.set_status(id, to, None, now, Note::by(actor));
-        let run = state.runs.get_mut(&id).expect("BUG: released run vanished");
-        run.pause_requested_at = None;
-        run.pause_requested_by = None;
-        run.claim_stale_since = None;
-        Ok(Some(run.clone()))
+        Ok(Some(state::release(&mut state, id, now, actor)))
     }
 
     async fn request_pause(
@@ -468,27 +455,19 @@ impl Store for MemoryStore {
             .filter(|run| {
                 run.status == RunStatus::Running
                     && beat(run) < now - timing.idle_timeout_ms
-                    && run
-                        .claim_stale_since
-                        .is_some_and(|mark| mark <= now - timing.confirm_ms && beat(run) <= mark)
+                    && state::confirmed_stale(run, now, timing.confirm_ms)
             })
             .map(|run| run.id)
             .collect();
         for id in &stale {
-            let run = &state.runs[id];
-            let (to, note) = match run.pause_requested_at {
-                Some(_) => (RunStatus::Paused, Note::by(run.pause_requested_by.clone())),
-                None => (RunStatus::Queued, Note::default()),
-            };
-            state.set_status(*id, to, None, now, note);
-            let run = state.runs.get_mut(id).expect("BUG: released run vanished");
-            run.pause_requested_at = None;
-            run.pause_requested_by = None;
-            run.claim_stale_since = None;
+            state::release(&mut state, *id, now, None);
         }
+        let window = timing.confirm_ms;
         for run in state.runs.values_mut() {
-            let unmarked = run.claim_stale_since.is_none_or(|mark| beat(run) > mark);
-            if run.status == RunStatus::Running && beat(run) < now - timing.confirm_ms && unmarked {
+            let current = run
+                .claim_stale_since
+                .is_some_and(|mark| beat(run) <= mark && mark > now - 2 * window);
+            if run.status == RunStatus::Running && beat(run) < now - window && !current {
                 run.claim_stale_since = Some(now);
             }
         }
@@ -537,18 +516,12 @@ impl Store for MemoryStore {
     ) -> Result<crate::ChangePage, StoreError> {
         let after: usize = match cursor.as_str() {
             "" => 0,
-            text => text.parse().map_err(|_| StoreError::Invalid {
-                message: format!(
-                    "`{text}` is not a change-stream cursor of this store; start from the empty \
-                     cursor or pass back the `next` of a page"
-                ),
-            })?,
+            text => text.parse().map_err(|_| StoreError::bad_cursor(cursor))?,
         };
         let state = self.lock();
         let limit = limit.min(MAX_PAGE) as usize;
-        let after = after.min(state.stream.len());
         let (changes, next) = if limit == 0 {
-            (Vec::new(), state.stream.len())
+            (Vec::new(), state.stream.len().max(after))
         } else {
             let changes: Vec<crate::Change> = state
                 .stream

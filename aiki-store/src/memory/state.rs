@@ -9,10 +9,37 @@ use crate::{
     Transition, WorkerRecord,
 };
 
-/// Whether a run leaving `running` for `to` with a pause requested lands in `paused` instead:
-/// every move but an end.
-pub(super) fn held_by_pause(to: RunStatus) -> bool {
-    RunStatus::Running.can_move_to(to) && !to.is_terminal()
+/// Whether `run`'s claim is confirmed stale at `now` with the confirmation window `window` (as
+/// the SQL stores' `confirmed_stale`): marked at least one window ago and at most two (an older
+/// mark proves nothing: no sweep ran between), and not refreshed since.
+pub(super) fn confirmed_stale(run: &RunRecord, now: Millis, window: i64) -> bool {
+    let beat = run.heartbeat_at.unwrap_or(run.updated_at);
+    run.claim_stale_since
+        .is_some_and(|mark| mark <= now - window && mark > now - 2 * window && beat <= mark)
+}
+
+/// Releases `run`'s claim at `now` (claim recovery's, an operator's `actor`): back to `queued`,
+/// or to `paused` when a pause was requested.
+pub(super) fn release(
+    state: &mut State,
+    id: RunId,
+    now: Millis,
+    actor: Option<String>,
+) -> RunRecord {
+    let run = &state.runs[&id];
+    let (to, actor) = match run.pause_requested_at {
+        Some(_) => (
+            RunStatus::Paused,
+            actor.or_else(|| run.pause_requested_by.clone()),
+        ),
+        None => (RunStatus::Queued, actor),
+    };
+    state.set_status(id, to, None, now, Note::by(actor));
+    let run = state.runs.get_mut(&id).expect("BUG: released run vanished");
+    run.pause_requested_at = None;
+    run.pause_requested_by = None;
+    run.claim_stale_since = None;
+    run.clone()
 }
 
 /// A status change as the memory store keeps it: the change, and the facts its reason is
@@ -227,7 +254,7 @@ impl State {
         let mut due_at = transition.due_at;
         let mut actor = transition.actor.clone();
         let requested = state.runs[&id].pause_requested_at.is_some();
-        if from == RunStatus::Running && requested && held_by_pause(to) {
+        if from == RunStatus::Running && requested && to.held_by_pause() {
             // Leaving `running` with a pause requested lands in `paused`.
             to = RunStatus::Paused;
             due_at = None;

@@ -33,6 +33,9 @@ mod url;
 /// The embedded migrations of the PostgreSQL schema.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
+/// The session advisory lock one migrator holds while it migrates (any schema of the database).
+const MIGRATION_LOCK: i64 = 7_411_803_270_455_829_812;
+
 /// The schema of Aiki's tables unless told otherwise.
 pub const DEFAULT_SCHEMA: &str = "aiki";
 
@@ -307,12 +310,40 @@ impl Dialect for PgDialect {
             }
             tx.commit().await.map_err(map)?;
         }
+        // One migrator at a time, under a lock taken by polling rather than by sqlx's blocking
+        // `pg_advisory_lock`: an index built concurrently waits for every transaction older than
+        // it in the database, a session blocked on the lock among them, while the session
+        // building it holds the lock (PostgreSQL reports a deadlock). A poll is a short
+        // statement, so a waiting migrator holds no snapshot.
+        while !sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)")
+            .bind(MIGRATION_LOCK)
+            .fetch_one(&mut *connection)
+            .await
+            .map_err(map)?
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let unlocked = sqlx::migrate::Migrator {
+            migrations: migrator.migrations.clone(),
+            ignore_missing: migrator.ignore_missing,
+            locking: false,
+            no_tx: migrator.no_tx,
+        };
         // `run_direct` rather than `run`: `run`'s `Acquire` bound makes the future not `Send`
         // (sqlx's own workaround, see `Migrator::run_direct`).
-        migrator
+        let migrated = unlocked
             .run_direct(&mut *connection)
             .await
-            .map_err(|error| driver::POSTGRES.map_migrate_error(error))
+            .map_err(|error| driver::POSTGRES.map_migrate_error(error));
+        let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(MIGRATION_LOCK)
+            .execute(&mut *connection)
+            .await;
+        if unlocked.is_err() {
+            // The session may still hold the lock: close it rather than pool it.
+            connection.detach();
+        }
+        migrated
     }
 
     fn migrator() -> &'static sqlx::migrate::Migrator {

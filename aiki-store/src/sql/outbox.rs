@@ -70,12 +70,7 @@ impl OutboxStatements {
 }
 
 fn invalid(cursor: &ChangeCursor) -> StoreError {
-    StoreError::Invalid {
-        message: format!(
-            "`{cursor}` is not a change-stream cursor of this store; start from the empty cursor \
-             or pass back the `next` of a page"
-        ),
-    }
+    StoreError::bad_cursor(cursor)
 }
 
 /// `EARLIER/LATER/LAST` of a snapshot cursor (`None` for the empty one).
@@ -201,24 +196,35 @@ impl<D: Dialect> SqlStore<D> {
                         next: ChangeCursor::new(format!("{now}/-/0")),
                     });
                 }
-                // A batch is fixed by its later snapshot, taken when the batch starts.
-                let (later, last) = match later {
-                    Some(later) => (later, last),
-                    None => (current().await?, 0),
+                // A batch is fixed by its later snapshot, taken when the batch starts. A batch
+                // read to its end starts the next at once, so that an empty page means the
+                // reader is caught up, not merely at a batch's end.
+                let (mut earlier, mut later, mut last) = match later {
+                    Some(later) => (earlier, later, last),
+                    None => (earlier, current().await?, 0),
                 };
-                let rows = self
-                    .fetch(
-                        On::Read,
-                        page,
-                        &[
-                            Param::from(earlier.clone()),
-                            Param::from(later.as_str()),
-                            Param::from(last),
-                            Param::from(limit),
-                        ],
-                    )
-                    .await?;
-                let changes = rows.iter().map(change).collect::<Result<Vec<_>, _>>()?;
+                let mut fresh = last == 0;
+                let changes = loop {
+                    let rows = self
+                        .fetch(
+                            On::Read,
+                            page,
+                            &[
+                                Param::from(earlier.clone()),
+                                Param::from(later.as_str()),
+                                Param::from(last),
+                                Param::from(limit),
+                            ],
+                        )
+                        .await?;
+                    let changes = rows.iter().map(change).collect::<Result<Vec<_>, _>>()?;
+                    if !changes.is_empty() || fresh {
+                        break changes;
+                    }
+                    earlier = Some(std::mem::replace(&mut later, current().await?));
+                    last = 0;
+                    fresh = true;
+                };
                 let next = if (changes.len() as i64) < limit {
                     // The batch is read: the next one starts where it ended.
                     format!("{later}/-/0")

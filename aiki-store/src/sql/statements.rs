@@ -145,9 +145,34 @@ pub(crate) fn starts_allowed(level: Level, alias: &str, status: &str) -> String 
 }
 
 /// The statuses a run leaving `running` lands in as `paused` when a pause was requested of
-/// it: every move but an end (and `paused` itself).
+/// it (see [`RunStatus::held_by_pause`]).
 pub(crate) fn held_by_pause() -> String {
-    status_list(|status| RunStatus::Running.can_move_to(status) && !status.is_terminal())
+    status_list(RunStatus::held_by_pause)
+}
+
+/// The `SET` list of a claim's release (claim recovery's, an operator's), at `now`, recorded as
+/// done by `actor`: back to `queued`, or to `paused` when a pause was requested.
+fn release_set(now: &str, actor: &str) -> String {
+    format!(
+        "status = CASE WHEN pause_requested_at IS NULL THEN 'queued' ELSE 'paused' END, \
+         revision = revision + 1, due_at = NULL, \
+         queued_at = CASE WHEN pause_requested_at IS NULL THEN {now} ELSE queued_at END, \
+         updated_at = {now}, owner = NULL, heartbeat_at = NULL, stale_since = NULL, \
+         change_actor = {actor}, change_cause = NULL, change_rev = revision + 1, \
+         pause_requested_at = NULL, pause_requested_by = NULL"
+    )
+}
+
+/// Whether a `running` run's claim is confirmed stale at `now` (SQL) with the confirmation
+/// window `window`: marked at least one window ago, not refreshed since, and the mark fresh
+/// (at most two windows old). An older mark proves nothing: no sweep ran in between (the store
+/// was unreachable, say), so executors may not have had their window to refresh; the next sweep
+/// marks the claim anew instead.
+fn confirmed_stale(now: &str, window: &str) -> String {
+    format!(
+        "(stale_since <= {now} - {window} AND stale_since > {now} - 2 * {window} \
+         AND (heartbeat_at IS NULL OR heartbeat_at <= stale_since))"
+    )
 }
 
 /// The `SET` list of a transition's guarded update (see [`super::binds::transition`] for the
@@ -450,59 +475,45 @@ impl Statements {
             wake_for_event: render(wake_for_event(level)),
             release_stale: render(if level.operations {
                 format!(
-                    "UPDATE aiki_runs SET \
-                     status = CASE WHEN pause_requested_at IS NULL THEN 'queued' \
-                       ELSE 'paused' END, \
-                     revision = revision + 1, due_at = NULL, \
-                     queued_at = CASE WHEN pause_requested_at IS NULL THEN $1 \
-                       ELSE queued_at END, \
-                     updated_at = $1, owner = NULL, heartbeat_at = NULL, stale_since = NULL, \
-                     change_actor = pause_requested_by, change_cause = NULL, \
-                     change_rev = revision + 1, \
-                     pause_requested_at = NULL, pause_requested_by = NULL \
+                    "UPDATE aiki_runs SET {release} \
                      WHERE status = 'running' AND (heartbeat_at < {now} - $2 \
-                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) \
-                     AND stale_since <= {now} - $3 \
-                     AND (heartbeat_at IS NULL OR heartbeat_at <= stale_since) \
+                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) AND {confirmed} \
                      RETURNING id::text",
-                    now = dialect.claim_time("$1")
+                    release = release_set("$1", "pause_requested_by"),
+                    now = dialect.claim_time("$1"),
+                    confirmed = confirmed_stale(&dialect.claim_time("$1"), "$3"),
                 )
             } else {
-                // The schema of the previous release: one phase, and `$3` unused but bound.
+                // The schema of the previous release: one phase.
                 format!(
                     "UPDATE aiki_runs SET status = 'queued', revision = revision + 1, \
                      due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
-                     heartbeat_at = NULL WHERE status = 'running' AND $3 >= 0 \
+                     heartbeat_at = NULL WHERE status = 'running' \
                      AND (heartbeat_at < {now} - $2 \
                      OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) RETURNING id::text",
                     now = dialect.claim_time("$1")
                 )
             }),
+            // A claim unrefreshed for longer than the window `$3` is marked, unless its mark is
+            // still current: set since its last refresh, and fresh (see `confirmed_stale`).
             mark_stale: level.operations.then(|| {
                 render(format!(
                     "UPDATE aiki_runs SET stale_since = {now} \
                      WHERE status = 'running' AND (heartbeat_at < {now} - $3 \
                      OR (heartbeat_at IS NULL AND updated_at < $1 - $3)) \
-                     AND (stale_since IS NULL OR heartbeat_at > stale_since) AND $2 >= 0",
+                     AND (stale_since IS NULL OR heartbeat_at > stale_since \
+                       OR stale_since <= {now} - 2 * $3)",
                     now = dialect.claim_time("$1")
                 ))
             }),
             release_claim: level.operations.then(|| {
                 render(format!(
-                    "UPDATE aiki_runs SET \
-                     status = CASE WHEN pause_requested_at IS NULL THEN 'queued' \
-                       ELSE 'paused' END, \
-                     revision = revision + 1, due_at = NULL, \
-                     queued_at = CASE WHEN pause_requested_at IS NULL THEN $3 \
-                       ELSE queued_at END, \
-                     updated_at = $3, owner = NULL, heartbeat_at = NULL, stale_since = NULL, \
-                     change_actor = $5, change_cause = NULL, change_rev = revision + 1, \
-                     pause_requested_at = NULL, pause_requested_by = NULL \
+                    "UPDATE aiki_runs SET {release} \
                      WHERE id = $1::uuid AND revision = $2 AND status = 'running' \
-                     AND ($4::bigint IS NULL OR (stale_since <= {now} - $4 \
-                       AND (heartbeat_at IS NULL OR heartbeat_at <= stale_since))) \
+                     AND ($4::bigint IS NULL OR {confirmed}) \
                      RETURNING {run}::text",
-                    now = dialect.claim_time("$3")
+                    release = release_set("$3", "$5"),
+                    confirmed = confirmed_stale(&dialect.claim_time("$3"), "$4"),
                 ))
             }),
             request_pause: level.operations.then(|| {

@@ -274,9 +274,19 @@ async fn finish(run: &Run, transition: Transition) {
 /// Refreshes the claim every interval on the workers' clock (and, separately, the subscriber's
 /// own heartbeat for the run); drains the run when a refresh says a pause was requested, or the
 /// worker shuts down gracefully; returns when the run is lost.
+///
+/// A refresh that fails for want of the store is tried again soon, not an interval later, and
+/// none waits longer than a bound: claim recovery confirms a stale claim one refresh interval
+/// (and a margin) after the store answers again, so a live executor must refresh within that
+/// window, however long its calls hung during the outage.
 async fn refresh_claim(shared: &Shared, run: &Run) {
     let id = run.id();
     let interval = millis(shared.claim_refresh_interval);
+    // Real time: these bound calls to the store, they are not run timing.
+    let bound = (shared.claim_refresh_interval / 4).clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(5),
+    );
     let mut draining = shared.draining.subscribe();
     let mut shutting_down = false;
     let mut sleep = shared
@@ -293,10 +303,17 @@ async fn refresh_claim(shared: &Shared, run: &Run) {
             () = sleep.as_mut() => {}
             Ok(()) = draining.changed(), if !shutting_down => continue,
         }
-        let result = shared
-            .store
-            .refresh_claim(id, &shared.worker_id, run.revision(), shared.clock.now())
-            .await;
+        let refresh =
+            shared
+                .store
+                .refresh_claim(id, &shared.worker_id, run.revision(), shared.clock.now());
+        let result = match tokio::time::timeout(bound, refresh).await {
+            Ok(result) => result,
+            Err(_) => Err(StoreError::Unavailable {
+                message: format!("the claim refresh took longer than {bound:?}"),
+                source: None,
+            }),
+        };
         shared.subscriber.heartbeat(id).await;
         if let Err(error) = &result {
             crate::metrics::store_error("refresh_claim", error);
@@ -308,7 +325,12 @@ async fn refresh_claim(shared: &Shared, run: &Run) {
                 }
             }
             Err(error) if error.is_transient() => {
-                tracing::warn!(run_id = %id, %error, "claim refresh failed; will retry");
+                tracing::warn!(run_id = %id, %error, "claim refresh failed; trying again soon");
+                // Soon: the store may answer again any moment, and the executor must refresh
+                // within the confirmation window when it does.
+                tokio::time::sleep(bound).await;
+                sleep = shared.clock.sleep_until(shared.clock.now());
+                continue;
             }
             Err(error) => {
                 tracing::warn!(run_id = %id, %error, "claim lost");
