@@ -5,9 +5,9 @@ use async_trait::async_trait;
 
 use crate::{
     AppendOutcome, CatalogEntry, ChangeCursor, ChangePage, ClaimRequest, ClaimState, ClaimTiming,
-    CreateOutcome, EntryRecord, EventRecord, History, ListRuns, Millis, Move, NewEvent, NewFork,
-    NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord, StatusChange, StoreError,
-    Transition, WorkerRecord,
+    CreateOutcome, EntryRecord, EventRecord, History, ListRuns, Millis, Move, Namespace, NewEvent,
+    NewFork, NewRun, RunCounts, RunId, RunPage, RunRecord, SleepRecord, StatusChange, StoreError,
+    TaskDeclaration, Transition, WorkerRecord,
 };
 
 /// A shared, type-erased store.
@@ -165,18 +165,33 @@ pub trait Store: Send + Sync + Debug + 'static {
         within_ms: i64,
     ) -> Result<Vec<WorkerRecord>, StoreError>;
 
-    /// Publishes the catalog entry of one build of a workflow version: inserts it, or replaces
-    /// the entry of that version and fingerprint, its publication time at `now` (PostgreSQL: by
-    /// the claim clock, as [`record_worker`](Store::record_worker)); entries of the version's
-    /// other builds stay. Returns the entry as written.
+    /// Publishes the catalog entry of one build of a workflow version, its publication time at
+    /// `now` (PostgreSQL: by the claim clock, as [`record_worker`](Store::record_worker)). The
+    /// first publication of a build (version and fingerprint) wins: equal fingerprints declare
+    /// the same things, so a restarted pod of a build changes nothing, and entries of the
+    /// version's other builds stay. Returns the build's entry as stored, with the tasks its runs
+    /// were seen calling.
     async fn publish_catalog(
         &self,
         entry: CatalogEntry,
         now: Millis,
     ) -> Result<CatalogEntry, StoreError>;
 
+    /// Records tasks the runs of one build were seen calling that it may not declare
+    /// (`WorkerBuilder::task` is optional for tasks a workflow calls): the catalog lists them with
+    /// the build's declared ones. A task already known for the build stays as it was.
+    ///
+    /// A store whose schema predates the contract migration keeps nothing.
+    async fn add_catalog_tasks(
+        &self,
+        namespace: &Namespace,
+        fingerprint: &str,
+        tasks: Vec<TaskDeclaration>,
+    ) -> Result<(), StoreError>;
+
     /// Every published catalog entry, by workflow name and version, then oldest publication
-    /// first: one per build (fingerprint) of each version.
+    /// first: one per build (fingerprint) of each version, with the tasks its runs were seen
+    /// calling.
     async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError>;
 
     /// Forgets the workers not seen within `older_than_ms` before `now` (by the clock of

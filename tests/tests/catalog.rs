@@ -334,7 +334,25 @@ async fn two_live_builds_of_a_version_are_both_kept(backend: Backend) {
         RunStatus::Completed
     );
     newer.shutdown().await;
-    // The older build declared no task, but its runs called one: the catalog lists it.
+    // The older build declared no task, but its runs call one (this run is the older build's
+    // alone): the catalog lists it.
+    let run = h
+        .client
+        .start_json(namespace.clone(), json!({"sku": "A-2", "quantity": 1}))
+        .await
+        .unwrap();
+    h.reach(
+        &h.client.handle::<CatalogOrder>(run.id()),
+        RunStatus::AwaitingEvent,
+    )
+    .await;
+    run.send_json("payment_received", json!({"amount_cents": 200}), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        run.wait_until_ended().await.unwrap().status,
+        RunStatus::Completed
+    );
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         let builds = h.client.catalog_entries(&namespace).await.unwrap();

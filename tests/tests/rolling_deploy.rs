@@ -144,10 +144,15 @@ async fn releases_side_by_side(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(report.found, Some(n));
+    let applied: Vec<&str> = report
+        .applied
+        .iter()
+        .map(|migration| migration.description.as_str())
+        .collect();
     assert_eq!(
-        report.applied.len(),
-        2,
-        "the operations and contract migrations: {report:?}"
+        &applied[..2],
+        ["operations", "contract"],
+        "the operations and contract migrations (and PostgreSQL's index): {report:?}"
     );
     old_worker.shutdown().await;
     let new_client = Client::new(new.clone());
@@ -198,6 +203,98 @@ async fn releases_side_by_side(backend: Backend) {
     restarted_worker.shutdown().await;
 }
 
+/// The previous release's writes on the migrated schema keep the newer records true: its
+/// catalog publications reach the per-build catalog, and its runs leaving `running` drop a
+/// pause request or a stale mark N+1 put on them (triggers, since N's statements do not know
+/// those columns).
+async fn the_previous_releases_writes_keep_the_new_records_true(backend: Backend) {
+    use aiki::Workflow;
+    use aiki::store::{CatalogEntry, ClaimRequest, ClaimTiming, SchemaRecord, Transition};
+    let url = backend.fresh_url().await;
+    let (new, _) = open(backend, &url, false, MigrationMode::Apply)
+        .await
+        .unwrap();
+    let (old, _) = open(backend, &url, true, MigrationMode::Apply)
+        .await
+        .expect("release N accepts the migrated schema");
+    let now = || aiki::Clock::now(&aiki::SystemClock);
+
+    // A build only an N pod runs is in the catalog N+1 reads.
+    let legacy = aiki::Namespace::new("rolling-legacy", "1");
+    let schema = SchemaRecord::new(serde_json::json!({}), "any");
+    old.publish_catalog(
+        CatalogEntry::new(legacy.clone(), schema.clone(), schema)
+            .fingerprint("build-n")
+            .published_by("pod-n"),
+        now(),
+    )
+    .await
+    .unwrap();
+    let catalog = new.catalog().await.unwrap();
+    assert!(
+        catalog
+            .iter()
+            .any(|entry| entry.namespace == legacy && entry.fingerprint == "build-n"),
+        "{catalog:?}"
+    );
+
+    // Runs an N pod holds: N+1 asks one to pause and marks the other's claim stale; N ends
+    // both.
+    let client = Client::new(new.clone());
+    let paused = start(&client, "pause").await;
+    let stale = start(&client, "stale").await;
+    let claimed = old
+        .claim(ClaimRequest::new(
+            "pod-n",
+            vec![Rolling::namespace()],
+            "default",
+            2,
+            now(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed.len(),
+        2,
+        "{:?}",
+        new.get_run(paused.id()).await.unwrap()
+    );
+    new.request_pause(paused.id(), Some("ops".to_owned()), now())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let released = new
+        .release_stale_claims(now(), ClaimTiming::new(600_000, 10))
+        .await
+        .unwrap();
+    assert!(
+        released.is_empty(),
+        "a first sweep only marks: {released:?}"
+    );
+    let marked = new.get_run(stale.id()).await.unwrap();
+    assert!(marked.claim_stale_since.is_some(), "{marked:?}");
+    assert!(
+        new.get_run(paused.id())
+            .await
+            .unwrap()
+            .pause_requested_at
+            .is_some()
+    );
+    for run in &claimed {
+        let done = Transition::to(RunStatus::Completed, now()).output(serde_json::json!("x"), "fp");
+        old.transition(run.id, run.revision, done).await.unwrap();
+    }
+    for id in [paused.id(), stale.id()] {
+        let ended = new.get_run(id).await.unwrap();
+        assert_eq!(ended.status, RunStatus::Completed);
+        assert_eq!(
+            (ended.pause_requested_at, ended.claim_stale_since),
+            (None, None),
+            "an ended run keeps no pause request or stale mark"
+        );
+    }
+}
+
 /// Waits (real time, bounded) until the run sleeps.
 async fn wait_sleeping(store: &BoxStore, id: aiki::RunId) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -226,5 +323,23 @@ async fn sqlite_releases_n_and_n_plus_1_side_by_side() {
 async fn postgres_releases_n_and_n_plus_1_side_by_side() {
     if aiki_tests::postgres_available().await {
         aiki_tests::bounded(releases_side_by_side(Backend::Postgres)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_the_previous_releases_writes_keep_the_new_records_true() {
+    aiki_tests::bounded(the_previous_releases_writes_keep_the_new_records_true(
+        Backend::Sqlite,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_previous_releases_writes_keep_the_new_records_true() {
+    if aiki_tests::postgres_available().await {
+        aiki_tests::bounded(the_previous_releases_writes_keep_the_new_records_true(
+            Backend::Postgres,
+        ))
+        .await;
     }
 }

@@ -374,6 +374,17 @@ impl aiki::Store for Counting {
         self.count("publish_catalog");
         self.inner.publish_catalog(entry, now).await
     }
+    async fn add_catalog_tasks(
+        &self,
+        namespace: &aiki::Namespace,
+        fingerprint: &str,
+        tasks: Vec<aiki::store::TaskDeclaration>,
+    ) -> Result<(), StoreError> {
+        self.count("add_catalog_tasks");
+        self.inner
+            .add_catalog_tasks(namespace, fingerprint, tasks)
+            .await
+    }
     async fn catalog(&self) -> Result<Vec<aiki::store::CatalogEntry>, StoreError> {
         self.count("catalog");
         self.inner.catalog().await

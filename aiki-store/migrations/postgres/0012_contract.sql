@@ -59,3 +59,23 @@ CREATE TABLE aiki_catalog_tasks (
     declaration TEXT NOT NULL, -- JSON: aiki_store::TaskDeclaration
     PRIMARY KEY (workflow, version, fingerprint, name)
 );
+
+-- A release before the operations migration publishes to `aiki_catalog` alone: its build's
+-- entry reaches the per-build catalog too (this release writes `aiki_catalog_builds` first, so
+-- for its own publications this inserts nothing).
+CREATE FUNCTION aiki_catalog_build_of_older_release() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO aiki_catalog_builds
+        (workflow, version, fingerprint, entry, published_by, published_at)
+    VALUES (NEW.workflow, NEW.version, NEW.fingerprint, NEW.entry, NEW.published_by,
+        NEW.published_at)
+    ON CONFLICT (workflow, version, fingerprint) DO NOTHING;
+    RETURN NULL;
+END;
+$$;
+ALTER FUNCTION aiki_catalog_build_of_older_release() SET search_path FROM CURRENT;
+
+CREATE TRIGGER aiki_catalog_builds_of_older_releases
+AFTER INSERT OR UPDATE ON aiki_catalog
+FOR EACH ROW EXECUTE FUNCTION aiki_catalog_build_of_older_release();

@@ -64,3 +64,24 @@ CREATE TABLE aiki_catalog_tasks (
     declaration TEXT NOT NULL, -- JSON: aiki_store::TaskDeclaration
     PRIMARY KEY (workflow, version, fingerprint, name)
 ) STRICT;
+
+-- A release before the operations migration publishes to `aiki_catalog` alone: its build's
+-- entry reaches the per-build catalog too (this release writes `aiki_catalog_builds` first, so
+-- for its own publications this inserts nothing).
+CREATE TRIGGER aiki_catalog_builds_of_older_releases_insert
+AFTER INSERT ON aiki_catalog
+BEGIN
+    INSERT OR IGNORE INTO aiki_catalog_builds
+        (workflow, version, fingerprint, entry, published_by, published_at)
+    VALUES (NEW.workflow, NEW.version, NEW.fingerprint, NEW.entry, NEW.published_by,
+        NEW.published_at);
+END;
+
+CREATE TRIGGER aiki_catalog_builds_of_older_releases_update
+AFTER UPDATE ON aiki_catalog
+BEGIN
+    INSERT OR IGNORE INTO aiki_catalog_builds
+        (workflow, version, fingerprint, entry, published_by, published_at)
+    VALUES (NEW.workflow, NEW.version, NEW.fingerprint, NEW.entry, NEW.published_by,
+        NEW.published_at);
+END;

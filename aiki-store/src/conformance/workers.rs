@@ -36,7 +36,8 @@ pub async fn check_worker_heartbeats(store: &dyn Store) {
     assert_eq!(live[0].namespaces, served[..1]);
 }
 
-/// A catalog entry is upserted by workflow version and listed by name and version.
+/// A catalog entry is kept per build (version and fingerprint), the first publication winning,
+/// with the tasks the build's runs were seen calling, and listed by name and version.
 pub async fn check_catalog_entries(store: &dyn Store) {
     let now = LOCAL_TIME;
     let (first, second) = (namespace(), namespace());
@@ -98,24 +99,58 @@ pub async fn check_catalog_entries(store: &dyn Store) {
         [("v1", "worker-a"), ("v2", "worker-b")],
         "oldest first; the older build stays"
     );
-    // An older pod restarting republishes its build: it replaces that build's entry only.
-    store
+    // An older pod restarting republishes its build: the build's first entry stands.
+    let republished = store
         .publish_catalog(entry(&second, "v1").published_by("worker-c"), now + 40)
         .await
         .expect("republish");
+    assert_eq!(
+        (republished.published_by.as_str(), republished.published_at),
+        ("worker-a", now + 10),
+        "the first publication of a build wins"
+    );
     let listed = mine(store.catalog().await.expect("catalog"));
     assert_eq!(listed.len(), 3);
     assert!(
         listed.contains(&newer),
         "the newer build's entry is still there"
     );
-    let republished = listed
-        .iter()
-        .find(|e| e.namespace == second && e.fingerprint == "v1")
-        .unwrap();
+    assert!(listed.contains(&republished), "{listed:?}");
+    // Tasks the build's runs call, added to its entry alone, the first declaration of a name
+    // kept.
+    let task = |name: &str, minimum: u64| {
+        crate::TaskDeclaration::new(name, schema(minimum), serde_json::json!({"kind": "never"}))
+    };
+    store
+        .add_catalog_tasks(&second, "v1", vec![task("charge", 5), task("audit", 6)])
+        .await
+        .expect("add called tasks");
+    store
+        .add_catalog_tasks(&second, "v1", vec![task("charge", 7)])
+        .await
+        .expect("add a known task again");
+    let listed = mine(store.catalog().await.expect("catalog"));
+    let tasks_of = |fingerprint: &str| {
+        listed
+            .iter()
+            .find(|e| e.namespace == second && e.fingerprint == fingerprint)
+            .map(|e| e.tasks.clone())
+            .unwrap()
+    };
     assert_eq!(
-        (republished.published_by.as_str(), republished.published_at),
-        ("worker-c", now + 40)
+        tasks_of("v1"),
+        [task("audit", 6), task("charge", 5)],
+        "by name, first kept"
+    );
+    assert!(tasks_of("v2").is_empty(), "the other build is untouched");
+    let again = store
+        .publish_catalog(entry(&second, "v1"), now + 50)
+        .await
+        .expect("republish");
+    assert_eq!(
+        again.tasks.len(),
+        2,
+        "publishing returns the called tasks too"
     );
 }
 

@@ -12,9 +12,9 @@ use state::{Note, State};
 
 use crate::{
     AppendOutcome, CatalogEntry, ClaimRequest, ClaimState, ClaimTiming, CreateOutcome, EntryKind,
-    EntryRecord, EventRecord, History, ListRuns, MAX_PAGE, Millis, NewEvent, NewFork, NewRun,
-    RunCounts, RunId, RunPage, RunRecord, RunStatus, SleepRecord, StatusChange, Store, StoreError,
-    Transition, WorkerRecord,
+    EntryRecord, EventRecord, History, ListRuns, MAX_PAGE, Millis, Namespace, NewEvent, NewFork,
+    NewRun, RunCounts, RunId, RunPage, RunRecord, RunStatus, SleepRecord, StatusChange, Store,
+    StoreError, TaskDeclaration, Transition, WorkerRecord,
 };
 
 /// The in-memory backend. Every call takes one lock, so every call is atomic.
@@ -399,15 +399,41 @@ impl Store for MemoryStore {
         now: Millis,
     ) -> Result<CatalogEntry, StoreError> {
         entry.published_at = now;
-        self.lock().catalog.insert(
-            (entry.namespace.clone(), entry.fingerprint.clone()),
-            entry.clone(),
-        );
-        Ok(entry)
+        let mut state = self.lock();
+        let stored = state
+            .catalog
+            .entry((entry.namespace.clone(), entry.fingerprint.clone()))
+            .or_insert(entry);
+        Ok(state::with_called_tasks(
+            stored.clone(),
+            &state.catalog_tasks,
+        ))
+    }
+
+    async fn add_catalog_tasks(
+        &self,
+        namespace: &Namespace,
+        fingerprint: &str,
+        tasks: Vec<TaskDeclaration>,
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        let known = state
+            .catalog_tasks
+            .entry((namespace.clone(), fingerprint.to_owned()))
+            .or_default();
+        for task in tasks {
+            known.entry(task.name.clone()).or_insert(task);
+        }
+        Ok(())
     }
 
     async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError> {
-        let mut entries: Vec<CatalogEntry> = self.lock().catalog.values().cloned().collect();
+        let state = self.lock();
+        let mut entries: Vec<CatalogEntry> = state
+            .catalog
+            .values()
+            .map(|entry| state::with_called_tasks(entry.clone(), &state.catalog_tasks))
+            .collect();
         entries.sort_by(|a, b| {
             (&a.namespace, a.published_at, &a.fingerprint).cmp(&(
                 &b.namespace,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::{
     CatalogEntry, ChangeCause, ChangeFacts, CreateOutcome, EntryRecord, EventRecord, Millis,
     Namespace, NewRun, RunId, RunRecord, RunStatus, SleepRecord, StatusChange, StoreError,
-    Transition, WorkerRecord,
+    TaskDeclaration, Transition, WorkerRecord,
 };
 
 /// Whether `run`'s claim is confirmed stale at `now` with the confirmation window `window` (as
@@ -97,6 +97,8 @@ pub(super) struct State {
     pub(super) workers: BTreeMap<String, WorkerRecord>,
     /// `(version, fingerprint)` → the entry of that build.
     pub(super) catalog: BTreeMap<(Namespace, String), CatalogEntry>,
+    /// The tasks each build's runs were seen calling, by version and fingerprint, then name.
+    pub(super) catalog_tasks: CalledTasks,
 }
 
 impl State {
@@ -377,4 +379,15 @@ impl State {
         };
         event_there || children_there
     }
+}
+
+/// The tasks runs were seen calling, by version and fingerprint, then task name.
+pub(super) type CalledTasks = BTreeMap<(Namespace, String), BTreeMap<String, TaskDeclaration>>;
+
+/// `entry` with the tasks its build's runs were seen calling.
+pub(super) fn with_called_tasks(mut entry: CatalogEntry, called: &CalledTasks) -> CatalogEntry {
+    if let Some(tasks) = called.get(&(entry.namespace.clone(), entry.fingerprint.clone())) {
+        entry.add_called(tasks.values().cloned());
+    }
+    entry
 }

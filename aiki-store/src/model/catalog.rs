@@ -38,6 +38,19 @@ pub struct CatalogEntry {
     pub published_at: Millis,
 }
 
+impl CatalogEntry {
+    /// Adds the tasks the build's runs were seen calling that the entry does not declare, and
+    /// keeps the tasks in name order.
+    pub(crate) fn add_called(&mut self, tasks: impl IntoIterator<Item = TaskDeclaration>) {
+        for task in tasks {
+            if !self.tasks.iter().any(|known| known.name == task.name) {
+                self.tasks.push(task);
+            }
+        }
+        self.tasks.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+}
+
 /// A JSON schema and its fingerprint, `hex(sha256(canonical JSON))`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

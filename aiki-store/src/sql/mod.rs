@@ -568,6 +568,17 @@ macro_rules! store_impl {
                 self.inner.publish_catalog(entry, now).await
             }
 
+            async fn add_catalog_tasks(
+                &self,
+                namespace: &$crate::Namespace,
+                fingerprint: &str,
+                tasks: Vec<$crate::TaskDeclaration>,
+            ) -> Result<(), $crate::StoreError> {
+                self.inner
+                    .add_catalog_tasks(namespace, fingerprint, tasks)
+                    .await
+            }
+
             async fn catalog(&self) -> Result<Vec<$crate::CatalogEntry>, $crate::StoreError> {
                 self.inner.catalog().await
             }

@@ -339,9 +339,19 @@ pub(crate) struct Statements {
     /// Every catalog entry: its JSON, publisher and time, by workflow and version (one per
     /// build on this release's schema).
     pub(crate) catalog: String,
-    /// Upserts the entry of one build (`$1` workflow, `$2` version, `$3` fingerprint, `$4` the
-    /// entry, `$5` publisher, `$6` time); `None` on an older schema.
+    /// Inserts the entry of one build unless it has one (`$1` workflow, `$2` version, `$3`
+    /// fingerprint, `$4` the entry, `$5` publisher, `$6` time): one row if it was new; `None` on
+    /// an older schema.
     pub(crate) publish_build: Option<String>,
+    /// The stored entry of one build (`$1` workflow, `$2` version, `$3` fingerprint), as
+    /// [`catalog`](Statements::catalog) reads it; `None` on an older schema.
+    pub(crate) catalog_build: Option<String>,
+    /// Records one task a build's runs called (`$1` workflow, `$2` version, `$3` fingerprint,
+    /// `$4` name, `$5` declaration) unless known; `None` on a schema before the contract.
+    pub(crate) add_catalog_task: Option<String>,
+    /// Every called task: workflow, version, fingerprint, declaration; `None` on a schema before
+    /// the contract.
+    pub(crate) catalog_tasks: Option<String>,
 }
 
 impl std::fmt::Debug for Statements {
@@ -583,11 +593,31 @@ impl Statements {
                 render(format!(
                     "INSERT INTO aiki_catalog_builds (workflow, version, fingerprint, entry, \
                      published_by, published_at) VALUES ($1, $2, $3, $4, $5, {now}) \
-                     ON CONFLICT (workflow, version, fingerprint) DO UPDATE SET \
-                     entry = excluded.entry, published_by = excluded.published_by, \
-                     published_at = excluded.published_at",
+                     ON CONFLICT (workflow, version, fingerprint) DO NOTHING",
                     now = dialect.claim_time("$6")
                 ))
+            }),
+            catalog_build: level.operations.then(|| {
+                render(
+                    "SELECT entry, published_by, published_at FROM aiki_catalog_builds \
+                     WHERE workflow = $1 AND version = $2 AND fingerprint = $3"
+                        .to_owned(),
+                )
+            }),
+            add_catalog_task: level.contract.then(|| {
+                render(
+                    "INSERT INTO aiki_catalog_tasks (workflow, version, fingerprint, name, \
+                     declaration) VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (workflow, version, fingerprint, name) DO NOTHING"
+                        .to_owned(),
+                )
+            }),
+            catalog_tasks: level.contract.then(|| {
+                render(
+                    "SELECT workflow, version, fingerprint, declaration FROM aiki_catalog_tasks \
+                     ORDER BY workflow, version, fingerprint, name"
+                        .to_owned(),
+                )
             }),
             catalog: render(if level.operations {
                 "SELECT entry, published_by, published_at FROM aiki_catalog_builds \

@@ -1,10 +1,10 @@
 //! What workers publish: their heartbeats and the catalog of the versions they register.
 
-use crate::{CatalogEntry, Millis, Namespace, StoreError, WorkerRecord};
+use crate::{CatalogEntry, Millis, Namespace, StoreError, TaskDeclaration, WorkerRecord};
 
 use super::SqlStore;
 use super::decode;
-use super::dialect::{Dialect, On, params};
+use super::dialect::{Dialect, On, Row, params};
 
 impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn record_worker(
@@ -110,37 +110,130 @@ impl<D: Dialect> SqlStore<D> {
             entry.published_by.as_str(),
             now
         ];
-        // The entry of this build, and (for releases that read only it) the latest per version,
-        // together.
+        let (Some(build), Some(stored)) = (&self.sql.publish_build, &self.sql.catalog_build) else {
+            // A schema before the operations migration keeps one entry per version.
+            let published = self
+                .fetch_optional(On::Write, &self.sql.publish_catalog, &params)
+                .await?;
+            entry.published_at = published
+                .map(|row| row.int(0))
+                .transpose()?
+                .flatten()
+                .unwrap_or(now);
+            return Ok(entry);
+        };
+        // The build's entry, first publication winning; a new build is also the latest entry of
+        // its version, which releases that read only `aiki_catalog` see.
         let mut tx = self.begin().await?;
-        let published = self
-            .fetch_optional(On::Tx(&mut tx), &self.sql.publish_catalog, &params)
-            .await?;
-        if let Some(build) = &self.sql.publish_build {
-            self.execute(On::Tx(&mut tx), build, &params).await?;
+        if self.execute(On::Tx(&mut tx), build, &params).await? > 0 {
+            self.execute(On::Tx(&mut tx), &self.sql.publish_catalog, &params)
+                .await?;
         }
+        let row = self
+            .fetch_optional(On::Tx(&mut tx), stored, &params[..3])
+            .await?
+            .ok_or_else(|| StoreError::Corrupt {
+                message: format!(
+                    "the catalog entry of {} build {} vanished as it was published",
+                    entry.namespace, entry.fingerprint
+                ),
+            })?;
         self.commit(tx).await?;
-        entry.published_at = published
-            .map(|row| row.int(0))
-            .transpose()?
-            .flatten()
-            .unwrap_or(now);
-        Ok(entry)
+        let mut stored = catalog_entry(&row)?;
+        stored.add_called(
+            self.called_tasks(&stored.namespace, &stored.fingerprint)
+                .await?,
+        );
+        Ok(stored)
+    }
+
+    pub(crate) async fn add_catalog_tasks(
+        &self,
+        namespace: &Namespace,
+        fingerprint: &str,
+        tasks: Vec<TaskDeclaration>,
+    ) -> Result<(), StoreError> {
+        let Some(add) = &self.sql.add_catalog_task else {
+            return Ok(());
+        };
+        let mut tx = self.begin().await?;
+        for task in &tasks {
+            let declaration =
+                serde_json::to_string(task).expect("BUG: a task declaration serializes");
+            let params = params![
+                namespace.workflow.as_str(),
+                namespace.version.as_str(),
+                fingerprint,
+                task.name.as_str(),
+                declaration
+            ];
+            self.execute(On::Tx(&mut tx), add, &params).await?;
+        }
+        self.commit(tx).await
     }
 
     pub(crate) async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError> {
         let rows = self.fetch(On::Read, &self.sql.catalog, &[]).await?;
-        rows.into_iter()
+        let mut entries = rows
+            .iter()
+            .map(catalog_entry)
+            .collect::<Result<Vec<_>, _>>()?;
+        for (namespace, fingerprint, task) in self.all_called_tasks().await? {
+            if let Some(entry) = entries
+                .iter_mut()
+                .find(|entry| entry.namespace == namespace && entry.fingerprint == fingerprint)
+            {
+                entry.add_called([task]);
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The tasks the runs of one build were seen calling.
+    async fn called_tasks(
+        &self,
+        namespace: &Namespace,
+        fingerprint: &str,
+    ) -> Result<Vec<TaskDeclaration>, StoreError> {
+        Ok(self
+            .all_called_tasks()
+            .await?
+            .into_iter()
+            .filter(|(of, print, _)| of == namespace && print == fingerprint)
+            .map(|(_, _, task)| task)
+            .collect())
+    }
+
+    /// Every task runs were seen calling, with the version and fingerprint of their build.
+    async fn all_called_tasks(
+        &self,
+    ) -> Result<Vec<(Namespace, String, TaskDeclaration)>, StoreError> {
+        let Some(select) = &self.sql.catalog_tasks else {
+            return Ok(Vec::new());
+        };
+        let rows = self.fetch(On::Read, select, &[]).await?;
+        rows.iter()
             .map(|row| {
-                let json = row.text(0)?.unwrap_or_default();
-                let mut entry: CatalogEntry =
-                    serde_json::from_str(&json).map_err(|error| StoreError::Corrupt {
-                        message: format!("a catalog entry: {error}"),
+                let text = |at| row.text(at).map(Option::unwrap_or_default);
+                let namespace = Namespace::new(text(0)?, text(1)?);
+                let task =
+                    serde_json::from_str(&text(3)?).map_err(|error| StoreError::Corrupt {
+                        message: format!("a called task of the catalog: {error}"),
                     })?;
-                entry.published_by = row.text(1)?.unwrap_or_default();
-                entry.published_at = row.int(2)?.unwrap_or_default();
-                Ok(entry)
+                Ok((namespace, text(2)?, task))
             })
             .collect()
     }
+}
+
+/// A catalog entry from its row: JSON, publisher, publication time.
+fn catalog_entry(row: &Row) -> Result<CatalogEntry, StoreError> {
+    let json = row.text(0)?.unwrap_or_default();
+    let mut entry: CatalogEntry =
+        serde_json::from_str(&json).map_err(|error| StoreError::Corrupt {
+            message: format!("a catalog entry: {error}"),
+        })?;
+    entry.published_by = row.text(1)?.unwrap_or_default();
+    entry.published_at = row.int(2)?.unwrap_or_default();
+    Ok(entry)
 }

@@ -2,7 +2,8 @@
 //! interval while the claim loop runs, so that operators (`aiki workers`) and queued runs
 //! (`aiki runs show`) see who serves what, which build it runs and how it times its claims. The
 //! first beat that reaches the store also publishes the catalog entries of the versions the
-//! worker registers; a graceful shutdown ends with a beat that says the worker stopped.
+//! worker registers, and later beats the tasks its runs were seen calling that it does not
+//! declare; a graceful shutdown ends with a beat that says the worker stopped.
 
 use std::sync::Arc;
 
@@ -69,25 +70,8 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
     let task = tokio::spawn(crate::trace::in_current_dispatch(async move {
         let (shared, namespaces) = beating;
         let mut unpublished = shared.catalog.clone();
-        let mut published: std::collections::HashMap<Namespace, aiki_store::CatalogEntry> =
-            std::collections::HashMap::new();
+        let mut called: Vec<(Namespace, Vec<aiki_store::TaskDeclaration>)> = Vec::new();
         loop {
-            // The tasks the runs were seen calling since: their versions' entries again.
-            for (namespace, tasks) in shared.called.take_new() {
-                let base = published
-                    .get(&namespace)
-                    .or_else(|| shared.catalog.iter().find(|e| e.namespace == namespace))
-                    .cloned();
-                let Some(mut entry) = base else { continue };
-                for task in tasks {
-                    if !entry.tasks.iter().any(|known| known.name == task.name) {
-                        entry.tasks.push(task);
-                    }
-                }
-                entry.tasks.sort_by(|a, b| a.name.cmp(&b.name));
-                unpublished.retain(|e| e.namespace != namespace);
-                unpublished.insert(0, entry);
-            }
             // The catalog once, at the first beat that reaches the store.
             while let Some(entry) = unpublished.last() {
                 match shared
@@ -96,12 +80,31 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
                     .await
                 {
                     Ok(_) => {
-                        if let Some(entry) = unpublished.pop() {
-                            published.insert(entry.namespace.clone(), entry);
-                        }
+                        unpublished.pop();
                     }
                     Err(error) => {
                         tracing::debug!(%error, "catalog not published");
+                        break;
+                    }
+                }
+            }
+            // The tasks the runs were seen calling since, added to their build's entry.
+            called.extend(shared.called.take_new());
+            while let Some((namespace, tasks)) = called.last() {
+                let Some(build) = shared.catalog.iter().find(|e| &e.namespace == namespace) else {
+                    called.pop();
+                    continue;
+                };
+                match shared
+                    .store
+                    .add_catalog_tasks(namespace, &build.fingerprint, tasks.clone())
+                    .await
+                {
+                    Ok(()) => {
+                        called.pop();
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "called tasks not added to the catalog");
                         break;
                     }
                 }
