@@ -118,13 +118,15 @@ pub trait Store: Send + Sync + Debug + 'static {
     ) -> Result<Option<RunRecord>, StoreError>;
 
     /// Inserts or replaces the manifest entry at `(run, address, index)`, checking the run's
-    /// revision without incrementing it.
+    /// revision without incrementing it. A `running` entry (a new attempt) is refused with
+    /// [`StoreError::PauseRequested`] while a pause is requested of the run.
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError>;
 
     /// Starts a child run: inserts its manifest entry in the parent (checking the parent's
     /// revision) and creates the child, in one operation. If the child's namespace and
     /// reference id already name a run, no run is created and the entry points at that one.
-    /// Returns the child run.
+    /// Returns the child run. Refused with [`StoreError::PauseRequested`] while a pause is
+    /// requested of the parent: nothing is written.
     async fn start_child(
         &self,
         expected: u64,

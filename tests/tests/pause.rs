@@ -67,6 +67,18 @@ async fn sleep_flow(run: &Run, key: String) -> Result<String, WorkflowError> {
     Ok(first)
 }
 
+#[aiki::workflow(name = "pause-child", version = "1")]
+async fn pause_child(run: &Run, input: String) -> Result<String, WorkflowError> {
+    Next.start(run, input).await
+}
+
+#[aiki::workflow(name = "pause-parent-flow", version = "1")]
+async fn parent_flow(run: &Run, key: String) -> Result<String, WorkflowError> {
+    let first = Once.start(run, key).await?;
+    let child = run.child::<PauseChild>(first).await?;
+    child.wait().await
+}
+
 /// Waits (real time) until `count` says a task has started.
 async fn started(executions: &Executions, name: &str) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
@@ -199,7 +211,35 @@ async fn a_run_suspending_with_a_pause_requested_is_paused(backend: Backend) {
     assert_eq!(h.executions.count(&format!("once:{key}")), 1);
 }
 
+/// A pause requested while a task is in flight stops the child start after it: the run is
+/// paused with no child created, and starts it once resumed.
+async fn a_pause_requested_starts_no_child(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.deploy(|w| {
+        w.register(ParentFlow)
+            .register(PauseChild)
+            .task(Once)
+            .task(Next)
+    })
+    .await;
+    let key = format!("key-{}", uuid::Uuid::new_v4());
+    let run = h.client.start::<ParentFlow>(key.clone()).await.unwrap();
+    started(&h.executions, &format!("once:{key}")).await;
+    h.client.any_run(run.id()).pause().await.unwrap();
+    gate(&key).notify_one();
+    h.reach(&run, RunStatus::Paused).await;
+    let history = h.store.load_history(run.id()).await.unwrap();
+    assert!(
+        history.children.is_empty() && history.entries.len() == 1,
+        "no child started while the pause was requested: {history:?}"
+    );
+    run.resume().await.unwrap();
+    assert_eq!(run.result().await.unwrap(), format!("then {key} done"));
+    assert_eq!(h.executions.count(&format!("once:{key}")), 1);
+}
+
 on_every_backend!(
+    a_pause_requested_starts_no_child,
     a_never_task_in_flight_keeps_its_result_across_a_pause,
     a_retriable_task_in_flight_runs_once_across_a_pause,
     a_run_suspending_with_a_pause_requested_is_paused,

@@ -1,6 +1,7 @@
 //! Pause requests: a `running` run is asked to pause without a revision change, so no write of
-//! its executor is fenced; only a new task attempt is refused, and the run lands in `paused`
-//! whenever it leaves `running` other than by ending (its executor's move, or claim recovery).
+//! its executor is fenced; only a new task attempt or child start is refused, and the run lands
+//! in `paused` whenever it leaves `running` other than by ending (its executor's move, or claim
+//! recovery).
 
 use super::*;
 
@@ -50,6 +51,23 @@ pub async fn check_a_pause_request_fences_no_write_in_flight(store: &dyn Store) 
     assert!(
         matches!(refused, Err(StoreError::PauseRequested { run_id }) if run_id == run.id),
         "{refused:?}"
+    );
+    let mut child_start = entry(run.id, "child:ship@1:ef", 0, now + 4);
+    child_start.kind = crate::EntryKind::Child;
+    child_start.status = EntryStatus::Completed;
+    let child = new_run(&namespace(), RunStatus::Queued, now + 4);
+    let child_id = child.id;
+    let refused = store.start_child(run.revision, child_start, child).await;
+    assert!(
+        matches!(refused, Err(StoreError::PauseRequested { run_id }) if run_id == run.id),
+        "no child starts either: {refused:?}"
+    );
+    assert!(
+        matches!(
+            store.get_run(child_id).await,
+            Err(StoreError::NotFound { .. })
+        ),
+        "the refused child was not created"
     );
     let state = store
         .refresh_claim(run.id, "worker", run.revision, now + 5)

@@ -271,6 +271,11 @@ impl Store for MemoryStore {
     ) -> Result<RunRecord, StoreError> {
         let mut state = self.lock();
         state.check_revision(entry.run_id, expected)?;
+        if state.runs[&entry.run_id].pause_requested_at.is_some() {
+            return Err(StoreError::PauseRequested {
+                run_id: entry.run_id,
+            });
+        }
         if state.runs.contains_key(&child.id) {
             return Err(StoreError::AlreadyExists {
                 what: format!("run {}", child.id),

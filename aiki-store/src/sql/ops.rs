@@ -377,6 +377,19 @@ impl<D: Dialect> SqlStore<D> {
                 .check_failed(On::Tx(&mut tx), entry.run_id, expected)
                 .await);
         }
+        // No child starts while a pause is requested, as no task does. The entry's write holds
+        // the run's row (PostgreSQL: `FOR SHARE`), so a request cannot land in between; the
+        // transaction rolls back.
+        if let Some(pause_requested) = &self.sql.pause_requested {
+            let requested = self
+                .fetch_optional(On::Tx(&mut tx), pause_requested, &[entry.run_id.into()])
+                .await?;
+            if requested.map(|row| row.int(0)).transpose()?.flatten() == Some(1) {
+                return Err(StoreError::PauseRequested {
+                    run_id: entry.run_id,
+                });
+            }
+        }
         let run = match self.insert_run(On::Tx(&mut tx), &child).await? {
             Some(created) => created,
             None => {

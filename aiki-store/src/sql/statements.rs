@@ -306,6 +306,8 @@ pub(crate) struct Statements {
     /// Marks stale, at `$1`, the claims unrefreshed for more than `$3` ms and not marked since
     /// their last refresh (`None` on an older schema).
     pub(crate) mark_stale: Option<String>,
+    /// `1` if a pause is requested of run `$1`, else `0` (`None` on an older schema).
+    pub(crate) pause_requested: Option<String>,
     /// Records a pause request on run `$1` if `running` (requested by `$2` at `$3`); returns
     /// its document (`None` on an older schema).
     pub(crate) request_pause: Option<String>,
@@ -525,6 +527,13 @@ impl Statements {
                     release = release_set("$3", "$5"),
                     confirmed = confirmed_stale(&dialect.claim_time("$3"), "$4"),
                 ))
+            }),
+            pause_requested: level.operations.then(|| {
+                render(
+                    "SELECT (CASE WHEN pause_requested_at IS NULL THEN 0 ELSE 1 END)::bigint \
+                     FROM aiki_runs WHERE id = $1::uuid"
+                        .to_owned(),
+                )
             }),
             request_pause: level.operations.then(|| {
                 render(format!(

@@ -6,7 +6,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use aiki_store::{
-    EntryKind, EntryRecord, EntryStatus, Namespace, NewRun, ParentLink, RunId, RunRecord, RunStatus,
+    EntryKind, EntryRecord, EntryStatus, Namespace, NewRun, ParentLink, RunId, RunRecord,
+    RunStatus, StoreError,
 };
 use serde_json::Value;
 
@@ -14,7 +15,7 @@ use super::manifest::Slot;
 use super::outcome::Outcome;
 use super::sleep::{SleepState, check_duration};
 use super::suspend::Block;
-use super::{Found, Run};
+use super::{Drain, Found, Run};
 use crate::ConflictPolicy;
 use crate::address::{child_address, input_hash};
 use crate::error::WorkflowError;
@@ -107,12 +108,22 @@ impl Run {
                 )
                 .attempts(1);
                 let revision = self.inner.revision;
-                let child = self
-                    .write(move |store| {
+                self.probe_fence()?;
+                let started = self
+                    .store_op_raw(move |store| {
                         let (entry, new) = (entry.clone(), new.clone());
                         async move { store.start_child(revision, entry, new).await }
                     })
-                    .await?;
+                    .await;
+                let child = match started {
+                    Ok(child) => child,
+                    // A pause was requested: no child starts, and the run drains.
+                    Err(StoreError::PauseRequested { .. }) => {
+                        self.drain(Drain::Pause);
+                        match self.hold().await {}
+                    }
+                    Err(error) => return Err(self.lost(error)),
+                };
                 crate::wake::work_available();
                 // Not a child another run started first under the same reference id.
                 let ours = child.parent.as_ref().map(|parent| parent.run_id) == Some(self.inner.id);

@@ -333,15 +333,21 @@ impl Run {
         F: Fn(BoxStore) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
+        self.probe_fence()?;
+        self.store_op(op).await
+    }
+
+    /// Refuses a write during the impact check's replay: every path that writes checks
+    /// `probing` first; this is the fence behind them.
+    fn probe_fence(&self) -> Result<(), WorkflowError> {
         if self.probing() {
-            // Every path that writes checks `probing` first; this is the fence behind them.
             return Err(self.fail_fatally(WorkflowError::Panicked {
                 message: "BUG: the impact check's replay tried to write to the store; nothing \
                           was written"
                     .to_owned(),
             }));
         }
-        self.store_op(op).await
+        Ok(())
     }
 
     /// A store read, retried as writes are; the impact check's replay may make it.
