@@ -67,21 +67,26 @@ CREATE TABLE aiki_catalog_tasks (
 
 -- A release before the operations migration publishes to `aiki_catalog` alone: its build's
 -- entry reaches the per-build catalog too (this release writes `aiki_catalog_builds` first, so
--- for its own publications this inserts nothing).
+-- for its own publications this inserts nothing). `WHERE NOT EXISTS`, not `OR IGNORE`: an outer
+-- statement's conflict policy overrides a trigger's.
 CREATE TRIGGER aiki_catalog_builds_of_older_releases_insert
 AFTER INSERT ON aiki_catalog
 BEGIN
-    INSERT OR IGNORE INTO aiki_catalog_builds
+    INSERT INTO aiki_catalog_builds
         (workflow, version, fingerprint, entry, published_by, published_at)
-    VALUES (NEW.workflow, NEW.version, NEW.fingerprint, NEW.entry, NEW.published_by,
-        NEW.published_at);
+    SELECT NEW.workflow, NEW.version, NEW.fingerprint, NEW.entry, NEW.published_by,
+        NEW.published_at
+    WHERE NOT EXISTS (SELECT 1 FROM aiki_catalog_builds WHERE workflow = NEW.workflow
+        AND version = NEW.version AND fingerprint = NEW.fingerprint);
 END;
 
 CREATE TRIGGER aiki_catalog_builds_of_older_releases_update
 AFTER UPDATE ON aiki_catalog
 BEGIN
-    INSERT OR IGNORE INTO aiki_catalog_builds
+    INSERT INTO aiki_catalog_builds
         (workflow, version, fingerprint, entry, published_by, published_at)
-    VALUES (NEW.workflow, NEW.version, NEW.fingerprint, NEW.entry, NEW.published_by,
-        NEW.published_at);
+    SELECT NEW.workflow, NEW.version, NEW.fingerprint, NEW.entry, NEW.published_by,
+        NEW.published_at
+    WHERE NOT EXISTS (SELECT 1 FROM aiki_catalog_builds WHERE workflow = NEW.workflow
+        AND version = NEW.version AND fingerprint = NEW.fingerprint);
 END;

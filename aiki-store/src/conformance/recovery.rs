@@ -147,7 +147,7 @@ pub async fn check_fork_creates_a_run_with_its_carried_history_once(store: &dyn 
     done.status = EntryStatus::Completed;
     done.output = Some(json!({"receipt": 7}));
     let nap = sleep(fork_id, "settle", 0, now + 5_000);
-    let approved = crate::EventRecord::received(
+    let mut approved = crate::EventRecord::received(
         fork_id,
         "approved",
         0,
@@ -155,6 +155,8 @@ pub async fn check_fork_creates_a_run_with_its_carried_history_once(store: &dyn 
         Some("approval-1".to_owned()),
         now + 3,
     );
+    // The fork keeps who sent a carried event.
+    approved.sent_by = Some("carol".to_owned());
     let timed_out = crate::EventRecord::timeout(fork_id, "approved", 1, now + 4);
     let outcome = store
         .fork_run(crate::NewFork::new(

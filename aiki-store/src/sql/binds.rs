@@ -44,7 +44,7 @@ pub(crate) fn event_slot<'a>(
     slot: &'a EventRecord,
     data: Option<&'a str>,
     expected: u64,
-) -> [Param<'a>; 8] {
+) -> [Param<'a>; 9] {
     params![
         slot.run_id,
         slot.name.as_str(),
@@ -54,6 +54,7 @@ pub(crate) fn event_slot<'a>(
         &slot.reference_id,
         slot.received_at,
         revision(expected),
+        &slot.sent_by,
     ]
 }
 

@@ -372,23 +372,29 @@ impl<D: Dialect> SqlStore<D> {
     ) -> Result<RunRecord, StoreError> {
         let mut tx = self.begin().await?;
         entry.output = Some(Value::String(child.id.to_string()));
-        if !self.upsert_entry(On::Tx(&mut tx), expected, &entry).await? {
-            return Err(self
-                .check_failed(On::Tx(&mut tx), entry.run_id, expected)
-                .await);
-        }
-        // No child starts while a pause is requested, as no task does. The entry's write holds
-        // the run's row (PostgreSQL: `FOR SHARE`), so a request cannot land in between; the
-        // transaction rolls back.
-        if let Some(pause_requested) = &self.sql.pause_requested {
-            let requested = self
-                .fetch_optional(On::Tx(&mut tx), pause_requested, &[entry.run_id.into()])
-                .await?;
-            if requested.map(|row| row.int(0)).transpose()?.flatten() == Some(1) {
-                return Err(StoreError::PauseRequested {
-                    run_id: entry.run_id,
-                });
-            }
+        // No child starts while a pause is requested, as no task attempt does.
+        let written = self
+            .execute(
+                On::Tx(&mut tx),
+                &self.sql.upsert_child_entry,
+                &binds::upsert_entry(expected, &entry),
+            )
+            .await?;
+        if written != 1 {
+            return Err(
+                match self
+                    .check_failed(On::Tx(&mut tx), entry.run_id, expected)
+                    .await
+                {
+                    // The revision was right: the pause request refused the start.
+                    StoreError::RevisionConflict {
+                        run_id,
+                        expected,
+                        actual,
+                    } if actual == expected => StoreError::PauseRequested { run_id },
+                    error => error,
+                },
+            );
         }
         let run = match self.insert_run(On::Tx(&mut tx), &child).await? {
             Some(created) => created,

@@ -133,6 +133,22 @@ pub(crate) fn entry_conflict(level: Level, table: &str) -> String {
     )
 }
 
+/// Upserts an entry (the parameters of [`binds::upsert_entry`](super::binds::upsert_entry)) if
+/// the run has the expected revision and, when `start` (an SQL status) is `'running'`, no
+/// pause is requested.
+fn upsert_entry(level: Level, start: &str) -> String {
+    format!(
+        "INSERT INTO aiki_entries {columns} \
+         SELECT $1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12{input} \
+         FROM aiki_runs WHERE id = $1::uuid AND revision = $13 AND {allowed} \
+         FOR SHARE {conflict}",
+        columns = entry_columns(level),
+        input = if level.operations { ", $14" } else { "" },
+        allowed = starts_allowed(level, "", start),
+        conflict = entry_conflict(level, "aiki_entries"),
+    )
+}
+
 /// The condition on a run row (its columns prefixed by `alias`) under which an entry whose
 /// status is `status` may be written: not a new attempt (`running`) while a pause is
 /// requested.
@@ -280,6 +296,9 @@ pub(crate) struct Statements {
     /// Upserts one entry (see [`super::binds::upsert_entry`]) if run `$1` has revision `$13`
     /// (and, for a new attempt, no pause requested).
     pub(crate) upsert_entry: String,
+    /// Upserts a child start's entry as [`upsert_entry`](Statements::upsert_entry) does a new
+    /// attempt's: not while a pause is requested.
+    pub(crate) upsert_child_entry: String,
     /// Sets entry `$2`#`$3` of run `$1` to run again: `awaiting_retry`, no attempt made, due
     /// at `$4`, written at `$5` (inside a transition's transaction).
     pub(crate) rerun_entry: String,
@@ -291,7 +310,8 @@ pub(crate) struct Statements {
     /// Upserts a sleep if run `$1` has revision `$7`.
     pub(crate) put_sleep: String,
     /// Records slot `$3` of event queue `$2` of run `$1` (data `$4`, timed out `$5`, reference
-    /// id `$6`, at `$7`), if the run has revision `$8` and the slot is free.
+    /// id `$6`, at `$7`, sent by `$9` on this release's schema), if the run has revision `$8`
+    /// and the slot is free.
     pub(crate) insert_slot: String,
     /// Run `$1`'s revision and the document of its event `$2` at index `$3`.
     pub(crate) event_slot: String,
@@ -306,8 +326,6 @@ pub(crate) struct Statements {
     /// Marks stale, at `$1`, the claims unrefreshed for more than `$3` ms and not marked since
     /// their last refresh (`None` on an older schema).
     pub(crate) mark_stale: Option<String>,
-    /// `1` if a pause is requested of run `$1`, else `0` (`None` on an older schema).
-    pub(crate) pause_requested: Option<String>,
     /// Records a pause request on run `$1` if `running` (requested by `$2` at `$3`); returns
     /// its document (`None` on an older schema).
     pub(crate) request_pause: Option<String>,
@@ -423,16 +441,8 @@ impl Statements {
             lock_status: render(
                 "SELECT status, wait_set FROM aiki_runs WHERE id = $1::uuid FOR UPDATE".to_owned(),
             ),
-            upsert_entry: render(format!(
-                "INSERT INTO aiki_entries {columns} \
-                 SELECT $1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12{input} \
-                 FROM aiki_runs WHERE id = $1::uuid AND revision = $13 AND {allowed} \
-                 FOR SHARE {conflict}",
-                columns = entry_columns(level),
-                input = if level.operations { ", $14" } else { "" },
-                allowed = starts_allowed(level, "", "$5"),
-                conflict = entry_conflict(level, "aiki_entries"),
-            )),
+            upsert_entry: render(upsert_entry(level, "$5")),
+            upsert_child_entry: render(upsert_entry(level, "'running'")),
             rerun_entry: render(
                 "UPDATE aiki_entries SET status = 'awaiting_retry', attempts = 0, \
                  retry_at = $4, updated_at = $5 \
@@ -466,14 +476,15 @@ impl Statements {
                  cancelled = excluded.cancelled"
                     .to_owned(),
             ),
-            insert_slot: render(
+            insert_slot: render(format!(
                 "INSERT INTO aiki_events (run_id, name, idx, data, timed_out, reference_id, \
-                 received_at) \
-                 SELECT $1::uuid, $2, $3, $4, $5, $6, $7 \
+                 received_at{sent_by}) \
+                 SELECT $1::uuid, $2, $3, $4, $5, $6, $7{sender} \
                  FROM aiki_runs WHERE id = $1::uuid AND revision = $8 FOR SHARE \
-                 ON CONFLICT (run_id, name, idx) DO NOTHING"
-                    .to_owned(),
-            ),
+                 ON CONFLICT (run_id, name, idx) DO NOTHING",
+                sent_by = if level.operations { ", sent_by" } else { "" },
+                sender = if level.operations { ", $9" } else { "" },
+            )),
             event_slot: render(format!(
                 "SELECT (SELECT revision FROM aiki_runs WHERE id = $1::uuid), \
                  (SELECT {event_doc}::text FROM aiki_events e \
@@ -527,13 +538,6 @@ impl Statements {
                     release = release_set("$3", "$5"),
                     confirmed = confirmed_stale(&dialect.claim_time("$3"), "$4"),
                 ))
-            }),
-            pause_requested: level.operations.then(|| {
-                render(
-                    "SELECT (CASE WHEN pause_requested_at IS NULL THEN 0 ELSE 1 END)::bigint \
-                     FROM aiki_runs WHERE id = $1::uuid"
-                        .to_owned(),
-                )
             }),
             request_pause: level.operations.then(|| {
                 render(format!(
