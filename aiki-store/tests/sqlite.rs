@@ -108,6 +108,24 @@ async fn many_stores_migrate_one_fresh_file_at_once() {
     }
 }
 
+/// A store playing an older release (`as_release_at`) migrates only as far as that release
+/// would, whether it migrates as it opens or later through `migrate`.
+#[tokio::test]
+async fn a_capped_store_migrates_no_further_than_its_release() {
+    let file = TempFile::new();
+    let store = SqliteStore::connect_with(
+        SqliteOptions::new(file.url())
+            .migrate(false)
+            .as_release_at(5),
+    )
+    .await
+    .expect("open without migrating");
+    let report = store.migrate().await.expect("migrate");
+    assert_eq!((report.version, report.release), (5, 5), "{report:?}");
+    assert_eq!(report.applied.len(), 5, "{report:?}");
+    store.close().await;
+}
+
 /// A newer release's migration is accepted while the compatibility record admits this
 /// release (a rolling deploy, a rollback), and refused, naming both versions, once it does not.
 #[tokio::test]

@@ -58,13 +58,15 @@ pub(crate) struct SqlStore<D: Dialect> {
     pub(crate) sql: Arc<Statements>,
     /// The schema the statements are rendered for.
     pub(crate) level: Level,
+    /// The newest migration this store plays the release of (`None`: all of them).
+    cap: Option<i64>,
     statements: Arc<StatementCounter>,
     entries: EntryBatcher<Entries<D>>,
 }
 
 impl<D: Dialect> SqlStore<D> {
     /// A store over a connected dialect, its statements rendered for a schema at `level`.
-    pub(crate) fn new(dialect: D, level: Level) -> Self {
+    pub(crate) fn new(dialect: D, level: Level, cap: Option<i64>) -> Self {
         let statements = Arc::new(StatementCounter::default());
         let sql = Arc::new(Statements::new(&dialect, level));
         SqlStore {
@@ -76,6 +78,7 @@ impl<D: Dialect> SqlStore<D> {
             dialect,
             sql,
             level,
+            cap,
             statements,
         }
     }
@@ -88,13 +91,13 @@ impl<D: Dialect> SqlStore<D> {
         mode: MigrationMode,
         cap: Option<i64>,
     ) -> Result<(Self, MigrationReport), StoreError> {
-        let store = SqlStore::new(dialect, Level::CURRENT);
-        let (accepted, report) = store.prepare(mode, cap).await?;
+        let store = SqlStore::new(dialect, Level::CURRENT, cap);
+        let (accepted, report) = store.prepare(mode).await?;
         let level = Level::at::<D>(accepted.render_at);
         if level == store.level {
             return Ok((store, report));
         }
-        Ok((SqlStore::new(store.dialect.clone(), level), report))
+        Ok((SqlStore::new(store.dialect.clone(), level, cap), report))
     }
 
     /// The backend's name.
@@ -189,12 +192,14 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// Does with the schema what `mode` says (see [`MigrationMode`]), as a release whose
-    /// newest migration is the newest at or below `cap`.
+    /// newest migration is the newest at or below the store's cap. The statements stay
+    /// rendered for the schema the store opened on: a store that migrates a schema further
+    /// uses its new columns once reopened.
     pub(crate) async fn prepare(
         &self,
         mode: MigrationMode,
-        cap: Option<i64>,
     ) -> Result<(Accepted, MigrationReport), StoreError> {
+        let cap = self.cap;
         let migrations: Vec<&sqlx::migrate::Migration> = D::migrator()
             .iter()
             .filter(|migration| cap.is_none_or(|cap| migration.version <= cap))
@@ -331,21 +336,19 @@ macro_rules! store_impl {
             /// are serialized by the database's lock). A database migrated by a newer release
             /// is left as it is when its compatibility record admits this release, and is
             /// [`StoreError::Schema`](crate::StoreError::Schema) otherwise.
+            ///
+            /// This store keeps the statements of the schema it opened on: a store opened
+            /// without migrating (`migrate(false)`) uses the columns the migration adds only
+            /// once reopened.
             pub async fn migrate(&self) -> Result<$crate::MigrationReport, $crate::StoreError> {
-                Ok(self
-                    .inner
-                    .prepare($crate::MigrationMode::Apply, None)
-                    .await?
-                    .1)
+                Ok(self.inner.prepare($crate::MigrationMode::Apply).await?.1)
             }
 
             /// Checks, changing nothing, that the schema is one this release reads correctly:
             /// a newer one that admits this release, its own, or an older one down to the
             /// oldest it reads; the error names both versions.
             pub async fn check_schema(&self) -> Result<(), $crate::StoreError> {
-                self.inner
-                    .prepare($crate::MigrationMode::Check, None)
-                    .await?;
+                self.inner.prepare($crate::MigrationMode::Check).await?;
                 Ok(())
             }
 

@@ -265,6 +265,7 @@ impl WorkerBuilder {
                 claim_idle_timeout: self.claim_idle_timeout,
                 max_age: self.max_age,
                 worker_retention: self.worker_retention,
+                pruned_at: std::sync::atomic::AtomicI64::new(aiki_store::Millis::MIN),
                 ended: Notify::new(),
                 unreadable: Default::default(),
                 draining: tokio::sync::watch::Sender::new(false),

@@ -13,6 +13,9 @@ use aiki_store::{ClaimTiming, Millis, StoreError};
 
 use super::Worker;
 
+/// How often the daemons prune the worker list.
+const PRUNE_EVERY: Millis = 10 * 60 * 1000;
+
 impl Worker {
     /// Runs the timer daemons once: due wake-ups, claim recovery, stalling. Returns how many
     /// runs they moved.
@@ -33,14 +36,27 @@ impl Worker {
                     .stall_undelivered(now, shared.max_age.as_millis() as i64),
             )
             .await?;
+        self.prune_workers(now).await?;
+        Ok(woken + released.len() as u64 + stalled)
+    }
+
+    /// Forgets the rows of workers not seen within the retention, at most once per
+    /// [`PRUNE_EVERY`]: rows age by days, and the statement scans the worker list.
+    async fn prune_workers(&self, now: Millis) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        let shared = &self.shared;
+        if now.saturating_sub(shared.pruned_at.load(Ordering::Relaxed)) < PRUNE_EVERY {
+            return Ok(());
+        }
         let retention = i64::try_from(shared.worker_retention.as_millis()).unwrap_or(i64::MAX);
         let pruned = self
             .sweep(shared.store.prune_workers(now, retention))
             .await?;
+        shared.pruned_at.store(now, Ordering::Relaxed);
         if pruned > 0 {
             tracing::debug!(pruned, "forgot the rows of workers not seen for long");
         }
-        Ok(woken + released.len() as u64 + stalled)
+        Ok(())
     }
 
     /// Runs one sweep, counting a store error.

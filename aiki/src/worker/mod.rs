@@ -131,6 +131,8 @@ struct Shared {
     max_age: Duration,
     /// How long the daemons keep the rows of workers not seen any more.
     worker_retention: Duration,
+    /// When the daemons last pruned the worker list (by `clock`).
+    pruned_at: std::sync::atomic::AtomicI64,
     /// An execution ended: there is room to claim more.
     ended: Notify,
     /// How work is discovered; also kept alive per run with its own heartbeat.
