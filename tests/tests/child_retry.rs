@@ -66,6 +66,23 @@ async fn a_parent_failed_by_its_child_completes_after_a_retry_with_the_child(bac
     let run = h.client.start::<Parent>(key.clone()).await.unwrap();
     let failed = h.reach(&run, RunStatus::Failed).await;
     assert_eq!(failed.error.as_ref().unwrap().kind, "child_failed");
+    let call = failed
+        .error
+        .as_ref()
+        .unwrap()
+        .call
+        .clone()
+        .expect("the child's start");
+    let history = h.store.load_history(run.id()).await.unwrap();
+    assert!(
+        history
+            .entries
+            .iter()
+            .any(|entry| entry.kind == aiki::store::EntryKind::Child
+                && entry.address == call.address
+                && entry.index == call.index),
+        "the failure points at the child's start: {call:?}"
+    );
     assert_eq!(
         failed.attempts, 1,
         "a child's failure is not retried automatically"

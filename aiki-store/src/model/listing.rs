@@ -151,6 +151,7 @@ impl RunFilter {
             && self.failed_task.as_deref().is_none_or(|task| {
                 run.error
                     .as_ref()
+                    .filter(|error| error.kind != "child_failed")
                     .and_then(|error| error.call.as_ref())
                     .and_then(|call| call.address.strip_prefix(task))
                     .is_some_and(|rest| rest.starts_with(':'))

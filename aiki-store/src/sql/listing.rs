@@ -72,9 +72,11 @@ fn page_query(request: &ListRuns, level: Level) -> Query<'_> {
         q.and(format!("error_kind = {p}"));
     }
     if let Some(task) = &filter.failed_task {
-        // The failed call's address is `TASK:INPUT-HASH`.
+        // The failed call's address is `TASK:INPUT-HASH` (a failed child's, its start's).
         let p = q.bind(format!("{task}:"));
-        q.and(format!("substr(error_address, 1, length({p})) = {p}"));
+        q.and(format!(
+            "substr(error_address, 1, length({p})) = {p} AND error_kind <> 'child_failed'"
+        ));
     }
     if let Some(text) = &filter.error_contains {
         let p = q.bind(text);

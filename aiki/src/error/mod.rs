@@ -94,6 +94,8 @@ pub enum WorkflowError {
         namespace: String,
         /// The child run.
         run_id: RunId,
+        /// Where the parent recorded the child's start.
+        start: aiki_store::CallRef,
         /// How it ended: `failed` or `cancelled`.
         status: RunStatus,
         /// Its error.
@@ -299,6 +301,7 @@ impl WorkflowError {
             WorkflowError::TaskFailed { address, index, .. } => {
                 failure.call(aiki_store::CallRef::new(address.clone(), *index))
             }
+            WorkflowError::ChildFailed { start, .. } => failure.call(start.clone()),
             _ => failure,
         }
     }

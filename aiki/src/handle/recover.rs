@@ -316,6 +316,10 @@ fn not_failed(run: &RunRecord) -> ClientError {
 /// names.
 fn failed_call(history: &History) -> Option<CallRef> {
     let error = history.run.error.as_ref()?;
+    if error.kind == "child_failed" {
+        // Its call is the child's start: no task to run again.
+        return None;
+    }
     if let Some(call) = &error.call {
         return Some(call.clone());
     }
@@ -343,12 +347,27 @@ fn failing_child(history: &History) -> Option<(RunId, Option<SlotRef>)> {
     if error.kind != "child_failed" {
         return None;
     }
-    // The message names the child: "child workflow NAME@VERSION (run ID) ended ...".
-    let named = error
-        .message
-        .split_once("(run ")
-        .and_then(|(_, rest)| rest.split_once(')'))
-        .and_then(|(id, _)| id.parse::<RunId>().ok());
+    // The error's call is the child's start, whose entry holds the child's run id; a run
+    // failed before errors carried it names the child in its message: "child workflow
+    // NAME@VERSION (run ID) ended ...".
+    let started = error.call.as_ref().and_then(|call| {
+        history
+            .entries
+            .iter()
+            .find(|entry| {
+                entry.kind == EntryKind::Child
+                    && entry.address == call.address
+                    && entry.index == call.index
+            })
+            .and_then(|entry| entry.output.as_ref()?.as_str()?.parse::<RunId>().ok())
+    });
+    let named = started.or_else(|| {
+        error
+            .message
+            .split_once("(run ")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .and_then(|(id, _)| id.parse::<RunId>().ok())
+    });
     let unsuccessful: Vec<(SlotRef, RunId)> = crate::run::observed_outcomes(&history.events)
         .into_iter()
         .filter(|(_, _, status)| status.is_unsuccessful())

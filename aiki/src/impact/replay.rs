@@ -134,10 +134,12 @@ pub(super) async fn replay(
 
 /// A failed run as a retry would leave it: the call whose failure failed it is due again.
 fn as_retried(history: &mut History) {
+    // A child's failure points at the child's start, which a retry keeps.
     let Some(call) = history
         .run
         .error
         .as_ref()
+        .filter(|error| error.kind != "child_failed")
         .and_then(|error| error.call.clone())
     else {
         return;

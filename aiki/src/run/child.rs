@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use aiki_store::{
-    EntryKind, EntryRecord, EntryStatus, Namespace, NewRun, ParentLink, RunId, RunRecord,
+    CallRef, EntryKind, EntryRecord, EntryStatus, Namespace, NewRun, ParentLink, RunId, RunRecord,
     RunStatus, StoreError,
 };
 use serde_json::Value;
@@ -47,8 +47,10 @@ impl Run {
         let hash = input_hash(&input)?;
         let key = reference_id.clone().unwrap_or_else(|| hash.clone());
         let address = child_address(W::NAME, W::VERSION, &key);
+        let slot;
         let child = match self.take_slot(&address, None)? {
             Slot::Recorded(entry) => {
+                slot = entry.index;
                 let id = entry
                     .output
                     .as_ref()
@@ -64,6 +66,7 @@ impl Run {
                 self.child_record(id).await?
             }
             Slot::Fresh(index) => {
+                slot = index;
                 let found = || Found::NewChild {
                     namespace: W::namespace().to_string(),
                     address: address.clone(),
@@ -145,7 +148,7 @@ impl Run {
         Ok(ChildRun {
             run: self,
             id: child.id,
-            address,
+            start: CallRef::new(address, slot),
             _workflow: PhantomData,
         })
     }
@@ -166,9 +169,10 @@ impl Run {
     async fn wait_child<W: Workflow>(
         &self,
         id: RunId,
-        address: &str,
+        start: &CallRef,
         timeout: Option<Duration>,
     ) -> Result<Option<W::Output>, WorkflowError> {
+        let address = start.address.as_str();
         self.check_fatal()?;
         if let Some(timeout) = timeout {
             check_duration(
@@ -182,7 +186,7 @@ impl Run {
             return Ok(None);
         }
         if let Some(outcome) = self.observe_child(id, address, index, recorded).await? {
-            return self.child_outcome::<W>(outcome, address).map(Some);
+            return self.child_outcome::<W>(outcome, start).map(Some);
         }
         let deadline = match timeout {
             Some(timeout) => match self.sleep_until(&timer, timeout).await? {
@@ -197,7 +201,7 @@ impl Run {
             None => None,
         };
         if let Some(outcome) = self.assume_child::<W>(id) {
-            return self.child_outcome::<W>(outcome, address).map(Some);
+            return self.child_outcome::<W>(outcome, start).map(Some);
         }
         match self.block(Block::Child { id, deadline }).await {}
     }
@@ -220,8 +224,9 @@ impl Run {
     fn child_outcome<W: Workflow>(
         &self,
         child: Outcome,
-        address: &str,
+        start: &CallRef,
     ) -> Result<W::Output, WorkflowError> {
+        let address = start.address.as_str();
         match child.status {
             RunStatus::Completed => self.decode_recorded::<W::Output>(
                 format!("child workflow `{}`", W::namespace()),
@@ -232,6 +237,7 @@ impl Run {
             status => Err(WorkflowError::ChildFailed {
                 namespace: W::namespace().to_string(),
                 run_id: child.run_id,
+                start: start.clone(),
                 status,
                 message: child
                     .error
@@ -273,15 +279,16 @@ impl Run {
         let mut outputs = Vec::with_capacity(children.len());
         let mut pending = Vec::new();
         for child in children {
-            let (index, recorded) = self.next_event_slot(&super::outcome::queue(&child.address));
+            let address = &child.start.address;
+            let (index, recorded) = self.next_event_slot(&super::outcome::queue(address));
             match self
-                .observe_child(child.id, &child.address, index, recorded)
+                .observe_child(child.id, address, index, recorded)
                 .await?
             {
-                Some(outcome) => outputs.push(self.child_outcome::<W>(outcome, &child.address)?),
+                Some(outcome) => outputs.push(self.child_outcome::<W>(outcome, &child.start)?),
                 None => match self.assume_child::<W>(child.id) {
                     Some(outcome) => {
-                        outputs.push(self.child_outcome::<W>(outcome, &child.address)?);
+                        outputs.push(self.child_outcome::<W>(outcome, &child.start)?);
                     }
                     None => pending.push(child.id),
                 },
@@ -394,7 +401,8 @@ impl<'r, W: Workflow> std::future::IntoFuture for ChildStart<'r, W> {
 pub struct ChildRun<'r, W: Workflow> {
     run: &'r Run,
     id: RunId,
-    address: String,
+    /// Where the parent recorded the start.
+    start: CallRef,
     _workflow: PhantomData<fn() -> W>,
 }
 
@@ -407,10 +415,7 @@ impl<W: Workflow> ChildRun<'_, W> {
     /// Waits for the child to end: its output (validated like a task's), or
     /// [`WorkflowError::ChildFailed`] when it failed or was cancelled.
     pub async fn wait(&self) -> Result<W::Output, WorkflowError> {
-        let output = self
-            .run
-            .wait_child::<W>(self.id, &self.address, None)
-            .await?;
+        let output = self.run.wait_child::<W>(self.id, &self.start, None).await?;
         Ok(output.expect("BUG: a child wait without timeout returned a timeout"))
     }
 
@@ -422,7 +427,7 @@ impl<W: Workflow> ChildRun<'_, W> {
         timeout: Duration,
     ) -> Result<Option<W::Output>, WorkflowError> {
         self.run
-            .wait_child::<W>(self.id, &self.address, Some(timeout))
+            .wait_child::<W>(self.id, &self.start, Some(timeout))
             .await
     }
 }
