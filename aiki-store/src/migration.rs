@@ -326,6 +326,66 @@ mod tests {
         }
     }
 
+    /// A status list a trigger of a migration since the record spells out is one the code
+    /// names (terminal, suspended, woken by a timer, held by a pause): a status added later
+    /// must not be missed by SQL that cannot call the code.
+    #[test]
+    fn every_status_list_of_a_trigger_is_one_the_code_names() {
+        use crate::RunStatus;
+        let named: Vec<(&str, Vec<&str>)> = [
+            ("terminal", RunStatus::is_terminal as fn(RunStatus) -> bool),
+            ("suspended", RunStatus::is_suspended),
+            ("wakes on a timer", RunStatus::wakes_on_timer),
+            ("held by a pause", RunStatus::held_by_pause),
+            ("held by a pause, not paused yet", |status| {
+                status.held_by_pause() && status != RunStatus::Paused
+            }),
+        ]
+        .into_iter()
+        .map(|(name, test)| {
+            let mut set: Vec<&str> = RunStatus::ALL
+                .into_iter()
+                .filter(|status| test(*status))
+                .map(RunStatus::as_str)
+                .collect();
+            set.sort_unstable();
+            (name, set)
+        })
+        .collect();
+        let mut lists = 0;
+        for (backend, first) in [("sqlite", 10), ("postgres", 11)] {
+            let folder = format!("{}/migrations/{backend}", env!("CARGO_MANIFEST_DIR"));
+            for file in std::fs::read_dir(&folder).unwrap() {
+                let path = file.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let version: i64 = name.split('_').next().unwrap().parse().unwrap();
+                if version < first {
+                    continue;
+                }
+                let sql = std::fs::read_to_string(&path).unwrap();
+                for (at, _) in sql
+                    .match_indices("status IN (")
+                    .chain(sql.match_indices("status NOT IN ("))
+                {
+                    let open = at + sql[at..].find('(').unwrap() + 1;
+                    let close = open + sql[open..].find(')').unwrap();
+                    let mut list: Vec<&str> = sql[open..close]
+                        .split(',')
+                        .map(|item| item.trim().trim_matches('\''))
+                        .collect();
+                    list.sort_unstable();
+                    assert!(
+                        named.iter().any(|(_, set)| *set == list),
+                        "{backend} migration {name}: the status list {list:?} is none the code \
+                         names ({named:?})"
+                    );
+                    lists += 1;
+                }
+            }
+        }
+        assert!(lists >= 10, "{lists} lists checked");
+    }
+
     #[test]
     fn apply_migrates_what_is_missing_and_nothing_else() {
         let known = [1, 2, 3];

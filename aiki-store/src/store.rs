@@ -106,7 +106,7 @@ pub trait Store: Send + Sync + Debug + 'static {
     ) -> Result<Option<RunRecord>, StoreError>;
 
     /// Asks to pause a `running` run without changing its revision, so that no write of its
-    /// executor is fenced: the run's next new task attempt is refused
+    /// executor is fenced: the run's next new task attempt or child start is refused
     /// ([`StoreError::PauseRequested`]), and its leaving `running` other than by ending lands
     /// in `paused` (recorded as done by `actor`). Returns the run with the request, or `None`
     /// when it is not `running` (pause it with a transition).

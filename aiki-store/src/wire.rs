@@ -32,6 +32,24 @@ impl ErrorBody {
 }
 
 impl StoreError {
+    /// Every code a store error has (see [`code`](StoreError::code)), in declaration order.
+    pub const CODES: &'static [&'static str] = &[
+        "not_found",
+        "revision_conflict",
+        "pause_requested",
+        "invalid_request",
+        "invalid_transition",
+        "already_exists",
+        "store_unavailable",
+        "migration_failed",
+        "schema_mismatch",
+        "unsupported_url",
+        "cannot_open",
+        "incompatible_record",
+        "corrupt_record",
+        "backend_error",
+    ];
+
     /// The error's stable code (see [`ErrorBody::code`]).
     pub fn code(&self) -> &'static str {
         match self {
@@ -238,6 +256,9 @@ mod tests {
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), kinds.len(), "one code per kind");
+        let mut listed = StoreError::CODES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(codes, listed, "CODES lists every kind's code");
         for (error, code) in kinds {
             assert_eq!(error.code(), code);
             let body = error.to_body();

@@ -2,7 +2,10 @@
 -- acted, pauses that never fence a task in flight, claim recovery that survives restarts, and
 -- a compatibility record for rolling deploys. Additive: the release before this one (schema
 -- 10) reads and writes this schema; the columns it does not know are left NULL by its writes.
--- Every column added is nullable without a default, so no table is rewritten.
+-- Every column added is nullable without a default, so no table is rewritten. Releases before
+-- it hold no compatibility record, so a restarting one refuses any newer schema: upgrading from
+-- them is stop-and-migrate (pods already running keep working), and rolling deploys start with
+-- this release.
 
 -- The compatibility record: the oldest schema version whose release still reads and writes
 -- this schema correctly. Every migration from this one on sets it (an additive migration keeps

@@ -286,6 +286,32 @@ pub(crate) fn when(at: aiki_store::Millis) -> String {
 }
 
 impl ClientError {
+    /// Every code a client error of its own has (see [`code`](ClientError::code)); a store
+    /// error keeps its code (one of [`StoreError::CODES`]).
+    pub const CODES: &'static [&'static str] = &[
+        "reference_conflict",
+        "invalid_input",
+        "unknown_event",
+        "not_in_catalog",
+        "blocked",
+        "not_registered",
+        "fork_refused",
+        "ended_in_other_status",
+        "wrong_workflow",
+        "output_mismatch",
+        "invalid_action",
+        "interrupted_task",
+        "observed_by_parent",
+        "retry_would_fail_again",
+        "child_not_retryable",
+        "shared_child_dropped",
+        "claim_not_stale",
+        "unknown_address",
+        "run_ended",
+        "timeout",
+        "invalid_config",
+    ];
+
     /// The error's stable code on the wire (one per kind; a store error keeps its own).
     pub fn code(&self) -> &'static str {
         match self {
@@ -406,11 +432,13 @@ impl ClientError {
 mod codes {
     use super::*;
 
-    /// The codes are a contract with remote clients: pinned here, one per kind.
-    #[test]
-    fn each_client_error_kind_has_its_own_code() {
+    /// One error of every kind.
+    fn every_kind() -> Vec<ClientError> {
         let run_id = RunId::new();
-        let errors = [
+        let text = || "x".to_owned();
+        let status = RunStatus::Failed;
+        vec![
+            ClientError::Store(StoreError::NotFound { what: text() }),
             ClientError::ReferenceConflict {
                 namespace: "a@1".into(),
                 reference_id: "r".into(),
@@ -420,27 +448,119 @@ mod codes {
                 what: "input".into(),
                 message: "bad".into(),
             },
+            ClientError::UnknownEvent {
+                namespace: text(),
+                event: text(),
+                declared: text(),
+            },
+            ClientError::NotInCatalog {
+                namespace: text(),
+                known: text(),
+            },
+            ClientError::Blocked {
+                run_id,
+                status,
+                waits: text(),
+            },
+            ClientError::NotRegistered { namespace: text() },
+            ClientError::ForkRefused {
+                run_id,
+                namespace: text(),
+                problem: text(),
+                diverging: vec![text()],
+            },
+            ClientError::EndedInOtherStatus {
+                run_id,
+                status,
+                wanted: RunStatus::Completed,
+                error: None,
+            },
+            ClientError::WrongWorkflow {
+                run_id,
+                expected: text(),
+                actual: text(),
+            },
+            ClientError::OutputMismatch {
+                run_id,
+                message: text(),
+            },
+            ClientError::InvalidAction {
+                run_id,
+                action: "retry",
+                status,
+                expected: vec![RunStatus::Failed],
+            },
+            ClientError::InterruptedTask {
+                run_id,
+                call: aiki_store::CallRef::new("t:1", 0),
+            },
+            ClientError::ObservedByParent {
+                run_id,
+                parent: run_id,
+            },
+            ClientError::RetryWouldFailAgain {
+                run_id,
+                child: run_id,
+                status,
+            },
+            ClientError::ChildNotRetryable {
+                run_id,
+                child: run_id,
+                status,
+            },
+            ClientError::SharedChildDropped {
+                run_id,
+                address: text(),
+                reference_id: text(),
+            },
+            ClientError::ClaimNotStale {
+                run_id,
+                owner: text(),
+                allowed_at: None,
+                release_due: None,
+            },
+            ClientError::UnknownAddress {
+                run_id,
+                address: text(),
+            },
             ClientError::RunEnded {
                 run_id,
                 status: RunStatus::Completed,
             },
             ClientError::Timeout(std::time::Duration::from_secs(1)),
-            ClientError::Store(StoreError::NotFound { what: "run".into() }),
-        ];
-        let codes: Vec<&str> = errors.iter().map(ClientError::code).collect();
+            ClientError::Config(text()),
+        ]
+    }
+
+    /// The codes are a contract with remote clients: one per kind, listed in `CODES`, none
+    /// taken from the store's (a client must tell the two apart by code alone).
+    #[test]
+    fn each_client_error_kind_has_its_own_code() {
+        let errors = every_kind();
+        let codes: Vec<&str> = errors.iter().skip(1).map(ClientError::code).collect();
+        assert_eq!(codes, ClientError::CODES, "every kind's code, in order");
+        let mut distinct = codes.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), codes.len(), "one code per kind");
+        for code in &codes {
+            assert!(
+                !StoreError::CODES.contains(code),
+                "`{code}` is also a store error's code"
+            );
+        }
         assert_eq!(
-            codes,
-            [
-                "reference_conflict",
-                "invalid_input",
-                "run_ended",
-                "timeout",
-                "not_found"
-            ]
+            errors[0].code(),
+            "not_found",
+            "a store error keeps its code"
         );
-        let body = errors[2].to_body();
+        let ended = &errors[errors.len() - 3];
+        let body = ended.to_body();
+        assert_eq!(body.code, "run_ended");
         assert_eq!(body.details["status"], "completed");
-        assert_eq!(body.details["run_id"], run_id.to_string());
-        assert_eq!(body.message, errors[2].to_string());
+        assert_eq!(body.message, ended.to_string());
+        for error in &errors {
+            assert_eq!(error.to_body().code, error.code(), "{error}");
+        }
     }
 }
