@@ -156,6 +156,7 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 "_sqlx_migrations",
                 "aiki_catalog",
                 "aiki_catalog_builds",
+                "aiki_catalog_tasks",
                 "aiki_compat",
                 "aiki_entries",
                 "aiki_events",
