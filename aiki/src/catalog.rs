@@ -156,31 +156,35 @@ impl Client {
             });
         }
         entries.reverse();
-        let live = self.live_builds(namespace).await?;
-        if entries
-            .iter()
-            .any(|entry| live.contains(&entry.fingerprint))
+        if let Some(live) = self.live_builds(namespace).await?
+            && entries
+                .iter()
+                .any(|entry| live.contains(&entry.fingerprint))
         {
             entries.retain(|entry| live.contains(&entry.fingerprint));
         }
         Ok(entries)
     }
 
-    /// The fingerprints of `namespace` that live workers run.
-    pub(crate) async fn live_builds(
-        &self,
-        namespace: &Namespace,
-    ) -> Result<Vec<String>, ClientError> {
+    /// The fingerprints of `namespace` that live workers run; `None` when a live worker serves
+    /// it without saying which build it runs (a release before workers said so), which may be
+    /// any of them.
+    async fn live_builds(&self, namespace: &Namespace) -> Result<Option<Vec<String>>, ClientError> {
         let now = crate::Clock::now(&crate::SystemClock);
         let key = namespace.to_string();
-        Ok(self
-            .store()
-            .list_workers(now, LIVE_WITHIN_MS)
-            .await?
-            .into_iter()
-            .filter(|worker| crate::Liveness::of(worker, now).is_live())
-            .filter_map(|worker| worker.fingerprints.get(&key).cloned())
-            .collect())
+        let mut builds = Vec::new();
+        let workers = self.store().list_workers(now, LIVE_WITHIN_MS).await?;
+        for worker in workers {
+            if !crate::Liveness::of(&worker, now).is_live() {
+                continue;
+            }
+            match worker.fingerprints.get(&key) {
+                Some(build) => builds.push(build.clone()),
+                None if worker.namespaces.contains(namespace) => return Ok(None),
+                None => {}
+            }
+        }
+        Ok(Some(builds))
     }
 }
 

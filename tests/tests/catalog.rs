@@ -368,7 +368,73 @@ async fn two_live_builds_of_a_version_are_both_kept(backend: Backend) {
     }
 }
 
+/// A live worker of a release that does not say which build it runs may run any of them: the
+/// builds it may run are not hidden by the newer one a worker says it runs.
+async fn a_live_worker_of_an_older_release_keeps_every_build(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let namespace = CatalogOrder::namespace();
+    h.deploy(|w| w.register(CatalogOrderNewer).task(CatalogPrice))
+        .await;
+    let newer = published(&h, &namespace).await;
+    // The worker's row says which build it runs once its first heartbeat is written.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let now = aiki::Clock::now(&aiki::SystemClock);
+        let workers = h.store.list_workers(now, 60_000).await.unwrap();
+        let key = namespace.to_string();
+        if workers.iter().any(|w| w.fingerprints.contains_key(&key)) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{workers:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let schema = aiki::store::SchemaRecord::new(json!({}), "any");
+    let older = CatalogEntry::new(namespace.clone(), schema.clone(), schema.clone())
+        .fingerprint("older-build")
+        .events(vec![aiki::store::EventDeclaration::new(
+            "legacy_note",
+            schema,
+        )])
+        .published_by("older-pod");
+    h.store
+        .publish_catalog(older, aiki::Clock::now(&aiki::SystemClock))
+        .await
+        .unwrap();
+    let builds = |entries: Vec<CatalogEntry>| {
+        let mut builds: Vec<String> = entries.into_iter().map(|e| e.fingerprint).collect();
+        builds.sort();
+        builds
+    };
+    assert_eq!(
+        builds(h.client.catalog_entries(&namespace).await.unwrap()),
+        std::slice::from_ref(&newer.fingerprint),
+        "only the build live workers say they run"
+    );
+    let now = aiki::Clock::now(&aiki::SystemClock);
+    h.store
+        .record_worker(
+            aiki::store::WorkerRecord::new(
+                "older-pod",
+                "host",
+                1,
+                vec![namespace.clone()],
+                "default",
+                now,
+            ),
+            now,
+        )
+        .await
+        .unwrap();
+    let mut expected = vec![newer.fingerprint, "older-build".to_owned()];
+    expected.sort();
+    assert_eq!(
+        builds(h.client.catalog_entries(&namespace).await.unwrap()),
+        expected
+    );
+}
+
 on_every_backend!(
+    a_live_worker_of_an_older_release_keeps_every_build,
     two_live_builds_of_a_version_are_both_kept,
     a_json_start_hashes_its_input_as_the_typed_start_does,
     a_worker_publishes_what_its_versions_declare,
