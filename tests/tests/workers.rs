@@ -192,16 +192,73 @@ on_every_backend!(
     daemons_run_on_their_own,
     a_custom_subscriber_discovers_work_and_gets_its_own_heartbeats,
     store_calls_per_task_step,
+    a_store_error_is_retried_in_real_time_under_a_test_clock,
 );
+
+/// A worker's backoff after a store error, and an execution's retry of a failed write, wait in
+/// real time: under a test clock that nobody advances they must not wait forever.
+async fn a_store_error_is_retried_in_real_time_under_a_test_clock(backend: Backend) {
+    let counting = Arc::new(Counting::new(backend.open().await));
+    let store: BoxStore = counting.clone();
+    let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(5));
+    let handle = client.start::<CountTo>(3).await.unwrap();
+    // The first claim fails, and the first entry write.
+    counting
+        .failures
+        .lock()
+        .unwrap()
+        .extend([("claim", 1), ("put_entry", 1)]);
+    let worker = Worker::builder(store)
+        .register(CountTo)
+        .clock(aiki::ManualClock::new(aiki::Clock::now(&aiki::SystemClock)))
+        .build()
+        .unwrap()
+        .start();
+    let result = tokio::time::timeout(aiki_tests::PATIENCE, handle.result()).await;
+    worker.shutdown().await;
+    assert_eq!(
+        result
+            .expect("the run ended without the clock moving")
+            .unwrap(),
+        3
+    );
+    assert!(counting.calls("claim") >= 2, "the failed claim was retried");
+    assert_eq!(counting.calls("put_entry"), 2 * 3 + 1, "one write retried");
+}
 
 /// A store that counts the calls the runtime makes, by method, and passes them on.
 #[derive(Debug)]
 struct Counting {
     inner: BoxStore,
     calls: std::sync::Mutex<std::collections::HashMap<&'static str, u64>>,
+    /// How many of the next calls of a method fail as if the store were unreachable.
+    failures: std::sync::Mutex<std::collections::HashMap<&'static str, u32>>,
 }
 
 impl Counting {
+    fn new(inner: BoxStore) -> Self {
+        Counting {
+            inner,
+            calls: Default::default(),
+            failures: Default::default(),
+        }
+    }
+
+    /// `Err(Unavailable)` while failures of `method` are left to inject.
+    fn fault(&self, method: &'static str) -> Result<(), StoreError> {
+        let mut failures = self.failures.lock().unwrap();
+        match failures.get_mut(method) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                Err(StoreError::Unavailable {
+                    message: format!("injected outage ({method})"),
+                    source: None,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn count(&self, method: &'static str) {
         *self.calls.lock().unwrap().entry(method).or_default() += 1;
     }
@@ -247,6 +304,7 @@ impl aiki::Store for Counting {
     }
     async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
         self.count("claim");
+        self.fault("claim")?;
         self.inner.claim(request).await
     }
     async fn refresh_claim(
@@ -295,6 +353,7 @@ impl aiki::Store for Counting {
     }
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
         self.count("put_entry");
+        self.fault("put_entry")?;
         self.inner.put_entry(expected, entry).await
     }
     async fn start_child(
@@ -402,10 +461,7 @@ impl aiki::Store for Counting {
 /// record before the handler, the result after), one history read per execution, one start,
 /// one completion; and no other per-step call.
 async fn store_calls_per_task_step(backend: Backend) {
-    let counting = Arc::new(Counting {
-        inner: backend.open().await,
-        calls: Default::default(),
-    });
+    let counting = Arc::new(Counting::new(backend.open().await));
     let store: BoxStore = counting.clone();
     let worker = Worker::builder(store.clone())
         .register(CountTo)

@@ -294,8 +294,10 @@ impl Worker {
                 Ok(()) => backoff = Duration::from_millis(50),
                 Err(error) => {
                     tracing::warn!(%error, "worker could not reach the store; backing off");
+                    // Real time: the store's recovery is not run timing, and a test clock that
+                    // nobody advances must not hold a worker off a store that answers again.
                     tokio::select! {
-                        () = crate::clock::sleep(&*self.shared.clock, backoff) => {}
+                        () = tokio::time::sleep(backoff) => {}
                         _ = stop.changed() => {}
                     }
                     backoff = (backoff * 2).min(Duration::from_secs(5));
