@@ -21,12 +21,15 @@ mod migration;
 mod model;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+// `SqlStore<D>`'s impls are bounded by the crate's own `Dialect` trait: users name
+// `SqliteStore` and `PostgresStore`, never a dialect of their own (the trait is sealed).
+mod roles;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[allow(private_bounds)]
 mod sql;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod status;
-mod store;
 mod wire;
 
 #[cfg(feature = "conformance")]
@@ -36,6 +39,8 @@ pub use connect::{connect, connect_with_mode, migrate};
 pub use error::StoreError;
 pub use migration::{AppliedMigration, MigrationMode, MigrationReport};
 pub use model::*;
+pub use roles::{BoxStore, ClientStore, ExecutorStore, ReadStore, Store, Sweeper, prelude};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use sql::SqlStore;
 pub use status::{RunStatus, UnknownStatus};
-pub use store::{BoxStore, Store};
 pub use wire::ErrorBody;

@@ -21,7 +21,7 @@ use crate::sql::statements::{
     Level, entry_columns, entry_conflict, insert_event, render_for_sqlite, run_doc, status_list,
     transition_set,
 };
-use crate::sql::{Dialect, On, SqlStore, Tx, setters, store_impl};
+use crate::sql::{Dialect, On, SqlStore, Tx, setters};
 use crate::{MigrationMode, RunStatus, StoreError};
 
 /// The embedded migrations of the SQLite schema.
@@ -107,19 +107,13 @@ impl SqliteOptions {
     }
 }
 
-/// The SQLite backend.
-#[derive(Debug)]
-pub struct SqliteStore {
-    inner: SqlStore<SqliteDialect>,
-    report: crate::MigrationReport,
-}
-
-store_impl!(SqliteStore);
+/// The SQLite backend: the SQL store over SQLite's dialect.
+pub type SqliteStore = SqlStore<SqliteDialect>;
 
 /// SQLite's driver: one writer connection, and a read pool (the writer itself for an in-memory
 /// database, which lives exactly as long as its connection).
 #[derive(Clone, Debug)]
-pub(crate) struct SqliteDialect {
+pub struct SqliteDialect {
     writer: SqlitePool,
     reader: SqlitePool,
 }
@@ -258,6 +252,8 @@ impl Dialect for SqliteDialect {
 
     const CONTRACT: i64 = 11;
 
+    const LEASES: i64 = 12;
+
     async fn close(&self) {
         self.reader.close().await;
         self.writer.close().await;
@@ -329,7 +325,7 @@ impl SqliteStore {
         // of those steps instead of waiting out the busy timeout. Such an open is retried.
         let started = std::time::Instant::now();
         loop {
-            match Self::open(&options).await {
+            match Self::open_once(&options).await {
                 Err(error) if error.is_transient() && started.elapsed() < options.busy_timeout => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -338,7 +334,7 @@ impl SqliteStore {
         }
     }
 
-    async fn open(options: &SqliteOptions) -> Result<Self, StoreError> {
+    async fn open_once(options: &SqliteOptions) -> Result<Self, StoreError> {
         let in_memory = options.url.contains(":memory:") || options.url.contains("mode=memory");
         let connect = SqliteConnectOptions::from_str(&options.url).map_err(|error| {
             StoreError::UnsupportedUrl {
@@ -400,8 +396,6 @@ impl SqliteStore {
         if options.migration != MigrationMode::Never {
             refuse_a_foreign_file(&dialect, &options.url).await?;
         }
-        let (inner, report) =
-            SqlStore::open(dialect, options.migration, options.schema_cap).await?;
-        Ok(SqliteStore { inner, report })
+        SqlStore::open(dialect, options.migration, options.schema_cap).await
     }
 }

@@ -98,7 +98,7 @@ impl RunStatus {
     }
 
     /// `scheduled` or suspended: a timer moves the run to `queued` once its `due_at` has
-    /// passed ([`Store::wake_due`](crate::Store::wake_due)).
+    /// passed ([`Sweeper::wake_due`](crate::Sweeper::wake_due)).
     pub const fn wakes_on_timer(self) -> bool {
         matches!(self, RunStatus::Scheduled) || self.is_suspended()
     }

@@ -37,7 +37,9 @@ async fn temp_database() -> TempDatabase {
 }
 
 mod file {
-    aiki_store::conformance_tests!(super::temp_database());
+    use super::temp_database;
+
+    aiki_store::conformance_tests!(temp_database());
 }
 
 mod in_memory {

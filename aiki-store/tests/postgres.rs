@@ -8,12 +8,13 @@ mod support;
 use std::sync::Arc;
 
 use aiki_store::postgres::{PostgresOptions, PostgresStore};
+use aiki_store::prelude::*;
 use aiki_store::{
-    Namespace, NewEvent, ParentLink, RunId, RunStatus, Store, StoreError, Transition, WaitSpec,
+    Namespace, NewEvent, ParentLink, RunId, RunStatus, StoreError, Transition, WaitSpec,
 };
 use serde_json::json;
 use support::postgres as pg;
-use support::records::{claim, entry, new_run};
+use support::records::{claim, entry, lease, new_run, unheld_lease};
 
 fn unique_namespace() -> Namespace {
     Namespace::new(format!("pg-{}", RunId::new()), "1.0.0")
@@ -34,7 +35,13 @@ async fn many_processes_migrate_one_fresh_database_at_once() {
         .collect();
     for open in opens {
         let store = open.await.expect("join").expect("every store opens");
-        assert_eq!(store.wake_due(0).await.expect("schema is there"), 0);
+        assert_eq!(
+            store
+                .wake_due(&unheld_lease(), 0)
+                .await
+                .expect("schema is there"),
+            0
+        );
         store.close().await;
     }
     pg::drop_database(&url).await;
@@ -62,7 +69,10 @@ async fn a_database_migrated_by_newer_code_is_accepted_only_when_it_admits_this_
         .await
         .expect("an additive newer migration admits this release");
     assert_eq!(admitted.migration_report().applied, []);
-    assert_eq!(admitted.wake_due(0).await.expect("works"), 0);
+    assert_eq!(
+        admitted.wake_due(&unheld_lease(), 0).await.expect("works"),
+        0
+    );
     admitted.close().await;
     raw(
         &url,
@@ -621,10 +631,11 @@ async fn the_database_clock_times_claims_whatever_the_callers_say() {
     assert!(refreshed.heartbeat_at.expect("heartbeat") >= stamped);
     let an_hour_ahead = wall_clock() + 3_600_000;
     let timing = aiki_store::ClaimTiming::new(30_000, 10_000);
+    let held = lease(&store, wall_clock()).await;
     for _ in 0..2 {
         assert_eq!(
             store
-                .release_stale_claims(an_hour_ahead, timing)
+                .release_stale_claims(&held, an_hour_ahead, timing)
                 .await
                 .expect("sweep"),
             Vec::<RunId>::new(),
@@ -643,13 +654,14 @@ async fn the_database_clock_times_claims_whatever_the_callers_say() {
     let callers = PostgresStore::connect(&format!("{url}?aiki_claim_clock=caller"))
         .await
         .expect("open");
+    let held = lease(&callers, an_hour_ahead).await;
     callers
-        .release_stale_claims(an_hour_ahead, timing)
+        .release_stale_claims(&held, an_hour_ahead, timing)
         .await
         .expect("mark");
     assert_eq!(
         callers
-            .release_stale_claims(an_hour_ahead + timing.confirm_ms, timing)
+            .release_stale_claims(&held, an_hour_ahead + timing.confirm_ms, timing)
             .await
             .expect("sweep"),
         vec![id],

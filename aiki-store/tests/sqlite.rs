@@ -6,13 +6,14 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
+use aiki_store::prelude::*;
 use aiki_store::sqlite::{SqliteOptions, SqliteStore, SqliteSynchronous};
 use aiki_store::{
-    Namespace, NewEvent, ParentLink, RunId, RunStatus, SleepRecord, Store, StoreError, Transition,
+    Namespace, NewEvent, ParentLink, RunId, RunStatus, SleepRecord, StoreError, Transition,
     WaitSpec,
 };
 use serde_json::json;
-use support::records::{claim, entry, new_run};
+use support::records::{claim, entry, new_run, unheld_lease};
 
 /// A temporary database file, removed (with its WAL files) when dropped.
 struct TempFile(PathBuf);
@@ -103,7 +104,13 @@ async fn many_stores_migrate_one_fresh_file_at_once() {
         .collect();
     for open in opens {
         let store = open.await.expect("join").expect("every store opens");
-        assert_eq!(store.wake_due(0).await.expect("schema is there"), 0);
+        assert_eq!(
+            store
+                .wake_due(&unheld_lease(), 0)
+                .await
+                .expect("schema is there"),
+            0
+        );
         store.close().await;
     }
 }
@@ -157,7 +164,10 @@ async fn a_database_migrated_by_newer_code_is_accepted_only_when_it_admits_this_
         .await
         .expect("an additive newer migration admits this release");
     assert_eq!(admitted.migration_report().applied, []);
-    assert_eq!(admitted.wake_due(0).await.expect("works"), 0);
+    assert_eq!(
+        admitted.wake_due(&unheld_lease(), 0).await.expect("works"),
+        0
+    );
     admitted.close().await;
     raw("UPDATE aiki_compat SET readable_from = 99990101000000").await;
     let error = SqliteStore::connect(&file.url())
@@ -180,10 +190,16 @@ async fn migrations_can_be_left_to_the_operator() {
     let store = SqliteStore::connect_with(SqliteOptions::new(file.url()).migrate(false))
         .await
         .expect("open");
-    assert!(store.wake_due(0).await.is_err(), "no schema yet");
+    assert!(
+        store.wake_due(&unheld_lease(), 0).await.is_err(),
+        "no schema yet"
+    );
     store.migrate().await.expect("migrate");
     store.migrate().await.expect("migrating twice is a no-op");
-    assert_eq!(store.wake_due(0).await.expect("wake_due"), 0);
+    assert_eq!(
+        store.wake_due(&unheld_lease(), 0).await.expect("wake_due"),
+        0
+    );
 }
 
 #[tokio::test]
@@ -301,7 +317,7 @@ async fn statements_per_operation() {
         parent.revision + 1
     );
     let s = store.statements();
-    store.wake_due(6).await.expect("wake_due");
+    store.wake_due(&unheld_lease(), 6).await.expect("wake_due");
     cost("wake_due", 1, s, store.statements()).await;
 }
 
@@ -427,7 +443,7 @@ async fn check_mode_creates_nothing_and_accepts_this_releases_schema() {
         .close()
         .await;
     let checked = check().await.expect("this release's schema passes");
-    assert!(checked.wake_due(0).await.is_ok());
+    assert!(checked.wake_due(&unheld_lease(), 0).await.is_ok());
     checked.close().await;
 }
 

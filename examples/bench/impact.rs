@@ -1,6 +1,6 @@
 //! `--impact`: the pre-deploy impact check over 10,000 in-flight runs of 10 recorded tasks each
 //! (500 with `--quick`), runs checked per second, beside the store's own read rate of the same
-//! histories (`Store::load_history` for every run, as concurrently as the check reads them):
+//! histories (`ExecutorStore::load_history` for every run, as concurrently as the check reads them):
 //! the check reads each history once and replays it, so the read rate is its ceiling.
 
 use std::time::{Duration, Instant};

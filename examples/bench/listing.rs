@@ -1,5 +1,5 @@
 //! `--list`: listing a page of 50 runs out of 100,000 (10,000 with `--quick`), filtered by
-//! workflow version and status, through `Store::list_runs` and, beside it, the same query sent
+//! workflow version and status, through `ReadStore::list_runs` and, beside it, the same query sent
 //! raw through sqlx (selecting the row instead of Aiki's JSON document); p50 and p99 of each,
 //! and the query plans of the main filters.
 

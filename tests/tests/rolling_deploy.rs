@@ -263,8 +263,12 @@ async fn the_previous_releases_writes_keep_the_new_records_true(backend: Backend
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let lease = new
+        .acquire_lease("rolling-deploy-test", "pod-n1", 600_000, now())
+        .await
+        .unwrap();
     let released = new
-        .release_stale_claims(now(), ClaimTiming::new(600_000, 10))
+        .release_stale_claims(&lease, now(), ClaimTiming::new(600_000, 10))
         .await
         .unwrap();
     assert!(

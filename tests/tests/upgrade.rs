@@ -160,6 +160,7 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 "aiki_compat",
                 "aiki_entries",
                 "aiki_events",
+                "aiki_leases",
                 "aiki_runs",
                 "aiki_sleeps",
                 "aiki_timeline",

@@ -6,12 +6,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki::store::{
-    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Millis,
-    NewEvent, NewRun, RunId, RunRecord, SleepRecord, StoreError, Transition,
+use aiki::store::RunId;
+use aiki::{
+    BoxStore, Client, Run, RunStatus, State, TaskError, Worker, WorkerStore, WorkflowError,
 };
-use aiki::{BoxStore, Client, Run, RunStatus, State, TaskError, Worker, WorkflowError};
 use aiki_tests::{Backend, Executions, Harness, on_every_backend};
+
+#[path = "workers/counting.rs"]
+mod counting;
+
+use counting::Counting;
 
 #[aiki::task(name = "add-one")]
 async fn add_one(n: u64) -> Result<u64, TaskError> {
@@ -193,7 +197,113 @@ on_every_backend!(
     a_custom_subscriber_discovers_work_and_gets_its_own_heartbeats,
     store_calls_per_task_step,
     a_store_error_is_retried_in_real_time_under_a_test_clock,
+    a_worker_on_a_store_that_only_executes_runs_no_daemons,
+    one_worker_sweeps_and_another_takes_over_when_it_stops,
 );
+
+/// Waits (real time, bounded) until `done` holds.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + aiki_tests::PATIENCE;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Of two workers on one store, only the holder of the daemons' lease sweeps; when it stops
+/// gracefully the other takes over at once, and when it crashes, once its lease expired.
+async fn one_worker_sweeps_and_another_takes_over_when_it_stops(backend: Backend) {
+    let inner = backend.open().await;
+    let clock = aiki::ManualClock::new(aiki::Clock::now(&aiki::SystemClock));
+    let start = |store: &Arc<Counting>, id: &str| {
+        let store: BoxStore = store.clone();
+        Worker::builder(store)
+            .register(CountTo)
+            .worker_id(id)
+            .clock(clock.clone())
+            .poll_interval(Duration::from_millis(5))
+            .build()
+            .unwrap()
+            .start()
+    };
+    let (a, b, c) = (
+        Arc::new(Counting::new(inner.clone())),
+        Arc::new(Counting::new(inner.clone())),
+        Arc::new(Counting::new(inner.clone())),
+    );
+    let worker_a = start(&a, "worker-a");
+    until("a leads", || a.calls("wake_due") > 0).await;
+    let worker_b = start(&b, "worker-b");
+    let polls = b.calls("claim");
+    until("b polls", || b.calls("claim") >= polls + 20).await;
+    assert_eq!(b.calls("wake_due"), 0, "only the lease holder sweeps");
+    assert!(b.calls("acquire_lease") >= 1, "b asked for the lease");
+    // A graceful stop gives the lease up: b sweeps without the clock moving.
+    worker_a.shutdown().await;
+    until("b takes over from a stopped leader", || {
+        b.calls("wake_due") > 0
+    })
+    .await;
+    let worker_c = start(&c, "worker-c");
+    let polls = c.calls("claim");
+    until("c polls", || c.calls("claim") >= polls + 20).await;
+    assert_eq!(c.calls("wake_due"), 0, "b leads, c waits");
+    // A crash leaves the lease to expire: c sweeps once the clock passed it.
+    worker_b.abort().await;
+    let polls = c.calls("claim");
+    until("c polls on", || c.calls("claim") >= polls + 20).await;
+    assert_eq!(c.calls("wake_due"), 0, "b's lease has not expired yet");
+    clock.advance(Duration::from_secs(16));
+    until("c takes over from a crashed leader", || {
+        c.calls("wake_due") > 0
+    })
+    .await;
+    worker_c.shutdown().await;
+}
+
+/// A worker given only the executor role (a remote worker's store, whose server sweeps)
+/// executes runs and never sweeps; told to run the daemons, it refuses to build.
+async fn a_worker_on_a_store_that_only_executes_runs_no_daemons(backend: Backend) {
+    let counting = Arc::new(Counting::new(backend.open().await));
+    let executor: Arc<dyn aiki::store::ExecutorStore> = counting.clone();
+    let refused = Worker::builder(WorkerStore::executor(executor.clone()))
+        .register(CountTo)
+        .daemons(true)
+        .build();
+    match refused {
+        Err(aiki::ClientError::Config(message)) => {
+            assert!(message.contains("sweeper role"), "{message}")
+        }
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
+    let worker = Worker::builder(executor)
+        .register(CountTo)
+        .poll_interval(Duration::from_millis(5))
+        .build()
+        .unwrap()
+        .start();
+    let client = Client::new(counting.clone()).with_poll_interval(Duration::from_millis(5));
+    let handle = client.start::<CountTo>(2).await.unwrap();
+    assert_eq!(handle.result().await.unwrap(), 2);
+    let polls = counting.calls("claim");
+    let deadline = tokio::time::Instant::now() + aiki_tests::PATIENCE;
+    while counting.calls("claim") < polls + 5 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the worker stopped polling"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    worker.shutdown().await;
+    for sweep in [
+        "wake_due",
+        "release_stale_claims",
+        "stall_undelivered",
+        "prune_workers",
+    ] {
+        assert_eq!(counting.calls(sweep), 0, "{sweep}");
+    }
+}
 
 /// A worker's backoff after a store error, and an execution's retry of a failed write, wait in
 /// real time: under a test clock that nobody advances they must not wait forever.
@@ -224,237 +334,6 @@ async fn a_store_error_is_retried_in_real_time_under_a_test_clock(backend: Backe
     );
     assert!(counting.calls("claim") >= 2, "the failed claim was retried");
     assert_eq!(counting.calls("put_entry"), 2 * 3 + 1, "one write retried");
-}
-
-/// A store that counts the calls the runtime makes, by method, and passes them on.
-#[derive(Debug)]
-struct Counting {
-    inner: BoxStore,
-    calls: std::sync::Mutex<std::collections::HashMap<&'static str, u64>>,
-    /// How many of the next calls of a method fail as if the store were unreachable.
-    failures: std::sync::Mutex<std::collections::HashMap<&'static str, u32>>,
-}
-
-impl Counting {
-    fn new(inner: BoxStore) -> Self {
-        Counting {
-            inner,
-            calls: Default::default(),
-            failures: Default::default(),
-        }
-    }
-
-    /// `Err(Unavailable)` while failures of `method` are left to inject.
-    fn fault(&self, method: &'static str) -> Result<(), StoreError> {
-        let mut failures = self.failures.lock().unwrap();
-        match failures.get_mut(method) {
-            Some(left) if *left > 0 => {
-                *left -= 1;
-                Err(StoreError::Unavailable {
-                    message: format!("injected outage ({method})"),
-                    source: None,
-                })
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn count(&self, method: &'static str) {
-        *self.calls.lock().unwrap().entry(method).or_default() += 1;
-    }
-
-    fn calls(&self, method: &str) -> u64 {
-        self.calls.lock().unwrap().get(method).copied().unwrap_or(0)
-    }
-}
-
-#[aiki::async_trait]
-impl aiki::Store for Counting {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-    async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
-        self.count("create_run");
-        self.inner.create_run(run).await
-    }
-    async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        self.count("get_run");
-        self.inner.get_run(id).await
-    }
-    async fn load_history(&self, id: RunId) -> Result<History, StoreError> {
-        self.count("load_history");
-        self.inner.load_history(id).await
-    }
-    async fn transition(
-        &self,
-        id: RunId,
-        expected: u64,
-        transition: Transition,
-    ) -> Result<RunRecord, StoreError> {
-        self.count("transition");
-        self.inner.transition(id, expected, transition).await
-    }
-
-    async fn transition_all(
-        &self,
-        moves: Vec<aiki::store::Move>,
-    ) -> Result<Vec<RunRecord>, StoreError> {
-        self.count("transition_all");
-        self.inner.transition_all(moves).await
-    }
-    async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
-        self.count("claim");
-        self.fault("claim")?;
-        self.inner.claim(request).await
-    }
-    async fn refresh_claim(
-        &self,
-        id: RunId,
-        owner: &str,
-        expected: u64,
-        now: Millis,
-    ) -> Result<aiki::store::ClaimState, StoreError> {
-        self.count("refresh_claim");
-        self.inner.refresh_claim(id, owner, expected, now).await
-    }
-    async fn release_claim(
-        &self,
-        id: RunId,
-        expected: u64,
-        now: Millis,
-        confirm_ms: Option<i64>,
-        actor: Option<String>,
-    ) -> Result<Option<RunRecord>, StoreError> {
-        self.count("release_claim");
-        self.inner
-            .release_claim(id, expected, now, confirm_ms, actor)
-            .await
-    }
-    async fn changes_since(
-        &self,
-        cursor: &aiki::store::ChangeCursor,
-        limit: u32,
-    ) -> Result<aiki::store::ChangePage, StoreError> {
-        self.count("changes_since");
-        self.inner.changes_since(cursor, limit).await
-    }
-    async fn prune_workers(&self, now: Millis, older_than_ms: i64) -> Result<u64, StoreError> {
-        self.count("prune_workers");
-        self.inner.prune_workers(now, older_than_ms).await
-    }
-    async fn request_pause(
-        &self,
-        id: RunId,
-        actor: Option<String>,
-        now: Millis,
-    ) -> Result<Option<RunRecord>, StoreError> {
-        self.count("request_pause");
-        self.inner.request_pause(id, actor, now).await
-    }
-    async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
-        self.count("put_entry");
-        self.fault("put_entry")?;
-        self.inner.put_entry(expected, entry).await
-    }
-    async fn start_child(
-        &self,
-        expected: u64,
-        entry: EntryRecord,
-        child: NewRun,
-    ) -> Result<RunRecord, StoreError> {
-        self.count("start_child");
-        self.inner.start_child(expected, entry, child).await
-    }
-    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
-        self.count("put_sleep");
-        self.inner.put_sleep(expected, sleep).await
-    }
-    async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
-        self.count("append_event");
-        self.inner.append_event(event).await
-    }
-    async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {
-        self.count("wake_due");
-        self.inner.wake_due(now).await
-    }
-    async fn release_stale_claims(
-        &self,
-        now: Millis,
-        timing: aiki::store::ClaimTiming,
-    ) -> Result<Vec<RunId>, StoreError> {
-        self.count("release_stale_claims");
-        self.inner.release_stale_claims(now, timing).await
-    }
-    async fn stall_undelivered(&self, now: Millis, max_age_ms: i64) -> Result<u64, StoreError> {
-        self.count("stall_undelivered");
-        self.inner.stall_undelivered(now, max_age_ms).await
-    }
-    async fn run_counts(&self) -> Result<Vec<aiki::store::RunCounts>, StoreError> {
-        self.count("run_counts");
-        self.inner.run_counts().await
-    }
-    async fn timeline(&self, id: RunId) -> Result<Vec<aiki::store::StatusChange>, StoreError> {
-        self.count("timeline");
-        self.inner.timeline(id).await
-    }
-    async fn record_worker(
-        &self,
-        worker: aiki::store::WorkerRecord,
-        now: Millis,
-    ) -> Result<aiki::store::WorkerRecord, StoreError> {
-        self.count("record_worker");
-        self.inner.record_worker(worker, now).await
-    }
-    async fn list_workers(
-        &self,
-        now: Millis,
-        within_ms: i64,
-    ) -> Result<Vec<aiki::store::WorkerRecord>, StoreError> {
-        self.count("list_workers");
-        self.inner.list_workers(now, within_ms).await
-    }
-    async fn record_event_slot(
-        &self,
-        expected: u64,
-        slot: EventRecord,
-    ) -> Result<EventRecord, StoreError> {
-        self.count("record_event_slot");
-        self.inner.record_event_slot(expected, slot).await
-    }
-    async fn fork_run(&self, fork: aiki::store::NewFork) -> Result<CreateOutcome, StoreError> {
-        self.count("fork_run");
-        self.inner.fork_run(fork).await
-    }
-    async fn publish_catalog(
-        &self,
-        entry: aiki::store::CatalogEntry,
-        now: Millis,
-    ) -> Result<aiki::store::CatalogEntry, StoreError> {
-        self.count("publish_catalog");
-        self.inner.publish_catalog(entry, now).await
-    }
-    async fn add_catalog_tasks(
-        &self,
-        namespace: &aiki::Namespace,
-        fingerprint: &str,
-        tasks: Vec<aiki::store::TaskDeclaration>,
-    ) -> Result<(), StoreError> {
-        self.count("add_catalog_tasks");
-        self.inner
-            .add_catalog_tasks(namespace, fingerprint, tasks)
-            .await
-    }
-    async fn catalog(&self) -> Result<Vec<aiki::store::CatalogEntry>, StoreError> {
-        self.count("catalog");
-        self.inner.catalog().await
-    }
-    async fn list_runs(
-        &self,
-        request: aiki::store::ListRuns,
-    ) -> Result<aiki::store::RunPage, StoreError> {
-        self.count("list_runs");
-        self.inner.list_runs(request).await
-    }
 }
 
 /// The store calls a ten-step run costs: exactly two entry writes per step (the `running`

@@ -206,6 +206,7 @@ pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
 pub async fn check_an_operator_releases_a_claim_once_confirmed_stale(store: &dyn Store) {
     let _sweep = SWEEPS.lock().await;
     let now = GLOBAL_TIME;
+    let lease = super::leader(store, now).await;
     let run = running(store, "gone-worker", now).await;
     let ops = Some("ops".to_owned());
     let unconfirmed = store
@@ -223,7 +224,7 @@ pub async fn check_an_operator_releases_a_claim_once_confirmed_stale(store: &dyn
     // A sweep finds it unrefreshed for longer than the window and marks it...
     let marked_at = now + TIMING.confirm_ms + 1;
     store
-        .release_stale_claims(marked_at, TIMING)
+        .release_stale_claims(&lease, marked_at, TIMING)
         .await
         .expect("mark");
     let early = store

@@ -1,7 +1,8 @@
 //! The conformance suite every backend must pass.
 //!
 //! Each check is a plain `async fn` over a [`Store`]; [`conformance_tests!`](crate::conformance_tests)
-//! stamps out one `#[tokio::test]` per check for a store factory:
+//! stamps out one `#[tokio::test]` per check for a store factory, in one module per role trait
+//! whose operations the check is about (`read::`, `executor::`, `client::`, `sweeper::`):
 //!
 //! ```no_run
 //! aiki_store::conformance_tests!(async { aiki_store::connect("memory:").await.unwrap() });
@@ -10,7 +11,7 @@
 //!
 //! Checks create their own runs with fresh random ids, namespaces and reference ids, so many
 //! can share one database at once. The checks of the operations that sweep every run
-//! ([`Store::wake_due`], [`Store::release_stale_claims`], [`Store::stall_undelivered`]) take a
+//! ([`Sweeper::wake_due`], [`Sweeper::release_stale_claims`], [`Sweeper::stall_undelivered`]) take a
 //! process-wide lock and use times around [`GLOBAL_TIME`], far
 //! below [`LOCAL_TIME`], the time every other check uses, so a sweep never touches another
 //! check's runs. Checks assert error kinds, never messages.
@@ -27,6 +28,8 @@ use std::task::Poll;
 
 use serde_json::{Value, json};
 
+#[allow(unused_imports)]
+use crate::prelude::*;
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EntryStatus, EventRecord,
     Failure, Millis, Namespace, NewEvent, NewRun, ParentLink, RunId, RunRecord, RunStatus,
@@ -38,6 +41,7 @@ mod concurrency;
 mod counts;
 mod entries;
 mod events;
+mod leases;
 mod outbox;
 mod pause;
 mod recovery;
@@ -55,6 +59,7 @@ pub use concurrency::*;
 pub use counts::*;
 pub use entries::*;
 pub use events::*;
+pub use leases::*;
 pub use outbox::{
     check_changes_since_gives_every_change_once, check_changes_since_under_concurrent_writers,
 };
@@ -104,73 +109,86 @@ impl<F: Fixture> Fixture for Option<F> {
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:expr) => {
-        $crate::conformance_tests!(@checks $factory;
-            check_backend_has_a_name,
-            check_create_run,
-            check_create_run_dedupes_by_reference,
-            check_create_run_refuses_a_taken_id,
-            check_unknown_run_is_not_found,
-            check_transition_checks_and_increments_revision,
-            check_transition_refuses_moves_outside_the_table,
-            check_transition_writes_output_error_and_attempts,
-            check_leaving_running_clears_the_owner,
-            check_suspension_after_its_event_lands_in_scheduled,
-            check_suspension_after_its_child_ended_lands_in_scheduled,
-            check_terminal_child_wakes_waiting_parent,
-            check_wait_set_is_stored_with_the_suspension,
-            check_any_event_wakes_a_run_awaiting_one,
-            check_child_end_wakes_every_run_awaiting_it,
-            check_all_of_wait_wakes_once,
-            check_first_of_a_child_and_an_event_wakes_the_run,
-            check_an_event_wakes_only_runs_awaiting_one,
-            check_timeline_records_every_status_change,
-            check_changes_since_gives_every_change_once,
-            check_changes_since_under_concurrent_writers,
-            check_retries_are_worded_and_completion_clears_the_error,
-            check_the_timeline_names_the_operator,
-            check_worker_heartbeats,
-            check_catalog_entries,
-            check_workers_say_their_build_and_when_they_stop_and_are_pruned,
-            check_retry_moves_a_failed_run_back_and_resets_its_call,
-            check_transition_all_moves_every_run_or_none,
-            check_fork_creates_a_run_with_its_carried_history_once,
-            check_cancel_sleeps,
-            check_claim_filters_orders_and_limits,
-            check_claim_skips_the_runs_it_is_told_to,
-            check_refresh_claim,
-            check_an_operator_releases_a_claim_once_confirmed_stale,
-            check_a_pause_request_fences_no_write_in_flight,
-            check_a_run_ends_whatever_its_pause_request,
-            check_recovery_pauses_a_run_with_a_pause_request,
-            check_put_entry,
-            check_put_sleep,
-            check_start_child,
-            check_append_event,
-            check_record_event_timeout,
-            check_wake_due,
-            check_release_stale_claims,
-            check_stall_undelivered,
-            check_run_counts,
-            check_list_runs_pages_newest_first,
-            check_list_runs_filters,
-            check_zombie_executor_is_fenced,
-            check_concurrent_claimers_never_share_a_run,
-            check_concurrent_put_entry_outcomes_are_each_their_own,
-            check_concurrent_put_entry_racing_a_transition,
-            check_values_round_trip,
-            check_load_history,
-        );
+        $crate::conformance_tests!(@group $factory; read: [
+                check_load_history,
+                check_backend_has_a_name,
+                check_unknown_run_is_not_found,
+                check_timeline_records_every_status_change,
+                check_changes_since_gives_every_change_once,
+                check_changes_since_under_concurrent_writers,
+                check_the_timeline_names_the_operator,
+                check_run_counts,
+                check_list_runs_pages_newest_first,
+                check_list_runs_filters,
+                check_values_round_trip,
+            ]);
+        $crate::conformance_tests!(@group $factory; executor: [
+                check_transition_checks_and_increments_revision,
+                check_transition_refuses_moves_outside_the_table,
+                check_transition_writes_output_error_and_attempts,
+                check_leaving_running_clears_the_owner,
+                check_suspension_after_its_event_lands_in_scheduled,
+                check_suspension_after_its_child_ended_lands_in_scheduled,
+                check_terminal_child_wakes_waiting_parent,
+                check_wait_set_is_stored_with_the_suspension,
+                check_child_end_wakes_every_run_awaiting_it,
+                check_all_of_wait_wakes_once,
+                check_first_of_a_child_and_an_event_wakes_the_run,
+                check_retries_are_worded_and_completion_clears_the_error,
+                check_worker_heartbeats,
+                check_catalog_entries,
+                check_workers_say_their_build_and_when_they_stop_and_are_pruned,
+                check_cancel_sleeps,
+                check_claim_filters_orders_and_limits,
+                check_claim_skips_the_runs_it_is_told_to,
+                check_refresh_claim,
+                check_put_entry,
+                check_put_sleep,
+                check_start_child,
+                check_record_event_timeout,
+                check_zombie_executor_is_fenced,
+                check_concurrent_claimers_never_share_a_run,
+                check_concurrent_put_entry_outcomes_are_each_their_own,
+                check_concurrent_put_entry_racing_a_transition,
+            ]);
+        $crate::conformance_tests!(@group $factory; client: [
+                check_create_run,
+                check_create_run_dedupes_by_reference,
+                check_create_run_refuses_a_taken_id,
+                check_any_event_wakes_a_run_awaiting_one,
+                check_an_event_wakes_only_runs_awaiting_one,
+                check_append_event,
+                check_retry_moves_a_failed_run_back_and_resets_its_call,
+                check_transition_all_moves_every_run_or_none,
+                check_fork_creates_a_run_with_its_carried_history_once,
+                check_an_operator_releases_a_claim_once_confirmed_stale,
+                check_a_pause_request_fences_no_write_in_flight,
+                check_a_run_ends_whatever_its_pause_request,
+            ]);
+        $crate::conformance_tests!(@group $factory; sweeper: [
+                check_a_lease_has_one_holder_at_a_time,
+                check_a_lapsed_leases_sweeps_do_nothing,
+                check_wake_due,
+                check_release_stale_claims,
+                check_stall_undelivered,
+                check_recovery_pauses_a_run_with_a_pause_request,
+            ]);
     };
-    (@checks $factory:expr; $($check:ident),* $(,)?) => {
-        $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $check() {
-                let fixture = $factory.await;
-                if let Some(store) = $crate::conformance::Fixture::store(&fixture) {
-                    $crate::conformance::$check(store).await;
+    (@group $factory:expr; $group:ident: [$($check:ident),* $(,)?]) => {
+        /// The checks of one role trait.
+        mod $group {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    let fixture = $factory.await;
+                    if let Some(store) = $crate::conformance::Fixture::store(&fixture) {
+                        $crate::conformance::$check(store).await;
+                    }
                 }
-            }
-        )*
+            )*
+        }
     };
 }
 
@@ -211,11 +229,27 @@ const TIMING: crate::ClaimTiming = crate::ClaimTiming {
 
 /// Claim recovery at `now`, and again one confirmation window later: what the two sweeps
 /// released.
+/// A lease of the check's own to sweep under, held for years from `now`: sweeps are fenced
+/// by the lease they are given, whatever its name.
+async fn leader(store: &dyn Store, now: Millis) -> crate::Lease {
+    let name = format!("conformance-{}", RunId::new());
+    let lease = store
+        .acquire_lease(&name, "conformance", 10 * 365 * 86_400_000, now)
+        .await
+        .expect("acquire_lease");
+    assert_eq!(lease.holder, "conformance", "a fresh lease is free");
+    lease
+}
+
 async fn release_confirmed(store: &dyn Store, now: Millis) -> Vec<RunId> {
-    let mut released = store.release_stale_claims(now, TIMING).await.expect("mark");
+    let lease = leader(store, now).await;
+    let mut released = store
+        .release_stale_claims(&lease, now, TIMING)
+        .await
+        .expect("mark");
     released.extend(
         store
-            .release_stale_claims(now + TIMING.confirm_ms, TIMING)
+            .release_stale_claims(&lease, now + TIMING.confirm_ms, TIMING)
             .await
             .expect("release"),
     );

@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// [`Store::backend`] names the backend.
+/// [`ReadStore::backend`] names the backend.
 pub async fn check_backend_has_a_name(store: &dyn Store) {
     assert!(!store.backend().is_empty());
 }

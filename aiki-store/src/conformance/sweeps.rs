@@ -6,6 +6,7 @@ use super::*;
 pub async fn check_wake_due(store: &dyn Store) {
     let _sweep = SWEEPS.lock().await;
     let now = GLOBAL_TIME;
+    let lease = super::leader(store, now).await;
     let namespace = namespace();
     let mut scheduled = new_run(&namespace, RunStatus::Scheduled, now);
     scheduled.due_at = Some(now + 100);
@@ -43,7 +44,7 @@ pub async fn check_wake_due(store: &dyn Store) {
         .await
         .expect("pause");
 
-    let moved = store.wake_due(now + 200).await.expect("wake_due");
+    let moved = store.wake_due(&lease, now + 200).await.expect("wake_due");
     assert!(moved >= 3, "at least this check's three due runs moved");
     for due in [scheduled.clone(), sleeper, waiter] {
         let run = store.get_run(due.id).await.expect("get_run");
@@ -55,7 +56,7 @@ pub async fn check_wake_due(store: &dyn Store) {
     assert_eq!(store.get_run(later.id).await.expect("get_run"), later);
     assert_eq!(store.get_run(paused.id).await.expect("get_run"), paused);
     let again = store.get_run(scheduled.id).await.expect("get_run");
-    store.wake_due(now + 300).await.expect("wake_due");
+    store.wake_due(&lease, now + 300).await.expect("wake_due");
     assert_eq!(
         store.get_run(scheduled.id).await.expect("get_run"),
         again,
@@ -69,6 +70,7 @@ pub async fn check_wake_due(store: &dyn Store) {
 pub async fn check_release_stale_claims(store: &dyn Store) {
     let _sweep = SWEEPS.lock().await;
     let now = GLOBAL_TIME;
+    let lease = super::leader(store, now).await;
     let stale = running(store, "dead-worker", now).await;
     let back = running(store, "worker-back-after-an-outage", now).await;
     let fresh = running(store, "live-worker", now).await;
@@ -78,7 +80,7 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
         .expect("refresh");
     let first = now + 100_000;
     let released = store
-        .release_stale_claims(first, TIMING)
+        .release_stale_claims(&lease, first, TIMING)
         .await
         .expect("mark");
     assert!(
@@ -113,7 +115,7 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
         .expect("refresh after the outage");
     let second = first + TIMING.confirm_ms;
     let released = store
-        .release_stale_claims(second, TIMING)
+        .release_stale_claims(&lease, second, TIMING)
         .await
         .expect("release");
     assert!(released.contains(&stale.id), "{released:?}");
@@ -139,12 +141,12 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
     let silent = running(store, "silent-worker", second).await;
     let marked = second + TIMING.idle_timeout_ms;
     store
-        .release_stale_claims(marked, TIMING)
+        .release_stale_claims(&lease, marked, TIMING)
         .await
         .expect("mark");
     let much_later = marked + 3 * TIMING.confirm_ms;
     let released = store
-        .release_stale_claims(much_later, TIMING)
+        .release_stale_claims(&lease, much_later, TIMING)
         .await
         .expect("sweep");
     assert!(!released.contains(&silent.id), "an old mark is not trusted");
@@ -158,7 +160,7 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
         "marked anew"
     );
     let released = store
-        .release_stale_claims(much_later + TIMING.confirm_ms, TIMING)
+        .release_stale_claims(&lease, much_later + TIMING.confirm_ms, TIMING)
         .await
         .expect("sweep");
     assert!(released.contains(&silent.id));
@@ -168,11 +170,12 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
 pub async fn check_stall_undelivered(store: &dyn Store) {
     let _sweep = SWEEPS.lock().await;
     let now = GLOBAL_TIME;
+    let lease = super::leader(store, now).await;
     let namespace = namespace();
     let old = create(store, new_run(&namespace, RunStatus::Queued, now)).await;
     let young = create(store, new_run(&namespace, RunStatus::Queued, now + 50_000)).await;
     let stalled = store
-        .stall_undelivered(now + 100_000, 60_000)
+        .stall_undelivered(&lease, now + 100_000, 60_000)
         .await
         .expect("stall");
     assert!(stalled >= 1);

@@ -158,6 +158,7 @@ pub async fn check_catalog_entries(store: &dyn Store) {
 /// stopped; workers not seen for long are pruned, the others stay.
 pub async fn check_workers_say_their_build_and_when_they_stop_and_are_pruned(store: &dyn Store) {
     let now = LOCAL_TIME;
+    let lease = super::leader(store, now).await;
     let id = format!("worker-{}", RunId::new());
     let served = vec![namespace()];
     let builds: std::collections::BTreeMap<String, String> =
@@ -196,7 +197,7 @@ pub async fn check_workers_say_their_build_and_when_they_stop_and_are_pruned(sto
         .await
         .expect("a younger beat");
     let pruned = store
-        .prune_workers(now + 100_000, 50_000)
+        .prune_workers(&lease, now + 100_000, 50_000)
         .await
         .expect("prune");
     assert!(pruned >= 1, "{pruned}");

@@ -99,9 +99,18 @@ pub(super) struct State {
     pub(super) catalog: BTreeMap<(Namespace, String), CatalogEntry>,
     /// The tasks each build's runs were seen calling, by version and fingerprint, then name.
     pub(super) catalog_tasks: CalledTasks,
+    /// The leases, by name.
+    pub(super) leases: HashMap<String, crate::Lease>,
 }
 
 impl State {
+    /// Whether `lease` is still held as given at `now`: the fence of every sweep.
+    pub(super) fn holds(&self, lease: &crate::Lease, now: Millis) -> bool {
+        self.leases.get(&lease.name).is_some_and(|held| {
+            held.holder == lease.holder && held.token == lease.token && held.expires_at > now
+        })
+    }
+
     pub(super) fn run(&self, id: RunId) -> Result<&RunRecord, StoreError> {
         self.runs
             .get(&id)
@@ -235,7 +244,7 @@ impl State {
         self.timeline.get_mut(&(id, revision))
     }
 
-    /// Applies a transition (see [`Store::transition`](crate::Store::transition)).
+    /// Applies a transition (see [`ExecutorStore::transition`](crate::ExecutorStore::transition)).
     pub(super) fn transition(
         &mut self,
         id: RunId,

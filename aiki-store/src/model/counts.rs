@@ -1,4 +1,4 @@
-//! What [`Store::run_counts`](crate::Store::run_counts) reports per workflow version.
+//! What [`ReadStore::run_counts`](crate::ReadStore::run_counts) reports per workflow version.
 
 use serde::{Deserialize, Serialize};
 

@@ -111,7 +111,7 @@ impl NewEvent {
     }
 }
 
-/// What [`Store::append_event`](crate::Store::append_event) did.
+/// What [`ClientStore::append_event`](crate::ClientStore::append_event) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum AppendOutcome {

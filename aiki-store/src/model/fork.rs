@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::{EntryRecord, EventRecord, NewRun, SleepRecord};
 
 /// A run to create with a carried history, in one atomic operation
-/// ([`Store::fork_run`](crate::Store::fork_run)). The records' `run_id`s are the new run's.
+/// ([`ClientStore::fork_run`](crate::ClientStore::fork_run)). The records' `run_id`s are the new run's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct NewFork {

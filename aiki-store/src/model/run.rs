@@ -160,7 +160,7 @@ impl NewRun {
         self
     }
 
-    /// The run as [`Store::create_run`](crate::Store::create_run) stores it: revision 1,
+    /// The run as [`ClientStore::create_run`](crate::ClientStore::create_run) stores it: revision 1,
     /// attempt 1, `queued_at` set for a queued run, created and updated at `now`.
     pub fn into_record(self) -> RunRecord {
         RunRecord {
@@ -193,7 +193,7 @@ impl NewRun {
     }
 }
 
-/// What [`Store::create_run`](crate::Store::create_run) did.
+/// What [`ClientStore::create_run`](crate::ClientStore::create_run) did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", content = "run", rename_all = "snake_case")]
 pub enum CreateOutcome {

@@ -116,7 +116,7 @@ impl Transition {
     }
 }
 
-/// One transition of [`Store::transition_all`](crate::Store::transition_all): a run, the
+/// One transition of [`ClientStore::transition_all`](crate::ClientStore::transition_all): a run, the
 /// revision the caller last saw, and the change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -150,7 +150,7 @@ pub struct ClaimState {
 }
 
 /// How claim recovery judges claims (see
-/// [`Store::release_stale_claims`](crate::Store::release_stale_claims)).
+/// [`Sweeper::release_stale_claims`](crate::Sweeper::release_stale_claims)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ClaimTiming {

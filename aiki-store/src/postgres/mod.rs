@@ -24,7 +24,7 @@ use crate::sql::statements::{
     Level, entry_columns, entry_conflict, insert_event, run_doc, starts_allowed, status_list,
     transition_set, wake_for_event,
 };
-use crate::sql::{Dialect, SqlStore, Tx, setters, store_impl};
+use crate::sql::{Dialect, SqlStore, Tx, setters};
 use crate::{MigrationMode, RunStatus, StoreError};
 
 mod install;
@@ -137,18 +137,12 @@ impl PostgresOptions {
     }
 }
 
-/// The PostgreSQL backend.
-#[derive(Debug)]
-pub struct PostgresStore {
-    inner: SqlStore<PgDialect>,
-    report: crate::MigrationReport,
-}
-
-store_impl!(PostgresStore);
+/// The PostgreSQL backend: the SQL store over PostgreSQL's dialect.
+pub type PostgresStore = SqlStore<PgDialect>;
 
 /// PostgreSQL's driver: one pool, whose connections see Aiki's schema first.
 #[derive(Clone, Debug)]
-pub(crate) struct PgDialect {
+pub struct PgDialect {
     pool: PgPool,
     /// Where Aiki's tables live.
     schema: String,
@@ -359,6 +353,8 @@ impl Dialect for PgDialect {
 
     const CONTRACT: i64 = 12;
 
+    const LEASES: i64 = 14;
+
     async fn close(&self) {
         self.pool.close().await;
     }
@@ -412,8 +408,6 @@ impl PostgresStore {
             schema,
             claim_clock,
         };
-        let (inner, report) =
-            SqlStore::open(dialect, options.migration, options.schema_cap).await?;
-        Ok(PostgresStore { inner, report })
+        SqlStore::open(dialect, options.migration, options.schema_cap).await
     }
 }

@@ -1,4 +1,4 @@
-//! Group commit for [`Store::put_entry`](crate::Store::put_entry), the hot path of the SQL
+//! Group commit for [`ExecutorStore::put_entry`](crate::ExecutorStore::put_entry), the hot path of the SQL
 //! stores (two calls per task step).
 //!
 //! Callers enqueue their write with a reply channel; one background task takes everything

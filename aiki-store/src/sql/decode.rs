@@ -338,7 +338,7 @@ pub(crate) fn history_from_json(
     })
 }
 
-/// Sorts claimed runs oldest first, as [`Store::claim`](crate::Store::claim) documents
+/// Sorts claimed runs oldest first, as [`ExecutorStore::claim`](crate::ExecutorStore::claim) documents
 /// (`RETURNING` has no order).
 pub(crate) fn sort_claimed(runs: &mut [RunRecord]) {
     runs.sort_by_key(|run| (run.queued_at.unwrap_or(run.created_at), run.id));

@@ -234,6 +234,10 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// [`Level::contract`](super::statements::Level::contract)).
     const CONTRACT: i64;
 
+    /// The version of the leases migration (see
+    /// [`Level::leases`](super::statements::Level::leases)).
+    const LEASES: i64;
+
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;
 

@@ -6,8 +6,8 @@
 //! commit of entries ([`batch`]). A [`Dialect`] supplies what truly differs: the driver, the
 //! rendering of the shared statement text, which error codes are transient, the statements
 //! written in one database's own syntax, and the two operations whose control flow differs
-//! (a transition's locking, an event's insert-and-wake). The public `SqliteStore` and
-//! `PostgresStore` are thin wrappers that [`store_impl!`] turns into [`Store`]s.
+//! (a transition's locking, an event's insert-and-wake). `SqliteStore` and `PostgresStore` are
+//! `SqlStore` over their dialect; [`roles`] implements the store contract for it once.
 
 pub(crate) mod batch;
 pub(crate) mod binds;
@@ -16,9 +16,11 @@ pub(crate) mod dialect;
 pub(crate) mod driver;
 pub(crate) mod error;
 mod fork;
+mod leases;
 mod listing;
 mod ops;
 pub(crate) mod outbox;
+mod roles;
 pub(crate) mod statements;
 mod workers;
 
@@ -51,9 +53,11 @@ impl StatementCounter {
     }
 }
 
-/// A store on one SQL database.
+/// A store on one SQL database: [`SqliteStore`](crate::sqlite::SqliteStore) and
+/// [`PostgresStore`](crate::postgres::PostgresStore) are its two kinds. Every operation of the
+/// store contract is written once here; the database's dialect supplies what differs.
 #[derive(Debug)]
-pub(crate) struct SqlStore<D: Dialect> {
+pub struct SqlStore<D> {
     pub(crate) dialect: D,
     pub(crate) sql: Arc<Statements>,
     /// The schema the statements are rendered for.
@@ -62,6 +66,8 @@ pub(crate) struct SqlStore<D: Dialect> {
     cap: Option<i64>,
     statements: Arc<StatementCounter>,
     entries: EntryBatcher<Entries<D>>,
+    /// What opening did to the schema.
+    report: MigrationReport,
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -80,6 +86,7 @@ impl<D: Dialect> SqlStore<D> {
             level,
             cap,
             statements,
+            report: MigrationReport::default(),
         }
     }
 
@@ -90,29 +97,22 @@ impl<D: Dialect> SqlStore<D> {
         dialect: D,
         mode: MigrationMode,
         cap: Option<i64>,
-    ) -> Result<(Self, MigrationReport), StoreError> {
+    ) -> Result<Self, StoreError> {
         let store = SqlStore::new(dialect, Level::CURRENT, cap);
         let (accepted, report) = store.prepare(mode).await?;
         let level = Level::at::<D>(accepted.render_at);
-        if level == store.level {
-            return Ok((store, report));
-        }
-        Ok((SqlStore::new(store.dialect.clone(), level, cap), report))
+        let mut store = if level == store.level {
+            store
+        } else {
+            SqlStore::new(store.dialect.clone(), level, cap)
+        };
+        store.report = report;
+        Ok(store)
     }
 
     /// The backend's name.
     pub(crate) fn backend(&self) -> &'static str {
         D::DRIVER.backend
-    }
-
-    /// How many statements (round trips) this store has sent, `BEGIN` and `COMMIT` included.
-    pub(crate) fn statements(&self) -> u64 {
-        self.statements.get()
-    }
-
-    /// Stops the entry writer once the writes already queued are done.
-    pub(crate) fn close_writer(&self) {
-        self.entries.close();
     }
 
     /// Runs a statement, counting it; the rows it changed.
@@ -327,272 +327,40 @@ macro_rules! setters {
 }
 pub(crate) use setters;
 
-/// Implements [`Store`](crate::Store) for a public store type whose field `inner` is a
-/// [`SqlStore`], by calling the operations of the one implementation.
-macro_rules! store_impl {
-    ($store:ty) => {
-        impl $store {
-            /// Applies pending migrations. Safe to run from several processes at once (they
-            /// are serialized by the database's lock). A database migrated by a newer release
-            /// is left as it is when its compatibility record admits this release, and is
-            /// [`StoreError::Schema`](crate::StoreError::Schema) otherwise.
-            ///
-            /// This store keeps the statements of the schema it opened on: a store opened
-            /// without migrating (`migrate(false)`) uses the columns the migration adds only
-            /// once reopened.
-            pub async fn migrate(&self) -> Result<$crate::MigrationReport, $crate::StoreError> {
-                Ok(self.inner.prepare($crate::MigrationMode::Apply).await?.1)
-            }
+impl<D: Dialect> SqlStore<D> {
+    /// Applies pending migrations. Safe to run from several processes at once (they are
+    /// serialized by the database's lock). A database migrated by a newer release is left as it
+    /// is when its compatibility record admits this release, and is
+    /// [`StoreError::Schema`](crate::StoreError::Schema) otherwise.
+    ///
+    /// This store keeps the statements of the schema it opened on: a store opened without
+    /// migrating (`migrate(false)`) uses the columns the migration adds only once reopened.
+    pub async fn migrate(&self) -> Result<MigrationReport, StoreError> {
+        Ok(self.prepare(MigrationMode::Apply).await?.1)
+    }
 
-            /// Checks, changing nothing, that the schema is one this release reads correctly:
-            /// a newer one that admits this release, its own, or an older one down to the
-            /// oldest it reads; the error names both versions.
-            pub async fn check_schema(&self) -> Result<(), $crate::StoreError> {
-                self.inner.prepare($crate::MigrationMode::Check).await?;
-                Ok(())
-            }
+    /// Checks, changing nothing, that the schema is one this release reads correctly: a newer
+    /// one that admits this release, its own, or an older one down to the oldest it reads; the
+    /// error names both versions.
+    pub async fn check_schema(&self) -> Result<(), StoreError> {
+        self.prepare(MigrationMode::Check).await?;
+        Ok(())
+    }
 
-            /// What connecting did to the schema: the version found, the migrations applied,
-            /// the version now.
-            pub fn migration_report(&self) -> &$crate::MigrationReport {
-                &self.report
-            }
+    /// What connecting did to the schema: the version found, the migrations applied, the
+    /// version now.
+    pub fn migration_report(&self) -> &MigrationReport {
+        &self.report
+    }
 
-            /// How many statements (round trips) this store has sent, `BEGIN` and `COMMIT`
-            /// included.
-            pub fn statements(&self) -> u64 {
-                self.inner.statements()
-            }
+    /// How many statements (round trips) this store has sent, `BEGIN` and `COMMIT` included.
+    pub fn statements(&self) -> u64 {
+        self.statements.get()
+    }
 
-            /// Closes the connections, waiting for statements in flight.
-            pub async fn close(&self) {
-                self.inner.close_writer();
-                $crate::sql::Dialect::close(&self.inner.dialect).await;
-            }
-        }
-
-        #[::async_trait::async_trait]
-        impl $crate::Store for $store {
-            fn backend(&self) -> &'static str {
-                self.inner.backend()
-            }
-
-            async fn create_run(
-                &self,
-                run: $crate::NewRun,
-            ) -> Result<$crate::CreateOutcome, $crate::StoreError> {
-                self.inner.create_run(run).await
-            }
-
-            async fn get_run(
-                &self,
-                id: $crate::RunId,
-            ) -> Result<$crate::RunRecord, $crate::StoreError> {
-                self.inner.get_run(id).await
-            }
-
-            async fn load_history(
-                &self,
-                id: $crate::RunId,
-            ) -> Result<$crate::History, $crate::StoreError> {
-                self.inner.load_history(id).await
-            }
-
-            async fn transition(
-                &self,
-                id: $crate::RunId,
-                expected: u64,
-                transition: $crate::Transition,
-            ) -> Result<$crate::RunRecord, $crate::StoreError> {
-                self.inner.transition(id, expected, transition).await
-            }
-
-            async fn transition_all(
-                &self,
-                moves: Vec<$crate::Move>,
-            ) -> Result<Vec<$crate::RunRecord>, $crate::StoreError> {
-                self.inner.transition_all(moves).await
-            }
-
-            async fn claim(
-                &self,
-                request: $crate::ClaimRequest,
-            ) -> Result<Vec<$crate::RunRecord>, $crate::StoreError> {
-                self.inner.claim(request).await
-            }
-
-            async fn refresh_claim(
-                &self,
-                id: $crate::RunId,
-                owner: &str,
-                expected: u64,
-                now: $crate::Millis,
-            ) -> Result<$crate::ClaimState, $crate::StoreError> {
-                self.inner.refresh_claim(id, owner, expected, now).await
-            }
-
-            async fn release_claim(
-                &self,
-                id: $crate::RunId,
-                expected: u64,
-                now: $crate::Millis,
-                confirm_ms: Option<i64>,
-                actor: Option<String>,
-            ) -> Result<Option<$crate::RunRecord>, $crate::StoreError> {
-                self.inner
-                    .release_claim(id, expected, now, confirm_ms, actor)
-                    .await
-            }
-
-            async fn request_pause(
-                &self,
-                id: $crate::RunId,
-                actor: Option<String>,
-                now: $crate::Millis,
-            ) -> Result<Option<$crate::RunRecord>, $crate::StoreError> {
-                self.inner.request_pause(id, actor, now).await
-            }
-
-            async fn put_entry(
-                &self,
-                expected: u64,
-                entry: $crate::EntryRecord,
-            ) -> Result<(), $crate::StoreError> {
-                self.inner.put_entry(expected, entry).await
-            }
-
-            async fn start_child(
-                &self,
-                expected: u64,
-                entry: $crate::EntryRecord,
-                child: $crate::NewRun,
-            ) -> Result<$crate::RunRecord, $crate::StoreError> {
-                self.inner.start_child(expected, entry, child).await
-            }
-
-            async fn put_sleep(
-                &self,
-                expected: u64,
-                sleep: $crate::SleepRecord,
-            ) -> Result<(), $crate::StoreError> {
-                self.inner.put_sleep(expected, sleep).await
-            }
-
-            async fn append_event(
-                &self,
-                event: $crate::NewEvent,
-            ) -> Result<$crate::AppendOutcome, $crate::StoreError> {
-                self.inner.append_event(event).await
-            }
-
-            async fn wake_due(&self, now: $crate::Millis) -> Result<u64, $crate::StoreError> {
-                self.inner.wake_due(now).await
-            }
-
-            async fn release_stale_claims(
-                &self,
-                now: $crate::Millis,
-                timing: $crate::ClaimTiming,
-            ) -> Result<Vec<$crate::RunId>, $crate::StoreError> {
-                self.inner.release_stale_claims(now, timing).await
-            }
-
-            async fn stall_undelivered(
-                &self,
-                now: $crate::Millis,
-                max_age_ms: i64,
-            ) -> Result<u64, $crate::StoreError> {
-                self.inner.stall_undelivered(now, max_age_ms).await
-            }
-
-            async fn changes_since(
-                &self,
-                cursor: &$crate::ChangeCursor,
-                limit: u32,
-            ) -> Result<$crate::ChangePage, $crate::StoreError> {
-                self.inner.changes_since(cursor, limit).await
-            }
-
-            async fn run_counts(&self) -> Result<Vec<$crate::RunCounts>, $crate::StoreError> {
-                self.inner.run_counts().await
-            }
-
-            async fn timeline(
-                &self,
-                id: $crate::RunId,
-            ) -> Result<Vec<$crate::StatusChange>, $crate::StoreError> {
-                self.inner.timeline(id).await
-            }
-
-            async fn record_worker(
-                &self,
-                worker: $crate::WorkerRecord,
-                now: $crate::Millis,
-            ) -> Result<$crate::WorkerRecord, $crate::StoreError> {
-                self.inner.record_worker(worker, now).await
-            }
-
-            async fn list_workers(
-                &self,
-                now: $crate::Millis,
-                within_ms: i64,
-            ) -> Result<Vec<$crate::WorkerRecord>, $crate::StoreError> {
-                self.inner.list_workers(now, within_ms).await
-            }
-
-            async fn record_event_slot(
-                &self,
-                expected: u64,
-                slot: $crate::EventRecord,
-            ) -> Result<$crate::EventRecord, $crate::StoreError> {
-                self.inner.record_event_slot(expected, slot).await
-            }
-
-            async fn fork_run(
-                &self,
-                fork: $crate::NewFork,
-            ) -> Result<$crate::CreateOutcome, $crate::StoreError> {
-                self.inner.fork_run(fork).await
-            }
-
-            async fn prune_workers(
-                &self,
-                now: $crate::Millis,
-                older_than_ms: i64,
-            ) -> Result<u64, $crate::StoreError> {
-                self.inner.prune_workers(now, older_than_ms).await
-            }
-
-            async fn publish_catalog(
-                &self,
-                entry: $crate::CatalogEntry,
-                now: $crate::Millis,
-            ) -> Result<$crate::CatalogEntry, $crate::StoreError> {
-                self.inner.publish_catalog(entry, now).await
-            }
-
-            async fn add_catalog_tasks(
-                &self,
-                namespace: &$crate::Namespace,
-                fingerprint: &str,
-                tasks: Vec<$crate::TaskDeclaration>,
-            ) -> Result<(), $crate::StoreError> {
-                self.inner
-                    .add_catalog_tasks(namespace, fingerprint, tasks)
-                    .await
-            }
-
-            async fn catalog(&self) -> Result<Vec<$crate::CatalogEntry>, $crate::StoreError> {
-                self.inner.catalog().await
-            }
-
-            async fn list_runs(
-                &self,
-                request: $crate::ListRuns,
-            ) -> Result<$crate::RunPage, $crate::StoreError> {
-                self.inner.list_runs(request).await
-            }
-        }
-    };
+    /// Closes the connections, waiting for statements in flight.
+    pub async fn close(&self) {
+        self.entries.close();
+        self.dialect.close().await;
+    }
 }
-pub(crate) use store_impl;

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::{
     AppendOutcome, ChangeFacts, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History,
-    Millis, Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord,
-    StatusChange, StoreError, Transition, WaitSpec,
+    Lease, Millis, Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus,
+    SleepRecord, StatusChange, StoreError, Transition, WaitSpec,
 };
 
 use super::decode::{self, revision};
@@ -512,17 +512,21 @@ impl<D: Dialect> SqlStore<D> {
         decode::slot_outcome(id, expected, actual, held)
     }
 
-    pub(crate) async fn wake_due(&self, now: Millis) -> Result<u64, StoreError> {
-        self.execute(On::Write, &self.sql.wake_due, &params![now])
-            .await
+    pub(crate) async fn wake_due(&self, lease: &Lease, now: Millis) -> Result<u64, StoreError> {
+        let params = self.fenced(&params![now], lease);
+        self.execute(On::Write, &self.sql.wake_due, &params).await
     }
 
     pub(crate) async fn release_stale_claims(
         &self,
+        lease: &Lease,
         now: Millis,
         timing: crate::ClaimTiming,
     ) -> Result<Vec<RunId>, StoreError> {
-        let params = params![now, timing.idle_timeout_ms, timing.confirm_ms];
+        let params = self.fenced(
+            &params![now, timing.idle_timeout_ms, timing.confirm_ms],
+            lease,
+        );
         let rows = self
             .fetch(On::Write, &self.sql.release_stale, &params)
             .await?;
@@ -619,14 +623,11 @@ impl<D: Dialect> SqlStore<D> {
 
     pub(crate) async fn stall_undelivered(
         &self,
+        lease: &Lease,
         now: Millis,
         max_age_ms: i64,
     ) -> Result<u64, StoreError> {
-        self.execute(
-            On::Write,
-            &self.sql.stall,
-            &params![now, now.saturating_sub(max_age_ms)],
-        )
-        .await
+        let params = self.fenced(&params![now, now.saturating_sub(max_age_ms)], lease);
+        self.execute(On::Write, &self.sql.stall, &params).await
     }
 }

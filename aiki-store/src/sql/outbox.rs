@@ -1,4 +1,4 @@
-//! The change stream (`Store::changes_since`) on the SQL stores.
+//! The change stream (`ReadStore::changes_since`) on the SQL stores.
 //!
 //! Every status change is a timeline row with a number (`seq`). Two ways to read them in order
 //! without missing one:

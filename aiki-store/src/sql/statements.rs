@@ -41,6 +41,8 @@ pub(crate) struct Level {
     pub(crate) operations: bool,
     /// The contract migration (SQLite 11, PostgreSQL 12): the outbox.
     pub(crate) contract: bool,
+    /// The leases migration (SQLite 12, PostgreSQL 14): the daemons' leader lease.
+    pub(crate) leases: bool,
 }
 
 impl Level {
@@ -48,6 +50,7 @@ impl Level {
     pub(crate) const CURRENT: Level = Level {
         operations: true,
         contract: true,
+        leases: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -55,6 +58,7 @@ impl Level {
         Level {
             operations: version >= D::OPERATIONS,
             contract: version >= D::CONTRACT,
+            leases: version >= D::LEASES,
         }
     }
 }
@@ -176,6 +180,22 @@ fn release_set(now: &str, actor: &str) -> String {
          updated_at = {now}, owner = NULL, heartbeat_at = NULL, stale_since = NULL, \
          change_actor = {actor}, change_cause = NULL, change_rev = revision + 1, \
          pause_requested_at = NULL, pause_requested_by = NULL"
+    )
+}
+
+/// The condition that fences a sweep at `now` (a placeholder) by the lease whose name, holder
+/// and token are the placeholders from `$first` on: the sweep does nothing unless that lease is
+/// still held so and unexpired (by [`Dialect::claim_time`]). Nothing on a schema without
+/// leases, whose sweeps are unfenced (and bind no lease).
+fn fence<D: Dialect>(dialect: &D, level: Level, now: &str, first: u8) -> String {
+    if !level.leases {
+        return String::new();
+    }
+    let (name, holder, token) = (first, first + 1, first + 2);
+    format!(
+        " AND EXISTS (SELECT 1 FROM aiki_leases WHERE name = ${name} AND holder = ${holder} \
+         AND token = ${token} AND expires_at > {now})",
+        now = dialect.claim_time(now)
     )
 }
 
@@ -315,16 +335,17 @@ pub(crate) struct Statements {
     pub(crate) insert_slot: String,
     /// Run `$1`'s revision and the document of its event `$2` at index `$3`.
     pub(crate) event_slot: String,
-    /// Moves every run with a due timer to `queued` at `$1`.
+    /// Moves every run with a due timer to `queued` at `$1`, under lease `$2`..`$4` (see
+    /// [`fence`]).
     pub(crate) wake_due: String,
     /// Wakes run `$1` for an event, at `$5` (see [`wake_for_event`]).
     pub(crate) wake_for_event: String,
     /// Releases `running` runs at `$1` whose heartbeat is more than `$2` ms old (by
     /// [`Dialect::claim_time`]) and whose stale mark is at least `$3` ms old with no refresh
-    /// since (on an older schema: without the mark); returns their ids.
+    /// since (on an older schema: without the mark), under lease `$4`..`$6`; returns their ids.
     pub(crate) release_stale: String,
     /// Marks stale, at `$1`, the claims unrefreshed for more than `$3` ms and not marked since
-    /// their last refresh (`None` on an older schema).
+    /// their last refresh, under lease `$4`..`$6` (`None` on an older schema).
     pub(crate) mark_stale: Option<String>,
     /// Records a pause request on run `$1` if `running` (requested by `$2` at `$3`); returns
     /// its document (`None` on an older schema).
@@ -333,8 +354,16 @@ pub(crate) struct Statements {
     /// at least `$4` ms old with no refresh since (any claim when `$4` is `NULL`); returns its
     /// document (`None` on an older schema).
     pub(crate) release_claim: Option<String>,
-    /// Stalls runs queued since before `$2`, at `$1`.
+    /// Stalls runs queued since before `$2`, at `$1`, under lease `$3`..`$5`.
     pub(crate) stall: String,
+    /// Takes or renews lease `$1` for holder `$2` until `$4 + $3` (by
+    /// [`Dialect::claim_time`]); returns `(holder, token, expires_at)` when it did (`None` on
+    /// an older schema).
+    pub(crate) acquire_lease: Option<String>,
+    /// `(holder, token, expires_at)` of lease `$1`.
+    pub(crate) lease: Option<String>,
+    /// Lets lease `$1` of holder `$2` with token `$3` expire at `$4`, if it is still held so.
+    pub(crate) release_lease: Option<String>,
     /// `(version, 1 if it succeeded)` of every applied migration, in version order.
     pub(crate) applied_migrations: String,
     /// The compatibility record: the oldest schema version whose release reads this one.
@@ -351,7 +380,8 @@ pub(crate) struct Statements {
     pub(crate) record_worker: String,
     /// The workers seen within `$2` ms before `$1` (or the database's clock).
     pub(crate) list_workers: String,
-    /// Deletes the workers not seen within `$2` ms before `$1` (or the database's clock).
+    /// Deletes the workers not seen within `$2` ms before `$1` (or the database's clock), under
+    /// lease `$3`..`$5`.
     pub(crate) prune_workers: String,
     /// Upserts the catalog entry of workflow `$1` version `$2` (fingerprint `$3`, the entry as
     /// JSON `$4`, published by `$5` at `$6` or the database's clock); returns the time.
@@ -493,18 +523,20 @@ impl Statements {
             wake_due: render(format!(
                 "UPDATE aiki_runs SET status = 'queued', revision = revision + 1, \
                  due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
-                 heartbeat_at = NULL WHERE status IN {timers} AND due_at <= $1"
+                 heartbeat_at = NULL WHERE status IN {timers} AND due_at <= $1{fence}",
+                fence = fence(dialect, level, "$1", 2),
             )),
             wake_for_event: render(wake_for_event(level)),
             release_stale: render(if level.operations {
                 format!(
                     "UPDATE aiki_runs SET {release} \
                      WHERE status = 'running' AND (heartbeat_at < {now} - $2 \
-                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) AND {confirmed} \
+                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) AND {confirmed}{fence} \
                      RETURNING id::text",
                     release = release_set("$1", "pause_requested_by"),
                     now = dialect.claim_time("$1"),
                     confirmed = confirmed_stale(&dialect.claim_time("$1"), "$3"),
+                    fence = fence(dialect, level, "$1", 4),
                 )
             } else {
                 // The schema of the previous release: one phase.
@@ -525,8 +557,9 @@ impl Statements {
                      WHERE status = 'running' AND (heartbeat_at < {now} - $3 \
                      OR (heartbeat_at IS NULL AND updated_at < $1 - $3)) \
                      AND (stale_since IS NULL OR heartbeat_at > stale_since \
-                       OR stale_since <= {now} - 2 * $3)",
-                    now = dialect.claim_time("$1")
+                       OR stale_since <= {now} - 2 * $3){fence}",
+                    now = dialect.claim_time("$1"),
+                    fence = fence(dialect, level, "$1", 4),
                 ))
             }),
             release_claim: level.operations.then(|| {
@@ -590,8 +623,9 @@ impl Statements {
                 }
             )),
             prune_workers: render(format!(
-                "DELETE FROM aiki_workers WHERE last_seen_at < {now} - $2",
-                now = dialect.claim_time("$1")
+                "DELETE FROM aiki_workers WHERE last_seen_at < {now} - $2{fence}",
+                now = dialect.claim_time("$1"),
+                fence = fence(dialect, level, "$1", 3),
             )),
             publish_catalog: render(format!(
                 "INSERT INTO aiki_catalog (workflow, version, fingerprint, entry, published_by, \
@@ -659,12 +693,39 @@ impl Statements {
                  WHERE status = 'queued' GROUP BY workflow, version"
                     .to_owned(),
             ),
-            stall: render(
+            stall: render(format!(
                 "UPDATE aiki_runs SET status = 'stalled', revision = revision + 1, \
                  due_at = NULL, updated_at = $1, owner = NULL, heartbeat_at = NULL \
-                 WHERE status = 'queued' AND COALESCE(queued_at, created_at) < $2"
-                    .to_owned(),
-            ),
+                 WHERE status = 'queued' AND COALESCE(queued_at, created_at) < $2{fence}",
+                fence = fence(dialect, level, "$1", 3),
+            )),
+            acquire_lease: level.leases.then(|| {
+                render(format!(
+                    "INSERT INTO aiki_leases (name, holder, token, expires_at) \
+                     VALUES ($1, $2, 1, {now} + $3) \
+                     ON CONFLICT (name) DO UPDATE SET \
+                     token = CASE WHEN aiki_leases.holder = excluded.holder \
+                       AND aiki_leases.expires_at > {now} \
+                       THEN aiki_leases.token ELSE aiki_leases.token + 1 END, \
+                     holder = excluded.holder, expires_at = excluded.expires_at \
+                     WHERE aiki_leases.holder = excluded.holder \
+                       OR aiki_leases.expires_at <= {now} \
+                     RETURNING holder, token, expires_at",
+                    now = dialect.claim_time("$4"),
+                ))
+            }),
+            lease: level.leases.then(|| {
+                render(
+                    "SELECT holder, token, expires_at FROM aiki_leases WHERE name = $1".to_owned(),
+                )
+            }),
+            release_lease: level.leases.then(|| {
+                render(format!(
+                    "UPDATE aiki_leases SET expires_at = {now} \
+                     WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > {now}",
+                    now = dialect.claim_time("$4"),
+                ))
+            }),
         }
     }
 }

@@ -85,15 +85,13 @@ impl<D: Dialect> SqlStore<D> {
 
     pub(crate) async fn prune_workers(
         &self,
+        lease: &crate::Lease,
         now: Millis,
         older_than_ms: i64,
     ) -> Result<u64, StoreError> {
-        self.execute(
-            On::Write,
-            &self.sql.prune_workers,
-            &params![now, older_than_ms],
-        )
-        .await
+        let params = self.fenced(&params![now, older_than_ms], lease);
+        self.execute(On::Write, &self.sql.prune_workers, &params)
+            .await
     }
 
     pub(crate) async fn publish_catalog(

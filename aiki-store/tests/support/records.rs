@@ -96,3 +96,21 @@ pub async fn assert_unchanged(store: &dyn aiki_store::Store, run: &aiki_store::R
         "no change appended"
     );
 }
+
+/// A lease nobody holds: a sweep under it runs its statement and changes nothing.
+pub fn unheld_lease() -> aiki_store::Lease {
+    aiki_store::Lease {
+        name: "nobody's".to_owned(),
+        holder: "nobody".to_owned(),
+        token: 0,
+        expires_at: 0,
+    }
+}
+
+/// A lease of its own for a test's sweeps, taken at `now` for an hour.
+pub async fn lease(store: &dyn aiki_store::Sweeper, now: i64) -> aiki_store::Lease {
+    store
+        .acquire_lease(&format!("test-{}", RunId::new()), "test", 3_600_000, now)
+        .await
+        .expect("acquire_lease")
+}

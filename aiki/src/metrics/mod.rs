@@ -15,7 +15,7 @@
 //! | `aiki_queue_depth` | workflow, version | queued runs (0 for a version with runs but none queued) |
 //! | `aiki_queue_oldest_age_seconds` | workflow, version | how long the oldest of them has waited |
 //!
-//! The queue gauges come from one store read ([`Store::run_counts`]) per scrape: serve them
+//! The queue gauges come from one store read ([`ReadStore::run_counts`]) per scrape: serve them
 //! from one process (a scrape of every worker would count the same queue once per worker).
 //!
 //! ```no_run
@@ -32,7 +32,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
-use aiki_store::{Namespace, RunStatus, Store, StoreError};
+use aiki_store::{Namespace, ReadStore, RunStatus, StoreError};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -287,8 +287,8 @@ pub(crate) fn store_retry(operation: &'static str) {
 }
 
 /// This process's metrics as Prometheus (OpenMetrics) text, with the queue gauges read from
-/// `store` now (one [`Store::run_counts`] call). Serve it with [`PROMETHEUS_CONTENT_TYPE`].
-pub async fn prometheus_text(store: &dyn Store) -> Result<String, StoreError> {
+/// `store` now (one [`ReadStore::run_counts`] call). Serve it with [`PROMETHEUS_CONTENT_TYPE`].
+pub async fn prometheus_text(store: &dyn ReadStore) -> Result<String, StoreError> {
     let counts = store.run_counts().await?;
     let now = SystemClock.now();
     let metrics = &*METRICS;

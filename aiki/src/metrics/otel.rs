@@ -125,7 +125,7 @@ pub(super) fn store_retry(operation: &'static str) {
 }
 
 /// Records the queue gauges (`aiki.queue.depth`, `aiki.queue.oldest_age`) from one
-/// [`Store::run_counts`](aiki_store::Store::run_counts) read every `every`, until the returned task is aborted. Run it in
+/// [`ReadStore::run_counts`](aiki_store::ReadStore::run_counts) read every `every`, until the returned task is aborted. Run it in
 /// one process, not in every worker. A failed read is logged and tried again next time.
 pub fn report_run_counts(
     store: aiki_store::BoxStore,

@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use aiki_store::{
-    BoxStore, EntryRecord, EventRecord, History, Millis, Namespace, RunId, RunRecord, SleepRecord,
-    StoreError,
+    EntryRecord, EventRecord, ExecutorStore, History, Millis, Namespace, RunId, RunRecord,
+    SleepRecord, StoreError,
 };
 
 use crate::clock::Clock;
@@ -72,7 +72,7 @@ struct Inner {
     served: Arc<HashSet<Namespace>>,
     attempt: u32,
     revision: u64,
-    store: BoxStore,
+    store: Arc<dyn ExecutorStore>,
     clock: Arc<dyn Clock>,
     state: Arc<StateMap>,
     /// Where the executing worker notes the tasks its runs call (for its catalog); `None` for
@@ -154,7 +154,7 @@ struct Replay {
 impl Run {
     pub(crate) fn from_history(
         history: History,
-        store: BoxStore,
+        store: Arc<dyn ExecutorStore>,
         clock: Arc<dyn Clock>,
         state: Arc<StateMap>,
         served: Arc<HashSet<Namespace>>,
@@ -322,15 +322,15 @@ impl Run {
         copy
     }
 
-    /// A store write made by this executor. Transient errors are retried with back-off (on the
-    /// run's clock) for as long as the store stays unreachable; a revision conflict loses the
+    /// A store write made by this executor. Transient errors are retried with back-off (in real
+    /// time) for as long as the store stays unreachable; a revision conflict loses the
     /// run: the error is fatal and nothing more is written.
     ///
     /// Every write counts as in flight for as long as it runs, so the run cannot suspend (and
     /// drop the write half done) while one is under way, whichever path makes it.
     pub(crate) async fn write<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
     where
-        F: Fn(BoxStore) -> Fut,
+        F: Fn(Arc<dyn ExecutorStore>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
         self.probe_fence()?;
@@ -353,7 +353,7 @@ impl Run {
     /// A store read, retried as writes are; the impact check's replay may make it.
     pub(crate) async fn read<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
     where
-        F: Fn(BoxStore) -> Fut,
+        F: Fn(Arc<dyn ExecutorStore>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
         self.store_op(op).await
@@ -361,7 +361,7 @@ impl Run {
 
     async fn store_op<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
     where
-        F: Fn(BoxStore) -> Fut,
+        F: Fn(Arc<dyn ExecutorStore>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
         self.store_op_raw(op).await.map_err(|error| {
@@ -374,7 +374,7 @@ impl Run {
     /// as it is, for the caller to decide.
     async fn store_op_raw<F, Fut, T>(&self, op: F) -> Result<T, StoreError>
     where
-        F: Fn(BoxStore) -> Fut,
+        F: Fn(Arc<dyn ExecutorStore>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
         let _in_flight = self.in_flight();

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{BoxStore, CatalogEntry, Namespace, TaskDeclaration};
+use aiki_store::{CatalogEntry, Namespace, TaskDeclaration};
 use tokio::sync::Notify;
 
 use super::{Erased, Registered, Shared, Worker};
@@ -19,7 +19,7 @@ use crate::workflow::Workflow;
 
 /// Configures a [`Worker`].
 pub struct WorkerBuilder {
-    store: BoxStore,
+    store: super::WorkerStore,
     clock: Arc<dyn Clock>,
     workflows: Vec<(Namespace, Arc<dyn Registered>)>,
     state: StateMap,
@@ -32,7 +32,8 @@ pub struct WorkerBuilder {
     max_age: Duration,
     worker_retention: Duration,
     shutdown_timeout: Duration,
-    daemons: bool,
+    /// Whether to run the daemons: `None` runs them when the store offers the sweeper role.
+    daemons: Option<bool>,
     subscriber: Option<Arc<dyn Subscriber>>,
     tasks: Vec<(&'static str, TypeId, &'static str)>,
     /// The declared tasks, for the catalog.
@@ -60,7 +61,7 @@ impl fmt::Debug for WorkerBuilder {
 
 impl WorkerBuilder {
     /// A builder on a store, with the defaults.
-    pub(super) fn new(store: BoxStore) -> Self {
+    pub(super) fn new(store: super::WorkerStore) -> Self {
         WorkerBuilder {
             store,
             clock: Arc::new(SystemClock),
@@ -79,7 +80,7 @@ impl WorkerBuilder {
             max_age: Duration::from_secs(24 * 3600),
             worker_retention: Duration::from_secs(7 * 24 * 3600),
             shutdown_timeout: Duration::from_secs(5),
-            daemons: true,
+            daemons: None,
             subscriber: None,
             tasks: Vec::new(),
             declarations: Vec::new(),
@@ -164,7 +165,7 @@ impl WorkerBuilder {
     /// (default 90 s; must be above the refresh interval). Recovery confirms a stale claim
     /// first: the run is released once its claim is older than this and was marked stale by a
     /// sweep at least one refresh interval (and a quarter of one, at least a second) earlier,
-    /// without a refresh since (see `Store::release_stale_claims`).
+    /// without a refresh since (see `Sweeper::release_stale_claims`).
     pub fn claim_idle_timeout(mut self, timeout: Duration) -> Self {
         self.claim_idle_timeout = timeout;
         self
@@ -190,9 +191,11 @@ impl WorkerBuilder {
     }
 
     /// Whether this worker also runs the timer daemons: wake-ups, claim recovery, stalling
-    /// (default `true`; they are safe with many copies running).
+    /// (they are safe with many copies running). By default it does when its store offers the
+    /// sweeper role (see [`WorkerStore`](super::WorkerStore)); [`build`](Self::build) refuses
+    /// `true` on a store without it.
     pub fn daemons(mut self, enabled: bool) -> Self {
-        self.daemons = enabled;
+        self.daemons = Some(enabled);
         self
     }
 
@@ -205,6 +208,17 @@ impl WorkerBuilder {
                 self.claim_idle_timeout, self.claim_refresh_interval
             )));
         }
+        let sweeper = match (self.daemons, self.store.sweeper) {
+            (Some(true), None) => {
+                return Err(ClientError::Config(
+                    "daemons(true) needs a store with the sweeper role; this store only executes \
+                     (the server in front of it runs the daemons): leave daemons unset"
+                        .to_owned(),
+                ));
+            }
+            (Some(false), _) => None,
+            (_, sweeper) => sweeper,
+        };
         if self.max_concurrent_runs == 0 {
             return Err(ClientError::Config(
                 "max_concurrent_runs must be at least 1".to_owned(),
@@ -254,7 +268,7 @@ impl WorkerBuilder {
             shared: Arc::new(Shared {
                 catalog,
                 called: Default::default(),
-                store: self.store,
+                store: self.store.executor,
                 clock: self.clock,
                 served: Arc::new(registry.keys().cloned().collect()),
                 registry,
@@ -276,7 +290,7 @@ impl WorkerBuilder {
             max_concurrent_runs: self.max_concurrent_runs,
             poll_interval: self.poll_interval,
             shutdown_timeout: self.shutdown_timeout,
-            daemons: self.daemons,
+            sweeper,
         })
     }
 }

@@ -7,6 +7,7 @@ mod builder;
 mod daemon;
 mod execute;
 mod heartbeat;
+mod store;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,7 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{BoxStore, ClaimRequest, Millis, Namespace, StoreError};
+use aiki_store::{ClaimRequest, ExecutorStore, Millis, Namespace, StoreError, Sweeper};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -30,6 +31,7 @@ use crate::task::StateMap;
 use crate::workflow::Workflow;
 
 pub use builder::WorkerBuilder;
+pub use store::WorkerStore;
 
 use execute::execute;
 
@@ -101,7 +103,8 @@ pub struct Worker {
     max_concurrent_runs: usize,
     poll_interval: Duration,
     shutdown_timeout: Duration,
-    daemons: bool,
+    /// The role the daemons sweep through, when this worker runs them.
+    sweeper: Option<Arc<dyn Sweeper>>,
 }
 
 impl fmt::Debug for Worker {
@@ -114,7 +117,7 @@ impl fmt::Debug for Worker {
 }
 
 struct Shared {
-    store: BoxStore,
+    store: Arc<dyn ExecutorStore>,
     clock: Arc<dyn Clock>,
     registry: HashMap<Namespace, Arc<dyn Registered>>,
     /// The registry's namespaces, for the runs this worker executes.
@@ -167,8 +170,8 @@ impl Shared {
 
 impl Worker {
     /// A worker on a store, with the defaults.
-    pub fn builder(store: BoxStore) -> WorkerBuilder {
-        WorkerBuilder::new(store)
+    pub fn builder(store: impl Into<WorkerStore>) -> WorkerBuilder {
+        WorkerBuilder::new(store.into())
     }
 
     /// This worker's identity.
@@ -189,7 +192,7 @@ impl Worker {
             max_concurrent_runs: self.max_concurrent_runs,
             poll_interval: self.poll_interval,
             shutdown_timeout: self.shutdown_timeout,
-            daemons: self.daemons,
+            sweeper: self.sweeper.clone(),
         }
     }
 
@@ -203,7 +206,7 @@ impl Worker {
         &self.shared.pool
     }
 
-    pub(crate) fn store(&self) -> &BoxStore {
+    pub(crate) fn store(&self) -> &Arc<dyn ExecutorStore> {
         &self.shared.store
     }
 
@@ -234,6 +237,7 @@ impl Worker {
         // While busy (claims come back full) the loop spins without waiting; the daemons then
         // run at most once per poll interval instead of once per claim.
         let mut daemons_ran = tokio::time::Instant::now();
+        let mut leadership = daemon::Leadership::default();
         let mut was_busy = false;
         loop {
             if *stop.borrow() != Stop::No {
@@ -279,9 +283,11 @@ impl Worker {
                         )));
                     }
                 }
-                if self.daemons && (!was_busy || daemons_ran.elapsed() >= self.poll_interval) {
+                if let Some(sweeper) = &self.sweeper
+                    && (!was_busy || daemons_ran.elapsed() >= self.poll_interval)
+                {
                     daemons_ran = tokio::time::Instant::now();
-                    busy |= self.daemons_once().await? > 0;
+                    busy |= self.daemons_once(&**sweeper, &mut leadership).await? > 0;
                 }
                 Ok::<(), StoreError>(())
             };
@@ -320,8 +326,12 @@ impl Worker {
             executions.shutdown().await;
             return;
         }
-        // Gracefully: each execution finishes the tasks in flight, starts no new one, and
-        // releases its run (or suspends it, if that is where it stands).
+        // Gracefully: the daemons' lease goes to another worker at once; each execution
+        // finishes the tasks in flight, starts no new one, and releases its run (or suspends
+        // it, if that is where it stands).
+        if let Some(sweeper) = &self.sweeper {
+            self.resign(&**sweeper, &leadership).await;
+        }
         self.shared.draining.send_replace(true);
         // Real time: how long a process takes to stop is not run timing.
         let drained = tokio::time::timeout(self.shutdown_timeout, async {

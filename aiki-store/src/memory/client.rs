@@ -1,0 +1,159 @@
+//! The memory store's client and operator operations.
+
+use async_trait::async_trait;
+
+use super::MemoryStore;
+use super::state::{self, Note};
+use crate::ClientStore;
+use crate::{
+    AppendOutcome, CreateOutcome, EventRecord, Millis, NewEvent, NewFork, NewRun, RunId, RunRecord,
+    RunStatus, StoreError,
+};
+
+#[async_trait]
+impl ClientStore for MemoryStore {
+    async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        let mut state = self.lock();
+        if state.runs.contains_key(&run.id) {
+            return Err(StoreError::AlreadyExists {
+                what: format!("run {}", run.id),
+            });
+        }
+        Ok(state.insert_run(run))
+    }
+
+    async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
+        let mut state = self.lock();
+        let outcome = state.insert_run(fork.run);
+        let CreateOutcome::Created(run) = &outcome else {
+            return Ok(outcome);
+        };
+        let id = run.id;
+        for mut entry in fork.entries {
+            entry.run_id = id;
+            state
+                .entries
+                .insert((id, entry.address.clone(), entry.index), entry);
+        }
+        for mut sleep in fork.sleeps {
+            sleep.run_id = id;
+            state
+                .sleeps
+                .insert((id, sleep.name.clone(), sleep.index), sleep);
+        }
+        for mut event in fork.events {
+            event.run_id = id;
+            state
+                .events
+                .insert((id, event.name.clone(), event.index), event);
+        }
+        Ok(outcome)
+    }
+
+    async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+        let mut state = self.lock();
+        let run = state.run(event.run_id)?;
+        if run.status.is_terminal() {
+            return Err(StoreError::InvalidTransition {
+                run_id: run.id,
+                from: run.status,
+                to: RunStatus::Scheduled,
+            });
+        }
+        // Any event wakes a run awaiting one, whatever its status label (see `WaitSpec`).
+        let woke = crate::WaitSpec::woken_by_event(run.status, run.wait.as_ref());
+        let queue = state.events.range(
+            (event.run_id, event.name.clone(), 0)..=(event.run_id, event.name.clone(), u32::MAX),
+        );
+        let mut next = 0;
+        for (_, existing) in queue {
+            if event.reference_id.is_some() && existing.reference_id == event.reference_id {
+                return Ok(AppendOutcome::Duplicate);
+            }
+            next = existing.index + 1;
+        }
+        state.events.insert(
+            (event.run_id, event.name.clone(), next),
+            EventRecord {
+                sent_by: event.actor.clone(),
+                ..EventRecord::received(
+                    event.run_id,
+                    event.name,
+                    next,
+                    event.data,
+                    event.reference_id,
+                    event.now,
+                )
+            },
+        );
+        if woke {
+            let note = Note::by(event.actor).cause(crate::ChangeCause::Event);
+            state.set_status(
+                event.run_id,
+                RunStatus::Scheduled,
+                Some(event.now),
+                event.now,
+                note,
+            );
+        }
+        Ok(AppendOutcome::Appended { index: next, woke })
+    }
+
+    async fn request_pause(
+        &self,
+        id: RunId,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let mut state = self.lock();
+        let run = state
+            .runs
+            .get_mut(&id)
+            .ok_or_else(|| StoreError::run_not_found(id))?;
+        if run.status != RunStatus::Running {
+            return Ok(None);
+        }
+        if run.pause_requested_at.is_none() {
+            run.pause_requested_at = Some(now);
+            run.pause_requested_by = actor;
+        }
+        Ok(Some(run.clone()))
+    }
+
+    async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let mut state = self.lock();
+        state.check_revision(id, expected)?;
+        let run = &state.runs[&id];
+        if run.status != RunStatus::Running {
+            return Err(StoreError::InvalidTransition {
+                run_id: id,
+                from: run.status,
+                to: RunStatus::Queued,
+            });
+        }
+        let confirmed = confirm_ms.is_none_or(|window| state::confirmed_stale(run, now, window));
+        if !confirmed {
+            return Ok(None);
+        }
+        Ok(Some(state::release(&mut state, id, now, actor)))
+    }
+
+    async fn transition_all(&self, moves: Vec<crate::Move>) -> Result<Vec<RunRecord>, StoreError> {
+        let mut state = self.lock();
+        // All or nothing: applied to a copy, which replaces the state only if every one applies.
+        let mut copy = state.clone();
+        let runs = moves
+            .into_iter()
+            .map(|change| copy.transition(change.id, change.expected, change.transition))
+            .collect::<Result<Vec<_>, _>>()?;
+        *state = copy;
+        Ok(runs)
+    }
+}

@@ -1,0 +1,65 @@
+//! What a client or an operator does to runs: create, fork, send events, and act on them.
+
+use async_trait::async_trait;
+
+use super::ReadStore;
+use crate::{
+    AppendOutcome, CreateOutcome, Millis, Move, NewEvent, NewFork, NewRun, RunId, RunRecord,
+    StoreError,
+};
+
+/// The client role of the store contract: creating and forking runs, sending events, and the
+/// operator's actions, each one atomic operation.
+#[async_trait]
+pub trait ClientStore: ReadStore {
+    /// Creates a run, unless one with the same namespace and reference id exists, in which case
+    /// that run is returned untouched as [`CreateOutcome::Existing`].
+    async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError>;
+
+    /// Creates a fork: the run and its carried entries, sleeps and events (their `run_id`s
+    /// are set to the new run's), all or nothing. A run already holding the fork's namespace
+    /// and reference id is returned as [`CreateOutcome::Existing`] and nothing is written, so
+    /// forking twice with the same options gives the same fork.
+    async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError>;
+
+    /// Appends an event to its name's queue (dropped as [`AppendOutcome::Duplicate`] when its
+    /// reference id was already seen for that run and name). A run in `awaiting_event` is woken
+    /// to `scheduled` (due now) in the same operation. [`StoreError::NotFound`] for an unknown
+    /// run; [`StoreError::InvalidTransition`] for a run that has ended.
+    async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError>;
+
+    /// Asks to pause a `running` run without changing its revision, so that no write of its
+    /// executor is fenced: the run's next new task attempt or child start is refused
+    /// ([`StoreError::PauseRequested`]), and its leaving `running` other than by ending lands
+    /// in `paused` (recorded as done by `actor`). Returns the run with the request, or `None`
+    /// when it is not `running` (pause it with a transition).
+    async fn request_pause(
+        &self,
+        id: RunId,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<Option<RunRecord>, StoreError>;
+
+    /// An operator's release of a `running` run's claim (its executor is gone), at revision
+    /// `expected`, fenced as claim recovery's release is: back to `queued` (to `paused` when a
+    /// pause was requested), its revision incremented, recorded as done by `actor`. With
+    /// `confirm_ms`, only if claim recovery has marked the claim stale at least that long ago
+    /// and it was not refreshed since (right after a store outage every executor looks gone,
+    /// and the live ones refresh within that window): `None` otherwise, nothing changed.
+    /// Without it (forced), whatever the claim's state. [`StoreError::RevisionConflict`] or
+    /// [`StoreError::InvalidTransition`] when the run moved on or is not `running`.
+    async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Applies several transitions in one atomic operation, each checked as
+    /// [`transition`](crate::ExecutorStore::transition) checks one: all are applied, in order, or none is,
+    /// and the first refusal is returned. Returns the runs as written, in order. (A retry of
+    /// a parent together with the child whose failure it observed.)
+    async fn transition_all(&self, moves: Vec<Move>) -> Result<Vec<RunRecord>, StoreError>;
+}

@@ -1,0 +1,139 @@
+//! What an executor needs to run a claimed run: the claim, its history, its writes (each
+//! revision-checked) and what it publishes about itself.
+
+use async_trait::async_trait;
+
+use super::ReadStore;
+use crate::{
+    CatalogEntry, ClaimRequest, ClaimState, EntryRecord, EventRecord, Millis, Namespace, NewRun,
+    RunId, RunRecord, SleepRecord, StoreError, TaskDeclaration, Transition, WorkerRecord,
+};
+
+/// The executor role of the store contract: claiming runs, holding the claim, reading a run's
+/// history and writing what its execution records, each write checked against the revision the
+/// executor last saw, in the same atomic operation. A remote worker holds this role (and the
+/// reads it extends), never the [`Sweeper`](crate::Sweeper)'s.
+///
+/// [`transition`](ExecutorStore::transition) and [`claim`](ExecutorStore::claim) increment the
+/// revision; entry, sleep and claim-refresh writes check it without incrementing, so a run's
+/// concurrent tasks do not fence each other.
+#[async_trait]
+pub trait ExecutorStore: ReadStore {
+    /// Inserts or replaces the manifest entry at `(run, address, index)`, checking the run's
+    /// revision without incrementing it. A `running` entry (a new attempt) is refused with
+    /// [`StoreError::PauseRequested`] while a pause is requested of the run.
+    async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError>;
+
+    /// Starts a child run: inserts its manifest entry in the parent (checking the parent's
+    /// revision) and creates the child, in one operation. If the child's namespace and
+    /// reference id already name a run, no run is created and the entry points at that one.
+    /// Returns the child run. Refused with [`StoreError::PauseRequested`] while a pause is
+    /// requested of the parent: nothing is written.
+    async fn start_child(
+        &self,
+        expected: u64,
+        entry: EntryRecord,
+        child: NewRun,
+    ) -> Result<RunRecord, StoreError>;
+
+    /// Inserts or replaces the sleep at `(run, name, index)`, checking the run's revision
+    /// without incrementing it.
+    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError>;
+
+    /// Records `slot` (an event record the run itself writes: a wait's timeout, a child outcome
+    /// it observed) in its queue and index, unless that slot is taken. Checks the revision
+    /// without incrementing. Returns whatever holds the slot now.
+    async fn record_event_slot(
+        &self,
+        expected: u64,
+        slot: EventRecord,
+    ) -> Result<EventRecord, StoreError>;
+
+    /// Records that the `index`-th wait for `name` timed out, unless an event already took that
+    /// slot: [`record_event_slot`](ExecutorStore::record_event_slot) with a timeout record. Checks the
+    /// revision without incrementing. Returns whatever holds the slot now.
+    async fn record_event_timeout(
+        &self,
+        id: RunId,
+        expected: u64,
+        name: &str,
+        index: u32,
+        now: Millis,
+    ) -> Result<EventRecord, StoreError> {
+        self.record_event_slot(expected, EventRecord::timeout(id, name, index, now))
+            .await
+    }
+
+    /// Claims up to `limit` `queued` runs of the given namespaces and pool, oldest first: each
+    /// becomes `running` with `owner` set, its heartbeat at `now` and its revision incremented.
+    /// Concurrent claimers never get the same run.
+    ///
+    /// A store may time claims by a clock of its own instead of the callers' `now`
+    /// (heartbeats here and in [`refresh_claim`](ExecutorStore::refresh_claim), staleness in
+    /// [`release_stale_claims`](crate::Sweeper::release_stale_claims)), so that workers whose clocks
+    /// disagree judge each other's claims alike: `PostgresStore` uses the server's clock
+    /// unless told otherwise.
+    async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Refreshes a claim: checks the revision and owner (without incrementing), sets the
+    /// heartbeat to `now` and clears a stale mark. Returns what the executor must know of the
+    /// run: whether a pause was requested.
+    async fn refresh_claim(
+        &self,
+        id: RunId,
+        owner: &str,
+        expected: u64,
+        now: Millis,
+    ) -> Result<ClaimState, StoreError>;
+
+    /// Moves a run to a new status, checking `expected` against its revision and incrementing
+    /// it. Leaving `running` clears the owner. Also, in the same operation:
+    ///
+    /// * a suspension whose [`WaitSpec`](crate::WaitSpec) already holds (the event is there, a
+    ///   child already ended) lands in `scheduled`, due at `now`, instead;
+    /// * a run reaching a terminal status wakes its parent if the parent is
+    ///   `awaiting_child_workflow` (to `scheduled`, due now, revision incremented);
+    /// * `cancel_sleeps` marks the run's pending sleeps cancelled;
+    /// * `rerun` resets task entries to run again, `forget` deletes event records.
+    ///
+    /// Returns the run as written.
+    async fn transition(
+        &self,
+        id: RunId,
+        expected: u64,
+        transition: Transition,
+    ) -> Result<RunRecord, StoreError>;
+
+    /// Records a worker's heartbeat: inserts or replaces the worker's row, its last-seen time
+    /// at `now` (PostgreSQL: by the claim clock, see [`claim`](ExecutorStore::claim)). Returns the row
+    /// as written.
+    async fn record_worker(
+        &self,
+        worker: WorkerRecord,
+        now: Millis,
+    ) -> Result<WorkerRecord, StoreError>;
+
+    /// Publishes the catalog entry of one build of a workflow version, its publication time at
+    /// `now` (PostgreSQL: by the claim clock, as [`record_worker`](ExecutorStore::record_worker)). The
+    /// first publication of a build (version and fingerprint) wins: equal fingerprints declare
+    /// the same things, so a restarted pod of a build changes nothing, and entries of the
+    /// version's other builds stay. Returns the build's entry as stored, with the tasks its runs
+    /// were seen calling.
+    async fn publish_catalog(
+        &self,
+        entry: CatalogEntry,
+        now: Millis,
+    ) -> Result<CatalogEntry, StoreError>;
+
+    /// Records tasks the runs of one build were seen calling that it may not declare
+    /// (`WorkerBuilder::task` is optional for tasks a workflow calls): the catalog lists them with
+    /// the build's declared ones. A task already known for the build stays as it was.
+    ///
+    /// A store whose schema predates the contract migration keeps nothing.
+    async fn add_catalog_tasks(
+        &self,
+        namespace: &Namespace,
+        fingerprint: &str,
+        tasks: Vec<TaskDeclaration>,
+    ) -> Result<(), StoreError>;
+}

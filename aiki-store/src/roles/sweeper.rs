@@ -1,0 +1,80 @@
+//! What the daemons sweep: due wake-ups, stale claims, undelivered runs, old worker rows.
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+
+use crate::{ClaimTiming, Lease, Millis, RunId, StoreError};
+
+/// The sweeping role of the store contract: the daemons' passes over every run. Only the
+/// process holding the daemons' lease sweeps; a remote worker never does.
+///
+/// Every sweep is done under a [`Lease`] and fenced by it in its own statement: it does
+/// nothing (moves no run, returns nothing) unless the lease is still held by its holder with
+/// its token and unexpired, so a holder that stalled past its expiry (a frozen process)
+/// changes nothing once another took over. A store whose schema predates leases sweeps
+/// unfenced, as every worker did then.
+#[async_trait]
+pub trait Sweeper: Send + Sync + Debug + 'static {
+    /// Takes the lease `name` for `holder` until `now + ttl_ms` (by the store's claim clock,
+    /// see [`claim`](crate::ExecutorStore::claim)), or renews it when `holder` holds it, in one
+    /// atomic operation. Returns the lease as it stands: held by `holder` when taken or
+    /// renewed, else by the process whose lease has not expired. The token grows whenever the
+    /// lease changes hands or lapsed, so a lapsed holder's fenced operations do nothing.
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl_ms: i64,
+        now: Millis,
+    ) -> Result<Lease, StoreError>;
+
+    /// Gives a lease up (a graceful shutdown), so that another process takes it at once
+    /// instead of when it expires. Does nothing when the lease changed hands meanwhile.
+    async fn release_lease(&self, lease: &Lease, now: Millis) -> Result<(), StoreError>;
+
+    /// Moves every `scheduled`, `sleeping`, `awaiting_event`, `awaiting_retry` and
+    /// `awaiting_child_workflow` run whose `due_at` is at or before `now` to `queued`
+    /// (incrementing revisions). Returns how many moved.
+    async fn wake_due(&self, lease: &Lease, now: Millis) -> Result<u64, StoreError>;
+
+    /// Claim recovery, in two phases recorded on the runs, so that it survives restarts and
+    /// store outages whichever process sweeps (times by the store's claim clock, see
+    /// [`claim`](crate::ExecutorStore::claim)):
+    ///
+    /// * marks (`claim_stale_since`) every `running` run whose heartbeat is older than
+    ///   `timing.confirm_ms`, unless marked since its last refresh;
+    /// * releases every `running` run whose heartbeat is older than `timing.idle_timeout_ms`
+    ///   and which was marked at least `timing.confirm_ms` ago without a refresh since: back
+    ///   to `queued` (to `paused` when a pause was requested), clearing its owner and
+    ///   incrementing its revision.
+    ///
+    /// A live executor refreshes within one refresh interval of the store answering it, so
+    /// after an outage it is never released, while a dead one's run is, at the latest one
+    /// confirmation window after the first sweep that sees it stale. Returns the released
+    /// runs.
+    async fn release_stale_claims(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        timing: ClaimTiming,
+    ) -> Result<Vec<RunId>, StoreError>;
+
+    /// Moves every run `queued` since before `now - max_age_ms` to `stalled`. Returns how many.
+    async fn stall_undelivered(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        max_age_ms: i64,
+    ) -> Result<u64, StoreError>;
+
+    /// Forgets the workers not seen within `older_than_ms` before `now` (by the clock of
+    /// [`record_worker`](crate::ExecutorStore::record_worker)): retention of the worker list, whose rows would
+    /// otherwise grow with every process start. Returns how many went.
+    async fn prune_workers(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        older_than_ms: i64,
+    ) -> Result<u64, StoreError>;
+}

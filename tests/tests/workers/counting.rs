@@ -1,0 +1,276 @@
+//! A store that counts the calls the runtime makes and can fail some as an outage would.
+
+use aiki::BoxStore;
+use aiki::store::{
+    AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Lease, Millis,
+    NewEvent, NewRun, RunId, RunRecord, SleepRecord, StoreError, Transition,
+};
+
+/// A store that counts the calls the runtime makes, by method, and passes them on.
+#[derive(Debug)]
+pub(crate) struct Counting {
+    inner: BoxStore,
+    calls: std::sync::Mutex<std::collections::HashMap<&'static str, u64>>,
+    /// How many of the next calls of a method fail as if the store were unreachable.
+    pub(crate) failures: std::sync::Mutex<std::collections::HashMap<&'static str, u32>>,
+}
+
+impl Counting {
+    pub(crate) fn new(inner: BoxStore) -> Self {
+        Counting {
+            inner,
+            calls: Default::default(),
+            failures: Default::default(),
+        }
+    }
+
+    /// `Err(Unavailable)` while failures of `method` are left to inject.
+    fn fault(&self, method: &'static str) -> Result<(), StoreError> {
+        let mut failures = self.failures.lock().unwrap();
+        match failures.get_mut(method) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                Err(StoreError::Unavailable {
+                    message: format!("injected outage ({method})"),
+                    source: None,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn count(&self, method: &'static str) {
+        *self.calls.lock().unwrap().entry(method).or_default() += 1;
+    }
+
+    pub(crate) fn calls(&self, method: &str) -> u64 {
+        self.calls.lock().unwrap().get(method).copied().unwrap_or(0)
+    }
+}
+
+#[aiki::async_trait]
+impl aiki::store::ReadStore for Counting {
+    async fn load_history(&self, id: RunId) -> Result<History, StoreError> {
+        self.count("load_history");
+        self.inner.load_history(id).await
+    }
+
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+    async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        self.count("get_run");
+        self.inner.get_run(id).await
+    }
+    async fn changes_since(
+        &self,
+        cursor: &aiki::store::ChangeCursor,
+        limit: u32,
+    ) -> Result<aiki::store::ChangePage, StoreError> {
+        self.count("changes_since");
+        self.inner.changes_since(cursor, limit).await
+    }
+    async fn run_counts(&self) -> Result<Vec<aiki::store::RunCounts>, StoreError> {
+        self.count("run_counts");
+        self.inner.run_counts().await
+    }
+    async fn timeline(&self, id: RunId) -> Result<Vec<aiki::store::StatusChange>, StoreError> {
+        self.count("timeline");
+        self.inner.timeline(id).await
+    }
+    async fn list_workers(
+        &self,
+        now: Millis,
+        within_ms: i64,
+    ) -> Result<Vec<aiki::store::WorkerRecord>, StoreError> {
+        self.count("list_workers");
+        self.inner.list_workers(now, within_ms).await
+    }
+    async fn catalog(&self) -> Result<Vec<aiki::store::CatalogEntry>, StoreError> {
+        self.count("catalog");
+        self.inner.catalog().await
+    }
+    async fn list_runs(
+        &self,
+        request: aiki::store::ListRuns,
+    ) -> Result<aiki::store::RunPage, StoreError> {
+        self.count("list_runs");
+        self.inner.list_runs(request).await
+    }
+}
+
+#[aiki::async_trait]
+impl aiki::store::ExecutorStore for Counting {
+    async fn transition(
+        &self,
+        id: RunId,
+        expected: u64,
+        transition: Transition,
+    ) -> Result<RunRecord, StoreError> {
+        self.count("transition");
+        self.inner.transition(id, expected, transition).await
+    }
+    async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
+        self.count("claim");
+        self.fault("claim")?;
+        self.inner.claim(request).await
+    }
+    async fn refresh_claim(
+        &self,
+        id: RunId,
+        owner: &str,
+        expected: u64,
+        now: Millis,
+    ) -> Result<aiki::store::ClaimState, StoreError> {
+        self.count("refresh_claim");
+        self.inner.refresh_claim(id, owner, expected, now).await
+    }
+    async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
+        self.count("put_entry");
+        self.fault("put_entry")?;
+        self.inner.put_entry(expected, entry).await
+    }
+    async fn start_child(
+        &self,
+        expected: u64,
+        entry: EntryRecord,
+        child: NewRun,
+    ) -> Result<RunRecord, StoreError> {
+        self.count("start_child");
+        self.inner.start_child(expected, entry, child).await
+    }
+    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
+        self.count("put_sleep");
+        self.inner.put_sleep(expected, sleep).await
+    }
+    async fn record_worker(
+        &self,
+        worker: aiki::store::WorkerRecord,
+        now: Millis,
+    ) -> Result<aiki::store::WorkerRecord, StoreError> {
+        self.count("record_worker");
+        self.inner.record_worker(worker, now).await
+    }
+    async fn record_event_slot(
+        &self,
+        expected: u64,
+        slot: EventRecord,
+    ) -> Result<EventRecord, StoreError> {
+        self.count("record_event_slot");
+        self.inner.record_event_slot(expected, slot).await
+    }
+    async fn publish_catalog(
+        &self,
+        entry: aiki::store::CatalogEntry,
+        now: Millis,
+    ) -> Result<aiki::store::CatalogEntry, StoreError> {
+        self.count("publish_catalog");
+        self.inner.publish_catalog(entry, now).await
+    }
+    async fn add_catalog_tasks(
+        &self,
+        namespace: &aiki::Namespace,
+        fingerprint: &str,
+        tasks: Vec<aiki::store::TaskDeclaration>,
+    ) -> Result<(), StoreError> {
+        self.count("add_catalog_tasks");
+        self.inner
+            .add_catalog_tasks(namespace, fingerprint, tasks)
+            .await
+    }
+}
+
+#[aiki::async_trait]
+impl aiki::store::ClientStore for Counting {
+    async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        self.count("create_run");
+        self.inner.create_run(run).await
+    }
+
+    async fn transition_all(
+        &self,
+        moves: Vec<aiki::store::Move>,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        self.count("transition_all");
+        self.inner.transition_all(moves).await
+    }
+    async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        self.count("release_claim");
+        self.inner
+            .release_claim(id, expected, now, confirm_ms, actor)
+            .await
+    }
+    async fn request_pause(
+        &self,
+        id: RunId,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        self.count("request_pause");
+        self.inner.request_pause(id, actor, now).await
+    }
+    async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+        self.count("append_event");
+        self.inner.append_event(event).await
+    }
+    async fn fork_run(&self, fork: aiki::store::NewFork) -> Result<CreateOutcome, StoreError> {
+        self.count("fork_run");
+        self.inner.fork_run(fork).await
+    }
+}
+
+#[aiki::async_trait]
+impl aiki::store::Sweeper for Counting {
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl_ms: i64,
+        now: Millis,
+    ) -> Result<Lease, StoreError> {
+        self.count("acquire_lease");
+        self.inner.acquire_lease(name, holder, ttl_ms, now).await
+    }
+    async fn release_lease(&self, lease: &Lease, now: Millis) -> Result<(), StoreError> {
+        self.count("release_lease");
+        self.inner.release_lease(lease, now).await
+    }
+    async fn wake_due(&self, lease: &Lease, now: Millis) -> Result<u64, StoreError> {
+        self.count("wake_due");
+        self.inner.wake_due(lease, now).await
+    }
+    async fn release_stale_claims(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        timing: aiki::store::ClaimTiming,
+    ) -> Result<Vec<RunId>, StoreError> {
+        self.count("release_stale_claims");
+        self.inner.release_stale_claims(lease, now, timing).await
+    }
+    async fn stall_undelivered(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        max_age_ms: i64,
+    ) -> Result<u64, StoreError> {
+        self.count("stall_undelivered");
+        self.inner.stall_undelivered(lease, now, max_age_ms).await
+    }
+    async fn prune_workers(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        older_than_ms: i64,
+    ) -> Result<u64, StoreError> {
+        self.count("prune_workers");
+        self.inner.prune_workers(lease, now, older_than_ms).await
+    }
+}
