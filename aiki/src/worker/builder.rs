@@ -191,7 +191,8 @@ impl WorkerBuilder {
     }
 
     /// Whether this worker also runs the timer daemons: wake-ups, claim recovery, stalling
-    /// (they are safe with many copies running). By default it does when its store offers the
+    /// (of all the workers that do, the holder of the store's daemons lease sweeps, the others
+    /// stand by to take over). By default it does when its store offers the
     /// sweeper role (see [`WorkerStore`](super::WorkerStore)); [`build`](Self::build) refuses
     /// `true` on a store without it.
     pub fn daemons(mut self, enabled: bool) -> Self {
