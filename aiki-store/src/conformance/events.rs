@@ -227,3 +227,26 @@ pub async fn check_suspension_after_its_event_lands_in_scheduled(store: &dyn Sto
     assert_eq!(waiting.status, RunStatus::AwaitingEvent);
     assert_eq!(waiting.due_at, Some(now + 99_000));
 }
+
+/// A sent event cannot take a name from the runtime's own namespace (the records of a run's
+/// waits), so it can never fill a child wait's or a timeout's slot.
+pub async fn check_a_sent_event_cannot_take_a_wait_records_name(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let run = create(store, new_run(&namespace(), RunStatus::Queued, now)).await;
+    for name in ["\u{1}child:ship:1", "\u{1}event:paid", "\u{1}"] {
+        let refused = store.append_event(event(run.id, name, json!(1), now)).await;
+        assert!(
+            matches!(refused, Err(StoreError::Invalid { .. })),
+            "{name:?}: {refused:?}"
+        );
+    }
+    let history = store.load_history(run.id).await.expect("load_history");
+    assert!(history.events.is_empty(), "nothing written: {history:?}");
+    assert!(matches!(
+        store
+            .append_event(event(run.id, "child:ship", json!(1), now))
+            .await
+            .expect("an ordinary name"),
+        AppendOutcome::Appended { .. }
+    ));
+}

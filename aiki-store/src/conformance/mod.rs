@@ -158,6 +158,7 @@ macro_rules! conformance_tests {
                 check_any_event_wakes_a_run_awaiting_one,
                 check_an_event_wakes_only_runs_awaiting_one,
                 check_append_event,
+                check_a_sent_event_cannot_take_a_wait_records_name,
                 check_retry_moves_a_failed_run_back_and_resets_its_call,
                 check_transition_all_moves_every_run_or_none,
                 check_fork_creates_a_run_with_its_carried_history_once,

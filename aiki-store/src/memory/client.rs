@@ -51,6 +51,7 @@ impl ClientStore for MemoryStore {
     }
 
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+        event.check_name()?;
         let mut state = self.lock();
         let run = state.run(event.run_id)?;
         if run.status.is_terminal() {

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Millis, RunId};
+use crate::StoreError;
 
 /// The `index`-th event named `name` received by a run, or the timeout of the `index`-th wait.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,7 +110,28 @@ impl NewEvent {
         self.reference_id = reference_id;
         self
     }
+
+    /// Refuses a name in the runtime's own namespace: the records a run writes of its waits
+    /// (a wait's timeout, a child's observed outcome) are named with
+    /// [`RESERVED_EVENT_PREFIX`], and a sent event must never fill their slots.
+    pub(crate) fn check_name(&self) -> Result<(), StoreError> {
+        if self.name.starts_with(RESERVED_EVENT_PREFIX) {
+            return Err(StoreError::Invalid {
+                message: format!(
+                    "event name {:?} starts with U+0001, which the runtime reserves for the \
+                     records of a run's own waits; send the event under its declared name",
+                    self.name
+                ),
+            });
+        }
+        Ok(())
+    }
 }
+
+/// The first character of the names of the records a run writes of its own waits, which no
+/// sent event may use ([`ClientStore::append_event`](crate::ClientStore::append_event)
+/// refuses them).
+pub const RESERVED_EVENT_PREFIX: char = '\u{1}';
 
 /// What [`ClientStore::append_event`](crate::ClientStore::append_event) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

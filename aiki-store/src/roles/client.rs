@@ -25,7 +25,9 @@ pub trait ClientStore: ReadStore {
     /// Appends an event to its name's queue (dropped as [`AppendOutcome::Duplicate`] when its
     /// reference id was already seen for that run and name). A run in `awaiting_event` is woken
     /// to `scheduled` (due now) in the same operation. [`StoreError::NotFound`] for an unknown
-    /// run; [`StoreError::InvalidTransition`] for a run that has ended.
+    /// run; [`StoreError::InvalidTransition`] for a run that has ended;
+    /// [`StoreError::Invalid`] for a name in the runtime's own namespace (starting with
+    /// [`RESERVED_EVENT_PREFIX`](crate::RESERVED_EVENT_PREFIX)), nothing written.
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError>;
 
     /// Asks to pause a `running` run without changing its revision, so that no write of its

@@ -428,6 +428,7 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     pub(crate) async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+        event.check_name()?;
         let mut tx = self.begin().await?;
         // Locking the run (PostgreSQL; SQLite's transaction holds the write lock) serializes
         // index assignment per run, and makes the wake-up see the run's latest status.
