@@ -1,9 +1,9 @@
-//! A store outage never fails a run by itself: PostgreSQL stopped while tasks under `never`
-//! are mid-flight, for 10 s and for 120 s (four times the claim idle timeout), and every run
-//! completes, none failed as interrupted, no task run twice. Real clock, one in-process
-//! worker with its daemons; the server is this machine's cluster, stopped with pg_ctlcluster
-//! (as root; a loud skip otherwise, a failure under `CI=true`). Its own test binary, the
-//! tests one after the other, so nothing else shares the server while it is down.
+//! A store outage never fails a run by itself: PostgreSQL made unreachable while tasks under
+//! `never` are mid-flight, for 10 s and for 120 s (four times the claim idle timeout), and
+//! every run completes, none failed as interrupted, no task run twice. Real clock, one
+//! in-process worker with its daemons. The outage is a TCP fault proxy in front of the shared
+//! server that drops every connection and refuses new ones (the server itself is never
+//! stopped); the two outages run one after the other.
 //!
 //! Nor does a worker whose clock is off: claims are timed by the server's clock, so a worker
 //! an hour ahead does not release the runs of a live one; with claims timed by the callers'
@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use aiki::store::Millis;
 use aiki::{Client, Clock, Run, RunStatus, State, SystemClock, TaskError, Worker, WorkflowError};
+use aiki_tests::proxy::FaultProxy;
 use aiki_tests::{Backend, Executions};
+use sqlx::Connection;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -47,11 +49,11 @@ async fn through_an_outage(run: &Run, input: u32) -> Result<u32, WorkflowError> 
 
 async fn runs_complete_across_an_outage_of(down: Duration) {
     let _serial = SERIAL.lock().await;
-    let Some(cluster) = aiki_tests::local_postgres_cluster() else {
-        return;
-    };
     SERVER_DOWN.store(false, Ordering::SeqCst);
-    let url = Backend::Postgres.fresh_url().await;
+    let proxy = FaultProxy::start(aiki_tests::proxy::postgres_server())
+        .await
+        .expect("the fault proxy starts");
+    let url = proxy.url_through(&Backend::Postgres.fresh_url().await);
     let store = aiki::connect(&url).await.expect("the store opens");
     let executions = Executions::default();
     let worker = Worker::builder(store.clone())
@@ -77,12 +79,12 @@ async fn runs_complete_across_an_outage_of(down: Duration) {
         assert!(Instant::now() < deadline, "the tasks did not start");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    aiki_tests::pg_ctlcluster(&cluster, "stop");
+    proxy.cut();
     SERVER_DOWN.store(true, Ordering::SeqCst);
-    println!("[Postgres] stopped the server for {down:?} with tasks mid-flight");
+    println!("[Postgres] unreachable for {down:?} with tasks mid-flight");
     tokio::time::sleep(down).await;
-    aiki_tests::pg_ctlcluster(&cluster, "start");
-    println!("[Postgres] started the server again");
+    proxy.restore();
+    println!("[Postgres] reachable again");
     for handle in &handles {
         let run = tokio::time::timeout(
             Duration::from_secs(120),
@@ -184,7 +186,8 @@ async fn a_skewed_worker_sweeps(url: &str) -> bool {
                 .claim_idle_timeout(idle),
         )
     };
-    let live = worker(|w| w.register(HeldFlow))
+    // The live worker runs no daemons: the skewed one holds the daemons' lease and sweeps.
+    let live = worker(|w| w.register(HeldFlow).daemons(false))
         .state(gate.clone())
         .state(executions.clone())
         .build()
@@ -203,11 +206,23 @@ async fn a_skewed_worker_sweeps(url: &str) -> bool {
     }
     let claimed = run.record().await.unwrap();
     assert_eq!(claimed.status, RunStatus::Running);
-    let skewed = worker(|w| w.clock(Skewed(3_600_000)))
+    let skewed = worker(|w| w.clock(Skewed(3_600_000)).worker_id("skewed"))
         .build()
         .expect("worker config")
         .start();
     tokio::time::sleep(idle * 3).await;
+    // It did sweep: it holds the daemons' lease.
+    let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
+    let holder: Option<String> =
+        sqlx::query_scalar("SELECT holder FROM aiki_leases WHERE name = 'daemons'")
+            .fetch_optional(&mut connection)
+            .await
+            .unwrap();
+    assert_eq!(
+        holder.as_deref(),
+        Some("skewed"),
+        "the skewed worker sweeps"
+    );
     let after = run.record().await.unwrap();
     let taken = after.revision != claimed.revision;
     gate.notify_one();
