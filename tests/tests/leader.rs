@@ -64,7 +64,7 @@ async fn a_frozen_leader_is_replaced_and_sweeps_nothing_when_thawed() {
     let first = held_by(&url, "leader-a", Duration::from_secs(30)).await;
     workers.signal(a, "STOP");
     workers.spawn(worker(&url, &effects, "leader-b"));
-    // The lease lasts 15 s; b asks at least every 5 s.
+    // The lease lasts 5 s; b asks at least every third of it.
     let second = held_by(&url, "leader-b", Duration::from_secs(40)).await;
     assert!(
         second.1 > first.1,

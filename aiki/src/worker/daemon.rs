@@ -27,7 +27,7 @@ const PRUNE_EVERY: Millis = 10 * 60 * 1000;
 
 /// How long the daemons' lease lasts unless renewed: after a leader's crash, the longest the
 /// sweeps pause before another worker takes over.
-pub(super) const LEASE_TTL: Millis = 15_000;
+pub(super) const LEASE_TTL: Millis = 5_000;
 
 /// What a worker knows of the daemons' lease.
 #[derive(Debug, Default)]
