@@ -142,12 +142,13 @@ impl Dialect for SqliteDialect {
             transition: format!(
                 "UPDATE aiki_runs SET \
                  {set} \
-                 FROM (SELECT ($12 AND (\
+                 FROM (SELECT $12 AND (v.ev OR v.ch) AS sat, $12 AND v.ev AS by_event \
+                 FROM (SELECT \
                    EXISTS (SELECT 1 FROM json_each($13) AS name \
                      JOIN json_each($14) AS idx ON idx.key = name.key \
                      JOIN aiki_events AS e ON e.run_id = $1 AND e.name = name.value \
-                     AND e.idx = idx.value) \
-                   OR (NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs AS c \
+                     AND e.idx = idx.value) AS ev, \
+                   ((NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs AS c \
                      WHERE c.id IN (SELECT value FROM json_each($15)) \
                      AND c.status IN {terminal})) \
                    OR ($19 AND (EXISTS (SELECT 1 FROM aiki_runs AS c \
@@ -155,7 +156,7 @@ impl Dialect for SqliteDialect {
                      AND c.status IN {unsuccessful}) \
                      OR NOT EXISTS (SELECT 1 FROM aiki_runs AS c \
                      WHERE c.id IN (SELECT value FROM json_each($15)) \
-                     AND c.status NOT IN {terminal}))))) AS sat) AS w \
+                     AND c.status NOT IN {terminal})))) AS ch) AS v) AS w \
                  WHERE aiki_runs.id = $1 AND aiki_runs.revision = $2 \
                  AND aiki_runs.status IN (SELECT value FROM json_each($16)) \
                  RETURNING {run}"

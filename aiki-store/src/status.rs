@@ -16,7 +16,7 @@ pub enum RunStatus {
     Queued,
     /// Claimed by an executor, which holds it by refreshing its claim.
     Running,
-    /// Paused by an operator; `resume` moves it back to `scheduled`.
+    /// Paused by an operator; `resume` queues it again.
     Paused,
     /// Suspended on a durable sleep until its wake time.
     Sleeping,
@@ -115,9 +115,11 @@ impl RunStatus {
     ///   `stalled` when nobody claims it before its `max_age`.
     /// * `running` ends (`completed`, `failed`), suspends (`sleeping`, `awaiting_*`), or is
     ///   released back to `queued` (claim recovery, shutdown).
-    /// * suspended runs wake to `queued` (their timer is due) or `scheduled` (woken early:
-    ///   `wakeup`, an event, a child that ended).
-    /// * `paused` resumes to `scheduled`; `stalled` is requeued to `queued`.
+    /// * suspended runs wake to `queued`: their timer is due, or they are woken early (`wakeup`,
+    ///   an event, a child that ended). Older releases woke them early to `scheduled`, due
+    ///   at once, for the next sweep to queue; a store still accepts that move.
+    /// * `paused` resumes to `queued` (`scheduled` by older releases); `stalled` is
+    ///   requeued to `queued`.
     /// * every non-terminal status may be cancelled; every non-terminal, non-stalled status
     ///   may be paused.
     /// * `failed` is retried to `queued` by an operator (`retry`); no other move leaves a
@@ -147,7 +149,7 @@ impl RunStatus {
             ) => true,
             (Sleeping | AwaitingEvent | AwaitingChildWorkflow, Queued | Scheduled) => true,
             (AwaitingRetry, Queued) => true,
-            (Paused, Scheduled) => true,
+            (Paused, Queued | Scheduled) => true,
             (Stalled, Queued) => true,
             _ => false,
         }
@@ -201,7 +203,7 @@ mod tests {
                 Cancelled,
             ],
         ),
-        (Paused, &[Scheduled, Cancelled]),
+        (Paused, &[Queued, Scheduled, Cancelled]),
         (Sleeping, &[Queued, Scheduled, Paused, Cancelled]),
         (AwaitingEvent, &[Queued, Scheduled, Paused, Cancelled]),
         (AwaitingRetry, &[Queued, Paused, Cancelled]),

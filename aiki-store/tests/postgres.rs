@@ -37,7 +37,7 @@ async fn many_processes_migrate_one_fresh_database_at_once() {
         let store = open.await.expect("join").expect("every store opens");
         assert_eq!(
             store
-                .wake_due(&unheld_lease(), 0)
+                .wake_due(&unheld_lease(), 0, 100)
                 .await
                 .expect("schema is there"),
             0
@@ -70,7 +70,10 @@ async fn a_database_migrated_by_newer_code_is_accepted_only_when_it_admits_this_
         .expect("an additive newer migration admits this release");
     assert_eq!(admitted.migration_report().applied, []);
     assert_eq!(
-        admitted.wake_due(&unheld_lease(), 0).await.expect("works"),
+        admitted
+            .wake_due(&unheld_lease(), 0, 100)
+            .await
+            .expect("works"),
         0
     );
     admitted.close().await;
@@ -295,7 +298,7 @@ async fn an_event_racing_a_suspension_is_never_lost() {
             .expect("suspend");
         sender.await.expect("join").expect("append");
         let status = store.get_run(run.id).await.expect("get_run").status;
-        assert_eq!(status, RunStatus::Scheduled, "the wake-up was lost");
+        assert_eq!(status, RunStatus::Queued, "the wake-up was lost");
     }
 }
 
@@ -349,7 +352,7 @@ async fn a_child_ending_while_its_parent_suspends_is_never_lost() {
             .expect("suspend");
         finisher.await.expect("join").expect("complete");
         let status = store.get_run(parent.id).await.expect("get_run").status;
-        assert_eq!(status, RunStatus::Scheduled, "the wake-up was lost");
+        assert_eq!(status, RunStatus::Queued, "the wake-up was lost");
     }
 }
 
@@ -422,7 +425,7 @@ async fn children_of_an_all_of_wait_ending_at_once_wake_their_parent_once() {
         let woken = store.get_run(parent.id).await.expect("get_run");
         assert_eq!(
             woken.status,
-            RunStatus::Scheduled,
+            RunStatus::Queued,
             "round {round}: the wake-up was lost"
         );
         assert_eq!(
@@ -524,7 +527,7 @@ async fn round_trips_per_operation() {
     cost("transition (terminal)", 1, s, store.statements()).await;
     assert_eq!(
         store.get_run(id).await.expect("parent").status,
-        RunStatus::Scheduled
+        RunStatus::Queued
     );
 }
 
@@ -635,7 +638,7 @@ async fn the_database_clock_times_claims_whatever_the_callers_say() {
     for _ in 0..2 {
         assert_eq!(
             store
-                .release_stale_claims(&held, an_hour_ahead, timing)
+                .release_stale_claims(&held, an_hour_ahead, timing, 100)
                 .await
                 .expect("sweep"),
             Vec::<RunId>::new(),
@@ -656,12 +659,12 @@ async fn the_database_clock_times_claims_whatever_the_callers_say() {
         .expect("open");
     let held = lease(&callers, an_hour_ahead).await;
     callers
-        .release_stale_claims(&held, an_hour_ahead, timing)
+        .release_stale_claims(&held, an_hour_ahead, timing, 100)
         .await
         .expect("mark");
     assert_eq!(
         callers
-            .release_stale_claims(&held, an_hour_ahead + timing.confirm_ms, timing)
+            .release_stale_claims(&held, an_hour_ahead + timing.confirm_ms, timing, 100)
             .await
             .expect("sweep"),
         vec![id],

@@ -106,7 +106,7 @@ async fn many_stores_migrate_one_fresh_file_at_once() {
         let store = open.await.expect("join").expect("every store opens");
         assert_eq!(
             store
-                .wake_due(&unheld_lease(), 0)
+                .wake_due(&unheld_lease(), 0, 100)
                 .await
                 .expect("schema is there"),
             0
@@ -165,7 +165,10 @@ async fn a_database_migrated_by_newer_code_is_accepted_only_when_it_admits_this_
         .expect("an additive newer migration admits this release");
     assert_eq!(admitted.migration_report().applied, []);
     assert_eq!(
-        admitted.wake_due(&unheld_lease(), 0).await.expect("works"),
+        admitted
+            .wake_due(&unheld_lease(), 0, 100)
+            .await
+            .expect("works"),
         0
     );
     admitted.close().await;
@@ -191,13 +194,16 @@ async fn migrations_can_be_left_to_the_operator() {
         .await
         .expect("open");
     assert!(
-        store.wake_due(&unheld_lease(), 0).await.is_err(),
+        store.wake_due(&unheld_lease(), 0, 100).await.is_err(),
         "no schema yet"
     );
     store.migrate().await.expect("migrate");
     store.migrate().await.expect("migrating twice is a no-op");
     assert_eq!(
-        store.wake_due(&unheld_lease(), 0).await.expect("wake_due"),
+        store
+            .wake_due(&unheld_lease(), 0, 100)
+            .await
+            .expect("wake_due"),
         0
     );
 }
@@ -317,7 +323,10 @@ async fn statements_per_operation() {
         parent.revision + 1
     );
     let s = store.statements();
-    store.wake_due(&unheld_lease(), 6).await.expect("wake_due");
+    store
+        .wake_due(&unheld_lease(), 6, 100)
+        .await
+        .expect("wake_due");
     cost("wake_due", 1, s, store.statements()).await;
 }
 
@@ -443,7 +452,7 @@ async fn check_mode_creates_nothing_and_accepts_this_releases_schema() {
         .close()
         .await;
     let checked = check().await.expect("this release's schema passes");
-    assert!(checked.wake_due(&unheld_lease(), 0).await.is_ok());
+    assert!(checked.wake_due(&unheld_lease(), 0, 100).await.is_ok());
     checked.close().await;
 }
 

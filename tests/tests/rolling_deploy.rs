@@ -268,7 +268,7 @@ async fn the_previous_releases_writes_keep_the_new_records_true(backend: Backend
         .await
         .unwrap();
     let released = new
-        .release_stale_claims(&lease, now(), ClaimTiming::new(600_000, 10))
+        .release_stale_claims(&lease, now(), ClaimTiming::new(600_000, 10), 100)
         .await
         .unwrap();
     assert!(

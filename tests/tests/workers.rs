@@ -199,6 +199,7 @@ on_every_backend!(
     a_store_error_is_retried_in_real_time_under_a_test_clock,
     a_worker_on_a_store_that_only_executes_runs_no_daemons,
     one_worker_sweeps_and_another_takes_over_when_it_stops,
+    the_daemons_sweep_on_their_own_interval_not_on_every_poll,
 );
 
 /// Waits (real time, bounded) until `done` holds.
@@ -259,6 +260,40 @@ async fn one_worker_sweeps_and_another_takes_over_when_it_stops(backend: Backend
     })
     .await;
     worker_c.shutdown().await;
+}
+
+/// The daemons pass on their own interval, not on the claim loop's polls: a worker polling
+/// every 5 ms with a 200 ms daemons' interval sweeps a few times while it polls a hundred.
+async fn the_daemons_sweep_on_their_own_interval_not_on_every_poll(backend: Backend) {
+    let counting = Arc::new(Counting::new(backend.open().await));
+    let store: BoxStore = counting.clone();
+    let worker = Worker::builder(store)
+        .register(CountTo)
+        .poll_interval(Duration::from_millis(5))
+        .daemons_interval(Duration::from_millis(200))
+        .build()
+        .unwrap()
+        .start();
+    until("it leads", || counting.calls("wake_due") > 0).await;
+    let (polls, sweeps) = (counting.calls("claim"), counting.calls("wake_due"));
+    until("it polls", || counting.calls("claim") >= polls + 100).await;
+    let swept = counting.calls("wake_due") - sweeps;
+    let polled = counting.calls("claim") - polls;
+    worker.shutdown().await;
+    assert!(
+        swept * 5 <= polled,
+        "{swept} sweeps in {polled} polls: the daemons follow the polls"
+    );
+    let refused = Worker::builder(backend.open().await)
+        .register(CountTo)
+        .daemons_interval(Duration::ZERO)
+        .build();
+    match refused {
+        Err(aiki::ClientError::Config(message)) => {
+            assert!(message.contains("daemons_interval"), "{message}")
+        }
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
 }
 
 /// A worker given only the executor role (a remote worker's store, whose server sweeps)

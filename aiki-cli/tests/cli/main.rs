@@ -259,12 +259,12 @@ async fn acts_waits_and_says_how_runs_ended(backend: Backend) {
     let resumed = on(&f.url, "resume", f.waiting, "table");
     assert_eq!(resumed.code, 0);
     assert!(
-        resumed.stdout.contains("is now scheduled"),
+        resumed.stdout.contains("is now queued"),
         "{}",
         resumed.stdout
     );
     let woken = on(&f.url, "wake", f.sleeping, "json").json();
-    assert_eq!(woken["status"], "scheduled");
+    assert_eq!(woken["status"], "queued");
     let cancelled = on(&f.url, "cancel", f.parent, "json").json();
     assert_eq!(cancelled["status"], "cancelled");
     let children = children_of(&f.url, f.parent);

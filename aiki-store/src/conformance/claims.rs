@@ -224,7 +224,7 @@ pub async fn check_an_operator_releases_a_claim_once_confirmed_stale(store: &dyn
     // A sweep finds it unrefreshed for longer than the window and marks it...
     let marked_at = now + TIMING.confirm_ms + 1;
     store
-        .release_stale_claims(&lease, marked_at, TIMING)
+        .release_stale_claims(&lease, marked_at, TIMING, 100)
         .await
         .expect("mark");
     let early = store

@@ -106,8 +106,9 @@ pub async fn check_append_event(store: &dyn Store) {
         appended(0, true)
     );
     let woken = store.get_run(waiter.id).await.expect("get_run");
-    assert_eq!(woken.status, RunStatus::Scheduled);
-    assert_eq!(woken.due_at, Some(now + 2));
+    assert_eq!(woken.status, RunStatus::Queued, "queued at once");
+    assert_eq!(woken.due_at, None);
+    assert_eq!(woken.queued_at, Some(now + 2));
     assert_eq!(woken.revision, waiting.revision + 1);
 
     // Ended runs take no events.
@@ -182,8 +183,8 @@ pub async fn check_record_event_timeout(store: &dyn Store) {
     assert_eq!(history.run.revision, run.revision, "no increment");
 }
 
-/// A suspension waiting for an event that is already there lands in `scheduled`, due now.
-pub async fn check_suspension_after_its_event_lands_in_scheduled(store: &dyn Store) {
+/// A suspension waiting for an event that is already there is queued at once.
+pub async fn check_suspension_after_its_event_is_queued_at_once(store: &dyn Store) {
     let now = LOCAL_TIME;
     let run = running(store, "worker", now).await;
     let outcome = store
@@ -208,8 +209,9 @@ pub async fn check_suspension_after_its_event_lands_in_scheduled(store: &dyn Sto
         .transition(run.id, run.revision, suspend)
         .await
         .expect("suspend");
-    assert_eq!(landed.status, RunStatus::Scheduled);
-    assert_eq!(landed.due_at, Some(now + 2));
+    assert_eq!(landed.status, RunStatus::Queued, "queued at once");
+    assert_eq!(landed.due_at, None);
+    assert_eq!(landed.queued_at, Some(now + 2));
     assert_eq!(landed.revision, run.revision + 1);
 
     // Waiting for the next event of that name suspends for real.

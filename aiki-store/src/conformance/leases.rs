@@ -78,7 +78,7 @@ pub async fn check_a_lapsed_leases_sweeps_do_nothing(store: &dyn Store) {
     let due = create(store, due).await;
     assert_eq!(
         store
-            .wake_due(&frozen, now + 1_100)
+            .wake_due(&frozen, now + 1_100, 100)
             .await
             .expect("fenced sweep"),
         0,
@@ -87,7 +87,7 @@ pub async fn check_a_lapsed_leases_sweeps_do_nothing(store: &dyn Store) {
     assert_eq!(store.get_run(due.id).await.expect("get_run"), due);
     assert!(
         store
-            .wake_due(&successor, now + 1_100)
+            .wake_due(&successor, now + 1_100, 100)
             .await
             .expect("sweep")
             >= 1

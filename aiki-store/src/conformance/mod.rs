@@ -117,6 +117,7 @@ macro_rules! conformance_tests {
                 check_changes_since_gives_every_change_once,
                 check_changes_since_under_concurrent_writers,
                 check_the_timeline_names_the_operator,
+                check_wakes_are_worded_by_what_woke_them,
                 check_run_counts,
                 check_list_runs_pages_newest_first,
                 check_list_runs_filters,
@@ -127,8 +128,8 @@ macro_rules! conformance_tests {
                 check_transition_refuses_moves_outside_the_table,
                 check_transition_writes_output_error_and_attempts,
                 check_leaving_running_clears_the_owner,
-                check_suspension_after_its_event_lands_in_scheduled,
-                check_suspension_after_its_child_ended_lands_in_scheduled,
+                check_suspension_after_its_event_is_queued_at_once,
+                check_suspension_after_its_child_ended_is_queued_at_once,
                 check_terminal_child_wakes_waiting_parent,
                 check_wait_set_is_stored_with_the_suspension,
                 check_child_end_wakes_every_run_awaiting_it,
@@ -172,6 +173,7 @@ macro_rules! conformance_tests {
                 check_wake_due,
                 check_release_stale_claims,
                 check_stall_undelivered,
+                check_sweeps_take_at_most_their_limit,
                 check_recovery_pauses_a_run_with_a_pause_request,
             ]);
     };
@@ -245,12 +247,12 @@ async fn leader(store: &dyn Store, now: Millis) -> crate::Lease {
 async fn release_confirmed(store: &dyn Store, now: Millis) -> Vec<RunId> {
     let lease = leader(store, now).await;
     let mut released = store
-        .release_stale_claims(&lease, now, TIMING)
+        .release_stale_claims(&lease, now, TIMING, 100)
         .await
         .expect("mark");
     released.extend(
         store
-            .release_stale_claims(&lease, now + TIMING.confirm_ms, TIMING)
+            .release_stale_claims(&lease, now + TIMING.confirm_ms, TIMING, 100)
             .await
             .expect("release"),
     );

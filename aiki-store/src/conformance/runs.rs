@@ -270,8 +270,8 @@ pub async fn check_leaving_running_clears_the_owner(store: &dyn Store) {
     assert_eq!(store.get_run(run.id).await.expect("get_run"), sleeping);
 }
 
-/// A suspension waiting for a child that already ended lands in `scheduled`, due now.
-pub async fn check_suspension_after_its_child_ended_lands_in_scheduled(store: &dyn Store) {
+/// A suspension waiting for a child that already ended is queued at once.
+pub async fn check_suspension_after_its_child_ended_is_queued_at_once(store: &dyn Store) {
     let now = LOCAL_TIME;
     let parent = running(store, "worker", now).await;
     let (ended, _) = start_child_run(store, &parent, "a", now).await;
@@ -292,8 +292,9 @@ pub async fn check_suspension_after_its_child_ended_lands_in_scheduled(store: &d
         .transition(parent.id, parent.revision, suspend)
         .await
         .expect("suspend");
-    assert_eq!(landed.status, RunStatus::Scheduled);
-    assert_eq!(landed.due_at, Some(now + 2));
+    assert_eq!(landed.status, RunStatus::Queued, "queued at once");
+    assert_eq!(landed.due_at, None);
+    assert_eq!(landed.queued_at, Some(now + 2));
 
     let other = running(store, "worker", now).await;
     let (pending, _) = start_child_run(store, &other, "c", now).await;
@@ -334,8 +335,9 @@ pub async fn check_terminal_child_wakes_waiting_parent(store: &dyn Store) {
             .await
             .expect("end child");
         let woken = store.get_run(parent.id).await.expect("get_run");
-        assert_eq!(woken.status, RunStatus::Scheduled, "woken by a {end} child");
-        assert_eq!(woken.due_at, Some(now + 3));
+        assert_eq!(woken.status, RunStatus::Queued, "woken by a {end} child");
+        assert_eq!(woken.due_at, None);
+        assert_eq!(woken.queued_at, Some(now + 3));
         assert_eq!(woken.revision, waiting.revision + 1);
     }
 

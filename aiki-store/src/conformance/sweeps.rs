@@ -44,7 +44,10 @@ pub async fn check_wake_due(store: &dyn Store) {
         .await
         .expect("pause");
 
-    let moved = store.wake_due(&lease, now + 200).await.expect("wake_due");
+    let moved = store
+        .wake_due(&lease, now + 200, 100)
+        .await
+        .expect("wake_due");
     assert!(moved >= 3, "at least this check's three due runs moved");
     for due in [scheduled.clone(), sleeper, waiter] {
         let run = store.get_run(due.id).await.expect("get_run");
@@ -56,7 +59,10 @@ pub async fn check_wake_due(store: &dyn Store) {
     assert_eq!(store.get_run(later.id).await.expect("get_run"), later);
     assert_eq!(store.get_run(paused.id).await.expect("get_run"), paused);
     let again = store.get_run(scheduled.id).await.expect("get_run");
-    store.wake_due(&lease, now + 300).await.expect("wake_due");
+    store
+        .wake_due(&lease, now + 300, 100)
+        .await
+        .expect("wake_due");
     assert_eq!(
         store.get_run(scheduled.id).await.expect("get_run"),
         again,
@@ -80,7 +86,7 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
         .expect("refresh");
     let first = now + 100_000;
     let released = store
-        .release_stale_claims(&lease, first, TIMING)
+        .release_stale_claims(&lease, first, TIMING, 100)
         .await
         .expect("mark");
     assert!(
@@ -115,7 +121,7 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
         .expect("refresh after the outage");
     let second = first + TIMING.confirm_ms;
     let released = store
-        .release_stale_claims(&lease, second, TIMING)
+        .release_stale_claims(&lease, second, TIMING, 100)
         .await
         .expect("release");
     assert!(released.contains(&stale.id), "{released:?}");
@@ -141,12 +147,12 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
     let silent = running(store, "silent-worker", second).await;
     let marked = second + TIMING.idle_timeout_ms;
     store
-        .release_stale_claims(&lease, marked, TIMING)
+        .release_stale_claims(&lease, marked, TIMING, 100)
         .await
         .expect("mark");
     let much_later = marked + 3 * TIMING.confirm_ms;
     let released = store
-        .release_stale_claims(&lease, much_later, TIMING)
+        .release_stale_claims(&lease, much_later, TIMING, 100)
         .await
         .expect("sweep");
     assert!(!released.contains(&silent.id), "an old mark is not trusted");
@@ -160,7 +166,7 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
         "marked anew"
     );
     let released = store
-        .release_stale_claims(&lease, much_later + TIMING.confirm_ms, TIMING)
+        .release_stale_claims(&lease, much_later + TIMING.confirm_ms, TIMING, 100)
         .await
         .expect("sweep");
     assert!(released.contains(&silent.id));
@@ -175,7 +181,7 @@ pub async fn check_stall_undelivered(store: &dyn Store) {
     let old = create(store, new_run(&namespace, RunStatus::Queued, now)).await;
     let young = create(store, new_run(&namespace, RunStatus::Queued, now + 50_000)).await;
     let stalled = store
-        .stall_undelivered(&lease, now + 100_000, 60_000)
+        .stall_undelivered(&lease, now + 100_000, 60_000, 100)
         .await
         .expect("stall");
     assert!(stalled >= 1);
@@ -201,4 +207,69 @@ pub async fn check_stall_undelivered(store: &dyn Store) {
         .await
         .expect("requeue");
     assert_eq!(requeued.queued_at, Some(now + 200_000), "a fresh clock");
+}
+
+/// Each sweep moves at most its batch's limit, the longest waiting first, and says how many it
+/// moved, so that the daemons sweep a backlog in bounded transactions.
+pub async fn check_sweeps_take_at_most_their_limit(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    // Before every other sweep check's runs, so that only this check's runs are due.
+    let now = GLOBAL_TIME - 10_000_000;
+    let lease = super::leader(store, now).await;
+    let status = |id: RunId| async move { store.get_run(id).await.expect("get_run").status };
+
+    let mut sleepers = Vec::new();
+    for due in [now + 30, now + 10, now + 20] {
+        let run = running(store, "worker", now).await;
+        let sleeping = store
+            .transition(
+                run.id,
+                run.revision,
+                Transition::to(RunStatus::Sleeping, now).due_at(due),
+            )
+            .await
+            .expect("sleep");
+        sleepers.push(sleeping.id);
+    }
+    let woken = store.wake_due(&lease, now + 100, 2).await.expect("wake");
+    assert_eq!(woken, 2, "a full batch");
+    assert_eq!(status(sleepers[0]).await, RunStatus::Sleeping, "due last");
+    assert_eq!(status(sleepers[1]).await, RunStatus::Queued);
+    assert_eq!(status(sleepers[2]).await, RunStatus::Queued);
+    let woken = store.wake_due(&lease, now + 100, 2).await.expect("wake");
+    assert_eq!(woken, 1, "the rest");
+    assert_eq!(status(sleepers[0]).await, RunStatus::Queued);
+
+    // Queued since `now + 100`: stale for a one-second max age at `now + 2_000`.
+    let stalled = store
+        .stall_undelivered(&lease, now + 2_000, 1_000, 2)
+        .await
+        .expect("stall");
+    assert_eq!(stalled, 2, "a full batch");
+    let stalled = store
+        .stall_undelivered(&lease, now + 2_000, 1_000, 2)
+        .await
+        .expect("stall");
+    assert_eq!(stalled, 1, "the rest");
+
+    // Claim recovery: each of its two phases (mark, release) takes at most the limit.
+    for _ in 0..3 {
+        running(store, "gone-worker", now + 3_000).await;
+    }
+    let first = now + 3_000 + TIMING.idle_timeout_ms + 1;
+    let released = store
+        .release_stale_claims(&lease, first, TIMING, 2)
+        .await
+        .expect("mark");
+    assert_eq!(released, [], "the first sweep only marks");
+    let released = store
+        .release_stale_claims(&lease, first + TIMING.confirm_ms, TIMING, 2)
+        .await
+        .expect("release");
+    assert_eq!(released.len(), 2, "the two marked first");
+    let released = store
+        .release_stale_claims(&lease, first + 2 * TIMING.confirm_ms, TIMING, 2)
+        .await
+        .expect("release");
+    assert_eq!(released.len(), 1, "the third, marked by the second sweep");
 }

@@ -21,15 +21,6 @@ pub async fn check_timeline_records_every_status_change(store: &dyn Store) {
         .append_event(event(run.id, "go", json!(1), now + 2))
         .await
         .expect("append");
-    let woken = store.get_run(run.id).await.expect("get_run");
-    store
-        .transition(
-            run.id,
-            woken.revision,
-            Transition::to(RunStatus::Queued, now + 3),
-        )
-        .await
-        .expect("queue");
     let again = store
         .claim(claim_request(&run.namespace, "worker-b", 1, now + 4))
         .await
@@ -72,12 +63,11 @@ pub async fn check_timeline_records_every_status_change(store: &dyn Store) {
             ),
             (
                 Some(AwaitingEvent),
-                Scheduled,
+                Queued,
                 "an event arrived",
                 None,
                 now + 2
             ),
-            (Some(Scheduled), Queued, "due", None, now + 3),
             (Some(Queued), Running, "claimed", Some("worker-b"), now + 4),
             (
                 Some(Running),
@@ -99,7 +89,8 @@ pub async fn check_timeline_records_every_status_change(store: &dyn Store) {
         let kind = (change.to == Failed).then_some("task_failed");
         let facts = crate::ChangeFacts::default()
             .cause(change.cause)
-            .error_kind(kind);
+            .error_kind(kind)
+            .by_actor(change.actor.is_some());
         assert_eq!(
             change.reason,
             crate::StatusChange::reason_for(change.from, change.to, &facts),
@@ -205,7 +196,7 @@ pub async fn check_the_timeline_names_the_operator(store: &dyn Store) {
         .transition(
             started.id,
             paused.revision,
-            Transition::to(RunStatus::Scheduled, now + 2).due_at(now + 2),
+            Transition::to(RunStatus::Queued, now + 2),
         )
         .await
         .expect("resume without a name");
@@ -249,4 +240,72 @@ pub async fn check_the_timeline_names_the_operator(store: &dyn Store) {
     );
     let history = store.load_history(run.id).await.expect("history");
     assert_eq!(history.events[0].sent_by.as_deref(), Some("carol"));
+}
+
+/// A wake-up is worded by what woke the run: a suspension whose event was already there is
+/// "woken at once", an operator's early wake-up (an actor named) "woken up", a timer that came
+/// due (no actor) "due"; each lands in `queued` with no sweep in between.
+pub async fn check_wakes_are_worded_by_what_woke_them(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let run = running(store, "worker-a", now).await;
+    store
+        .append_event(event(run.id, "go", json!(1), now + 1))
+        .await
+        .expect("append");
+    let raced = store
+        .transition(
+            run.id,
+            run.revision,
+            Transition::to(RunStatus::AwaitingEvent, now + 2)
+                .due_at(now + 99_000)
+                .wait(WaitSpec::default().event("go", 0)),
+        )
+        .await
+        .expect("suspend");
+    assert_eq!(raced.status, RunStatus::Queued);
+    let change = store
+        .timeline(run.id)
+        .await
+        .expect("timeline")
+        .pop()
+        .expect("a change");
+    assert_eq!(
+        (change.to, change.reason.as_str(), change.cause),
+        (
+            RunStatus::Queued,
+            "suspended, and woken at once: what it awaits is there",
+            Some(crate::ChangeCause::Event)
+        )
+    );
+
+    for (actor, words) in [(Some("ann"), "woken up"), (None, "due")] {
+        let sleeper = running(store, "worker-a", now).await;
+        let sleeping = store
+            .transition(
+                sleeper.id,
+                sleeper.revision,
+                Transition::to(RunStatus::Sleeping, now + 1).due_at(now + 5),
+            )
+            .await
+            .expect("sleep");
+        store
+            .transition(
+                sleeper.id,
+                sleeping.revision,
+                Transition::to(RunStatus::Queued, now + 2).by(actor.map(str::to_owned)),
+            )
+            .await
+            .expect("wake");
+        let change = store
+            .timeline(sleeper.id)
+            .await
+            .expect("timeline")
+            .pop()
+            .expect("a change");
+        assert_eq!(
+            (change.from, change.to, change.reason.as_str()),
+            (Some(RunStatus::Sleeping), RunStatus::Queued, words),
+            "woken by {actor:?}"
+        );
+    }
 }

@@ -101,7 +101,7 @@ pub async fn check_any_event_wakes_a_run_awaiting_one(store: &dyn Store) {
             woke: true
         }
     );
-    assert_eq!(status(store, run.id).await, RunStatus::Scheduled);
+    assert_eq!(status(store, run.id).await, RunStatus::Queued);
 
     let legacy = running(store, "worker", now).await;
     store
@@ -123,7 +123,7 @@ pub async fn check_any_event_wakes_a_run_awaiting_one(store: &dyn Store) {
             woke: true
         }
     );
-    assert_eq!(status(store, legacy.id).await, RunStatus::Scheduled);
+    assert_eq!(status(store, legacy.id).await, RunStatus::Queued);
 }
 
 /// A child's end wakes every run whose wait set names it (a child shared by reference id has
@@ -173,12 +173,12 @@ pub async fn check_child_end_wakes_every_run_awaiting_it(store: &dyn Store) {
     end_child(store, &child, RunStatus::Completed, now + 2).await;
     assert_eq!(
         status(store, parent.id).await,
-        RunStatus::Scheduled,
+        RunStatus::Queued,
         "the parent"
     );
     assert_eq!(
         status(store, sharer.id).await,
-        RunStatus::Scheduled,
+        RunStatus::Queued,
         "the sharer"
     );
     assert_eq!(
@@ -189,7 +189,7 @@ pub async fn check_child_end_wakes_every_run_awaiting_it(store: &dyn Store) {
     end_child(store, &legacy_child, RunStatus::Cancelled, now + 3).await;
     assert_eq!(
         status(store, legacy.id).await,
-        RunStatus::Scheduled,
+        RunStatus::Queued,
         "a parent without a wait set wakes on its child's end"
     );
 }
@@ -220,7 +220,7 @@ pub async fn check_all_of_wait_wakes_once(store: &dyn Store) {
         let woken = store.get_run(parent.id).await.expect("get_run");
         assert_eq!(
             woken.status,
-            RunStatus::Scheduled,
+            RunStatus::Queued,
             "the last ({last}) wakes it"
         );
         assert_eq!(woken.revision, waiting.revision + 1, "woken once");
@@ -244,20 +244,12 @@ pub async fn check_all_of_wait_wakes_once(store: &dyn Store) {
     let woken = store.get_run(parent.id).await.expect("get_run");
     assert_eq!(
         woken.status,
-        RunStatus::Scheduled,
+        RunStatus::Queued,
         "the first failure wakes it"
     );
     assert_eq!(woken.revision, waiting.revision + 1);
 
     // Suspending again after `a`'s failure lands at once; so does one whose children all ended.
-    store
-        .transition(
-            parent.id,
-            woken.revision,
-            Transition::to(RunStatus::Queued, now + 3),
-        )
-        .await
-        .expect("queue");
     let again = store
         .claim(claim_request(&parent.namespace, "worker", 1, now + 4))
         .await
@@ -272,11 +264,7 @@ pub async fn check_all_of_wait_wakes_once(store: &dyn Store) {
         )
         .await
         .expect("suspend");
-    assert_eq!(
-        landed.status,
-        RunStatus::Scheduled,
-        "a child already failed"
-    );
+    assert_eq!(landed.status, RunStatus::Queued, "a child already failed");
 
     let parent = running(store, "worker", now).await;
     let (a, _) = start_child_run(store, &parent, "a", now).await;
@@ -292,7 +280,7 @@ pub async fn check_all_of_wait_wakes_once(store: &dyn Store) {
         .expect("suspend");
     assert_eq!(
         landed.status,
-        RunStatus::Scheduled,
+        RunStatus::Queued,
         "every child already ended"
     );
 }

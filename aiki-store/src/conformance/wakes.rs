@@ -49,7 +49,7 @@ pub async fn check_first_of_a_child_and_an_event_wakes_the_run(store: &dyn Store
         "the event wakes a run whose wait set awaits one"
     );
     let woken = store.get_run(parent.id).await.expect("get_run");
-    assert_eq!(woken.status, RunStatus::Scheduled);
+    assert_eq!(woken.status, RunStatus::Queued);
     assert_eq!(woken.revision, parent.revision + 1);
     let change = last_change(store, parent.id).await;
     assert_eq!(change.cause, Some(crate::ChangeCause::Event));
@@ -89,11 +89,7 @@ pub async fn check_first_of_a_child_and_an_event_wakes_the_run(store: &dyn Store
         .await
         .expect("complete child");
     let woken = store.get_run(parent.id).await.expect("get_run");
-    assert_eq!(
-        woken.status,
-        RunStatus::Scheduled,
-        "the child's end wakes it"
-    );
+    assert_eq!(woken.status, RunStatus::Queued, "the child's end wakes it");
     let change = last_change(store, parent.id).await;
     assert_eq!(change.cause, Some(crate::ChangeCause::Child));
     assert_eq!(change.reason, "a child run ended");

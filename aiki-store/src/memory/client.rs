@@ -58,7 +58,7 @@ impl ClientStore for MemoryStore {
             return Err(StoreError::InvalidTransition {
                 run_id: run.id,
                 from: run.status,
-                to: RunStatus::Scheduled,
+                to: RunStatus::Queued,
             });
         }
         // Any event wakes a run awaiting one, whatever its status label (see `WaitSpec`).
@@ -89,13 +89,7 @@ impl ClientStore for MemoryStore {
         );
         if woke {
             let note = Note::by(event.actor).cause(crate::ChangeCause::Event);
-            state.set_status(
-                event.run_id,
-                RunStatus::Scheduled,
-                Some(event.now),
-                event.now,
-                note,
-            );
+            state.set_status(event.run_id, RunStatus::Queued, None, event.now, note);
         }
         Ok(AppendOutcome::Appended { index: next, woke })
     }

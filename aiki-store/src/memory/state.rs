@@ -201,7 +201,10 @@ impl State {
             run.claim_stale_since = None;
         }
         let kind = run.error.as_ref().map(|error| error.kind.as_str());
-        let facts = ChangeFacts::default().cause(note.cause).error_kind(kind);
+        let facts = ChangeFacts::default()
+            .cause(note.cause)
+            .error_kind(kind)
+            .by_actor(actor.is_some());
         let revision = run.revision;
         let numbered = run.clone();
         self.number(&numbered, Some(from));
@@ -264,15 +267,22 @@ impl State {
         }
         let mut due_at = transition.due_at;
         let mut actor = transition.actor.clone();
+        let mut cause = None;
         let requested = state.runs[&id].pause_requested_at.is_some();
         if from == RunStatus::Running && requested && to.held_by_pause() {
             // Leaving `running` with a pause requested lands in `paused`.
             to = RunStatus::Paused;
             due_at = None;
             actor = actor.or_else(|| state.runs[&id].pause_requested_by.clone());
-        } else if to.is_suspended() && state.wait_already_satisfied(id, &transition) {
-            to = RunStatus::Scheduled;
-            due_at = Some(transition.now);
+        } else if let Some(why) = to
+            .is_suspended()
+            .then(|| state.wait_already_satisfied(id, &transition))
+            .flatten()
+        {
+            // What it awaits is there: queued at once.
+            to = RunStatus::Queued;
+            due_at = None;
+            cause = Some(why);
         }
         if transition.cancel_sleeps {
             for sleep in state.sleeps.values_mut() {
@@ -296,7 +306,11 @@ impl State {
             state.events.remove(&(id, slot.name.clone(), slot.index));
         }
         let attempts_before = state.runs[&id].attempts;
-        state.set_status(id, to, due_at, transition.now, Note::by(actor));
+        let note = Note {
+            cause,
+            ..Note::by(actor)
+        };
+        state.set_status(id, to, due_at, transition.now, note);
         let run = state
             .runs
             .get_mut(&id)
@@ -360,14 +374,18 @@ impl State {
             .collect();
         for waiter in waiters {
             let note = Note::default().cause(ChangeCause::Child);
-            self.set_status(waiter, RunStatus::Scheduled, Some(now), now, note);
+            self.set_status(waiter, RunStatus::Queued, None, now, note);
         }
     }
 
-    pub(super) fn wait_already_satisfied(&self, id: RunId, transition: &Transition) -> bool {
-        let Some(wait) = &transition.wait else {
-            return false;
-        };
+    /// What of a suspension's wait set is already there, if anything: an event it awaits
+    /// (first), or the end of children it awaits.
+    pub(super) fn wait_already_satisfied(
+        &self,
+        id: RunId,
+        transition: &Transition,
+    ) -> Option<ChangeCause> {
+        let wait = transition.wait.as_ref()?;
         let event_there = wait.events.iter().any(|event| {
             self.events
                 .contains_key(&(id, event.name.clone(), event.index))
@@ -386,7 +404,11 @@ impl State {
                 .iter()
                 .any(|child| status(&child.id).is_some_and(RunStatus::is_terminal))
         };
-        event_there || children_there
+        if event_there {
+            Some(ChangeCause::Event)
+        } else {
+            children_there.then_some(ChangeCause::Child)
+        }
     }
 }
 

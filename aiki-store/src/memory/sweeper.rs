@@ -45,17 +45,23 @@ impl Sweeper for MemoryStore {
         Ok(())
     }
 
-    async fn wake_due(&self, lease: &Lease, now: Millis) -> Result<u64, StoreError> {
+    async fn wake_due(&self, lease: &Lease, now: Millis, limit: u32) -> Result<u64, StoreError> {
         let mut state = self.lock();
         if !state.holds(lease, now) {
             return Ok(0);
         }
-        let due: Vec<RunId> = state
-            .runs
-            .values()
-            .filter(|run| run.status.wakes_on_timer() && run.due_at.is_some_and(|due| due <= now))
-            .map(|run| run.id)
-            .collect();
+        let due = first(
+            state
+                .runs
+                .values()
+                .filter(|run| run.status.wakes_on_timer())
+                .filter_map(|run| {
+                    run.due_at
+                        .filter(|due| *due <= now)
+                        .map(|due| (due, run.id))
+                }),
+            limit,
+        );
         for id in &due {
             state.set_status(*id, RunStatus::Queued, None, now, Note::default());
         }
@@ -67,31 +73,44 @@ impl Sweeper for MemoryStore {
         lease: &Lease,
         now: Millis,
         timing: ClaimTiming,
+        limit: u32,
     ) -> Result<Vec<RunId>, StoreError> {
         let mut state = self.lock();
         if !state.holds(lease, now) {
             return Ok(Vec::new());
         }
         let beat = |run: &RunRecord| run.heartbeat_at.unwrap_or(run.updated_at);
-        let stale: Vec<RunId> = state
-            .runs
-            .values()
-            .filter(|run| {
-                run.status == RunStatus::Running
-                    && beat(run) < now - timing.idle_timeout_ms
-                    && state::confirmed_stale(run, now, timing.confirm_ms)
-            })
-            .map(|run| run.id)
-            .collect();
+        let stale = first(
+            state
+                .runs
+                .values()
+                .filter(|run| {
+                    run.status == RunStatus::Running
+                        && beat(run) < now - timing.idle_timeout_ms
+                        && state::confirmed_stale(run, now, timing.confirm_ms)
+                })
+                .map(|run| (beat(run), run.id)),
+            limit,
+        );
         for id in &stale {
             state::release(&mut state, *id, now, None);
         }
         let window = timing.confirm_ms;
-        for run in state.runs.values_mut() {
-            let current = run
-                .claim_stale_since
-                .is_some_and(|mark| beat(run) <= mark && mark > now - 2 * window);
-            if run.status == RunStatus::Running && beat(run) < now - window && !current {
+        let unmarked = first(
+            state
+                .runs
+                .values()
+                .filter(|run| {
+                    let current = run
+                        .claim_stale_since
+                        .is_some_and(|mark| beat(run) <= mark && mark > now - 2 * window);
+                    run.status == RunStatus::Running && beat(run) < now - window && !current
+                })
+                .map(|run| (beat(run), run.id)),
+            limit,
+        );
+        for id in unmarked {
+            if let Some(run) = state.runs.get_mut(&id) {
                 run.claim_stale_since = Some(now);
             }
         }
@@ -103,20 +122,20 @@ impl Sweeper for MemoryStore {
         lease: &Lease,
         now: Millis,
         max_age_ms: i64,
+        limit: u32,
     ) -> Result<u64, StoreError> {
         let mut state = self.lock();
         if !state.holds(lease, now) {
             return Ok(0);
         }
-        let stalled: Vec<RunId> = state
-            .runs
-            .values()
-            .filter(|run| {
-                run.status == RunStatus::Queued
-                    && run.queued_at.unwrap_or(run.created_at) < now - max_age_ms
-            })
-            .map(|run| run.id)
-            .collect();
+        let stalled = first(
+            state.runs.values().filter_map(|run| {
+                let queued = run.queued_at.unwrap_or(run.created_at);
+                (run.status == RunStatus::Queued && queued < now - max_age_ms)
+                    .then_some((queued, run.id))
+            }),
+            limit,
+        );
         for id in &stalled {
             state.set_status(*id, RunStatus::Stalled, None, now, Note::default());
         }
@@ -140,4 +159,13 @@ impl Sweeper for MemoryStore {
             .retain(|_, worker| worker.last_seen_at >= since);
         Ok((before - state.workers.len()) as u64)
     }
+}
+
+/// The first `limit` runs by their sort key (a due time, a heartbeat, a queue time), as a
+/// sweep's batch takes them.
+fn first(runs: impl Iterator<Item = (Millis, RunId)>, limit: u32) -> Vec<RunId> {
+    let mut runs: Vec<(Millis, RunId)> = runs.collect();
+    runs.sort_unstable();
+    runs.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    runs.into_iter().map(|(_, id)| id).collect()
 }

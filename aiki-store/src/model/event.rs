@@ -141,7 +141,7 @@ pub enum AppendOutcome {
     Appended {
         /// Position in the name's queue.
         index: u32,
-        /// `true` when the run was waiting for an event and was woken (`scheduled`).
+        /// `true` when the run was waiting for an event and was woken (`queued`).
         woke: bool,
     },
     /// An event with the same reference id was already there; nothing was written.

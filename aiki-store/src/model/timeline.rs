@@ -57,6 +57,9 @@ pub struct ChangeFacts {
     pub retry: bool,
     /// The run's error kind after the change.
     pub error_kind: Option<String>,
+    /// Somebody is named as the change's actor: an operator's action (an early wake-up, say)
+    /// rather than the store's own sweep (a timer that came due).
+    pub by_actor: bool,
 }
 
 impl ChangeFacts {
@@ -75,6 +78,12 @@ impl ChangeFacts {
     /// Facts with the run's error kind.
     pub fn error_kind(mut self, kind: Option<&str>) -> Self {
         self.error_kind = kind.map(str::to_owned);
+        self
+    }
+
+    /// Facts of a change made by a named actor (or not).
+    pub fn by_actor(mut self, by_actor: bool) -> Self {
+        self.by_actor = by_actor;
         self
     }
 }
@@ -129,19 +138,23 @@ impl StatusChange {
             (_, Stalled) => "stalled: no worker claimed it in time",
             (Stalled, Queued) => "requeued",
             (Failed, Queued) => "retried",
+            // Older releases landed such a suspension in `scheduled`, without a cause.
+            (Running, Queued) if facts.cause.is_some() => {
+                "suspended, and woken at once: what it awaits is there"
+            }
             (Running, Queued) => "claim released",
             (Running, _) if facts.retry => "workflow retry scheduled",
             (Running, Scheduled) => "suspended, and woken at once: what it awaits is there",
             (Running, _) => "suspended",
-            (_, Scheduled) => match facts.cause {
+            (_, Queued | Scheduled) => match facts.cause {
                 Some(ChangeCause::Event) => "an event arrived",
                 Some(ChangeCause::Child) => "a child run ended",
-                // Written without a cause (by a release that did not record one).
-                None if from == AwaitingChildWorkflow => "a child run ended",
-                None if from == AwaitingEvent => "an event arrived",
-                None => "woken up",
+                // Woken to `scheduled` without a cause (by a release that did not record one).
+                None if to == Scheduled && from == AwaitingChildWorkflow => "a child run ended",
+                None if to == Scheduled && from == AwaitingEvent => "an event arrived",
+                None if to == Scheduled || facts.by_actor => "woken up",
+                None => "due",
             },
-            (_, Queued) => "due",
             _ => "changed",
         };
         reason.to_owned()

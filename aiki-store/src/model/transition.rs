@@ -22,8 +22,8 @@ pub struct Transition {
     pub error: Option<Failure>,
     /// A new attempt count, when a workflow retry is scheduled.
     pub attempts: Option<u32>,
-    /// For suspensions: if any of these already happened, the run goes to `scheduled` (due
-    /// now) instead, so a wake-up that raced the suspension is never lost.
+    /// For suspensions: if any of these already happened, the run is queued at
+    /// once instead, so a wake-up that raced the suspension is never lost.
     pub wait: Option<WaitSpec>,
     /// Mark every sleep of the run still pending at `now` as cancelled (`wakeup()`).
     pub cancel_sleeps: bool,

@@ -9,7 +9,7 @@ use crate::RunStatus;
 /// ([`RunRecord::wait`](crate::RunRecord::wait)).
 ///
 /// The store uses it twice. In the suspension's own statement: a run whose awaited event is
-/// already there, or whose awaited children already ended, lands in `scheduled` (due now)
+/// already there, or whose awaited children already ended, is queued at once
 /// instead, so a wake-up that raced the suspension is never lost. And afterwards, to decide
 /// what wakes the run, whatever its status label says (a run awaiting a child and an event at
 /// once is stored as `awaiting_child_workflow`): a child it awaits ending (with

@@ -176,17 +176,18 @@ impl Dialect for PgDialect {
                 now = self.claim_time("$2")
             ),
             transition: format!(
-                "WITH w AS (SELECT ($12 AND (\
+                "WITH v AS (SELECT \
                    EXISTS (SELECT 1 FROM unnest($13::text[], $14::bigint[]) \
                      AS wanted(name, idx) \
                      JOIN aiki_events ev ON ev.run_id = $1::uuid AND ev.name = wanted.name \
-                     AND ev.idx = wanted.idx) \
-                   OR (NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs c \
+                     AND ev.idx = wanted.idx) AS ev, \
+                   ((NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs c \
                      WHERE c.id = ANY($15::uuid[]) AND c.status IN {terminal})) \
                    OR ($19 AND (EXISTS (SELECT 1 FROM aiki_runs c \
                      WHERE c.id = ANY($15::uuid[]) AND c.status IN {unsuccessful}) \
                      OR NOT EXISTS (SELECT 1 FROM aiki_runs c \
-                     WHERE c.id = ANY($15::uuid[]) AND c.status NOT IN {terminal}))))) AS sat), \
+                     WHERE c.id = ANY($15::uuid[]) AND c.status NOT IN {terminal})))) AS ch), \
+                 w AS (SELECT $12 AND (v.ev OR v.ch) AS sat, $12 AND v.ev AS by_event FROM v), \
                  updated AS (UPDATE aiki_runs SET \
                    {set} \
                    FROM w WHERE id = $1::uuid AND revision = $2 AND status = ANY($16::text[]) \

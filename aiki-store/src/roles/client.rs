@@ -23,8 +23,8 @@ pub trait ClientStore: ReadStore {
     async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError>;
 
     /// Appends an event to its name's queue (dropped as [`AppendOutcome::Duplicate`] when its
-    /// reference id was already seen for that run and name). A run in `awaiting_event` is woken
-    /// to `scheduled` (due now) in the same operation. [`StoreError::NotFound`] for an unknown
+    /// reference id was already seen for that run and name). A run awaiting an event is queued
+    /// in the same operation. [`StoreError::NotFound`] for an unknown
     /// run; [`StoreError::InvalidTransition`] for a run that has ended;
     /// [`StoreError::Invalid`] for a name in the runtime's own namespace (starting with
     /// [`RESERVED_EVENT_PREFIX`](crate::RESERVED_EVENT_PREFIX)), nothing written.

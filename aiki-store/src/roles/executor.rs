@@ -90,9 +90,9 @@ pub trait ExecutorStore: ReadStore {
     /// it. Leaving `running` clears the owner. Also, in the same operation:
     ///
     /// * a suspension whose [`WaitSpec`](crate::WaitSpec) already holds (the event is there, a
-    ///   child already ended) lands in `scheduled`, due at `now`, instead;
-    /// * a run reaching a terminal status wakes its parent if the parent is
-    ///   `awaiting_child_workflow` (to `scheduled`, due now, revision incremented);
+    ///   child already ended) is queued at `now` instead;
+    /// * a run reaching a terminal status queues every run awaiting it (revision
+    ///   incremented);
     /// * `cancel_sleeps` marks the run's pending sleeps cancelled;
     /// * `rerun` resets task entries to run again, `forget` deletes event records.
     ///

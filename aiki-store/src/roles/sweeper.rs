@@ -33,10 +33,11 @@ pub trait Sweeper: Send + Sync + Debug + 'static {
     /// instead of when it expires. Does nothing when the lease changed hands meanwhile.
     async fn release_lease(&self, lease: &Lease, now: Millis) -> Result<(), StoreError>;
 
-    /// Moves every `scheduled`, `sleeping`, `awaiting_event`, `awaiting_retry` and
-    /// `awaiting_child_workflow` run whose `due_at` is at or before `now` to `queued`
-    /// (incrementing revisions). Returns how many moved.
-    async fn wake_due(&self, lease: &Lease, now: Millis) -> Result<u64, StoreError>;
+    /// Moves `scheduled`, `sleeping`, `awaiting_event`, `awaiting_retry` and
+    /// `awaiting_child_workflow` runs whose `due_at` is at or before `now` to `queued`
+    /// (incrementing revisions), at most `limit` of them, the longest due first. Returns how
+    /// many moved: `limit` means more may be due.
+    async fn wake_due(&self, lease: &Lease, now: Millis, limit: u32) -> Result<u64, StoreError>;
 
     /// Claim recovery, in two phases recorded on the runs, so that it survives restarts and
     /// store outages whichever process sweeps (times by the store's claim clock, see
@@ -51,21 +52,24 @@ pub trait Sweeper: Send + Sync + Debug + 'static {
     ///
     /// A live executor refreshes within one refresh interval of the store answering it, so
     /// after an outage it is never released, while a dead one's run is, at the latest one
-    /// confirmation window after the first sweep that sees it stale. Returns the released
-    /// runs.
+    /// confirmation window after the first sweep that sees it stale. Each phase takes at most
+    /// `limit` runs. Returns the released runs: `limit` of them means more may be stale.
     async fn release_stale_claims(
         &self,
         lease: &Lease,
         now: Millis,
         timing: ClaimTiming,
+        limit: u32,
     ) -> Result<Vec<RunId>, StoreError>;
 
-    /// Moves every run `queued` since before `now - max_age_ms` to `stalled`. Returns how many.
+    /// Moves runs `queued` since before `now - max_age_ms` to `stalled`, at most `limit` of
+    /// them, the oldest first. Returns how many: `limit` means more may be left.
     async fn stall_undelivered(
         &self,
         lease: &Lease,
         now: Millis,
         max_age_ms: i64,
+        limit: u32,
     ) -> Result<u64, StoreError>;
 
     /// Forgets the workers not seen within `older_than_ms` before `now` (by the clock of

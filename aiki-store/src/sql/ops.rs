@@ -452,7 +452,7 @@ impl<D: Dialect> SqlStore<D> {
             return Err(StoreError::InvalidTransition {
                 run_id: event.run_id,
                 from: status,
-                to: crate::RunStatus::Scheduled,
+                to: crate::RunStatus::Queued,
             });
         }
         let wait = locked
@@ -513,8 +513,13 @@ impl<D: Dialect> SqlStore<D> {
         decode::slot_outcome(id, expected, actual, held)
     }
 
-    pub(crate) async fn wake_due(&self, lease: &Lease, now: Millis) -> Result<u64, StoreError> {
-        let params = self.fenced(&params![now], lease);
+    pub(crate) async fn wake_due(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        let params = self.fenced(&params![now, i64::from(limit)], lease);
         self.execute(On::Write, &self.sql.wake_due, &params).await
     }
 
@@ -523,9 +528,15 @@ impl<D: Dialect> SqlStore<D> {
         lease: &Lease,
         now: Millis,
         timing: crate::ClaimTiming,
+        limit: u32,
     ) -> Result<Vec<RunId>, StoreError> {
         let params = self.fenced(
-            &params![now, timing.idle_timeout_ms, timing.confirm_ms],
+            &params![
+                now,
+                timing.idle_timeout_ms,
+                timing.confirm_ms,
+                i64::from(limit)
+            ],
             lease,
         );
         let rows = self
@@ -603,7 +614,8 @@ impl<D: Dialect> SqlStore<D> {
                         let facts = ChangeFacts::default()
                             .cause(cause)
                             .retry(retry != 0)
-                            .error_kind(row.text(8)?.as_deref());
+                            .error_kind(row.text(8)?.as_deref())
+                            .by_actor(row.text(4)?.is_some());
                         StatusChange::reason_for(from, to, &facts)
                     }
                     None => row.text(3)?.unwrap_or_default(),
@@ -627,8 +639,12 @@ impl<D: Dialect> SqlStore<D> {
         lease: &Lease,
         now: Millis,
         max_age_ms: i64,
+        limit: u32,
     ) -> Result<u64, StoreError> {
-        let params = self.fenced(&params![now, now.saturating_sub(max_age_ms)], lease);
+        let params = self.fenced(
+            &params![now, now.saturating_sub(max_age_ms), i64::from(limit)],
+            lease,
+        );
         self.execute(On::Write, &self.sql.stall, &params).await
     }
 }

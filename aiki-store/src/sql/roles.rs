@@ -222,8 +222,9 @@ impl<D: Dialect> Sweeper for SqlStore<D> {
         &self,
         lease: &crate::Lease,
         now: crate::Millis,
+        limit: u32,
     ) -> Result<u64, crate::StoreError> {
-        self.wake_due(lease, now).await
+        self.wake_due(lease, now, limit).await
     }
 
     async fn release_stale_claims(
@@ -231,8 +232,9 @@ impl<D: Dialect> Sweeper for SqlStore<D> {
         lease: &crate::Lease,
         now: crate::Millis,
         timing: crate::ClaimTiming,
+        limit: u32,
     ) -> Result<Vec<crate::RunId>, crate::StoreError> {
-        self.release_stale_claims(lease, now, timing).await
+        self.release_stale_claims(lease, now, timing, limit).await
     }
 
     async fn stall_undelivered(
@@ -240,8 +242,9 @@ impl<D: Dialect> Sweeper for SqlStore<D> {
         lease: &crate::Lease,
         now: crate::Millis,
         max_age_ms: i64,
+        limit: u32,
     ) -> Result<u64, crate::StoreError> {
-        self.stall_undelivered(lease, now, max_age_ms).await
+        self.stall_undelivered(lease, now, max_age_ms, limit).await
     }
 
     async fn prune_workers(

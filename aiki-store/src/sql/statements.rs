@@ -212,13 +212,16 @@ fn confirmed_stale(now: &str, window: &str) -> String {
 }
 
 /// The `SET` list of a transition's guarded update (see [`super::binds::transition`] for the
-/// parameters): `w.sat` is whether the awaited thing is already there, which lands a
-/// suspension in `scheduled`, due now. Completing clears the error of an earlier attempt.
+/// parameters): `w.sat` is whether the awaited thing is already there, `w.by_event` whether an
+/// event is. Such a suspension lands in `queued` at once (in `scheduled`, due now, on the
+/// previous release's schema), its cause noted. Completing clears the error of an earlier
+/// attempt.
 pub(crate) fn transition_set(level: Level) -> String {
     if !level.operations {
         return format!(
             "status = CASE WHEN w.sat THEN 'scheduled' ELSE $3 END, \
              due_at = CASE WHEN w.sat THEN $4 ELSE $5 END, {common}, \
+             queued_at = CASE WHEN $3 = 'queued' THEN $4 ELSE queued_at END, \
              wait_set = CASE WHEN w.sat THEN NULL ELSE $18 END",
             common = TRANSITION_COMMON
         );
@@ -231,15 +234,19 @@ pub(crate) fn transition_set(level: Level) -> String {
         moves = held_by_pause()
     );
     format!(
-        "status = CASE WHEN {held} THEN 'paused' WHEN w.sat THEN 'scheduled' ELSE $3 END, \
-         due_at = CASE WHEN {held} THEN NULL WHEN w.sat THEN $4 ELSE $5 END, {common}, \
+        "status = CASE WHEN {held} THEN 'paused' WHEN w.sat THEN 'queued' ELSE $3 END, \
+         due_at = CASE WHEN {held} OR w.sat THEN NULL ELSE $5 END, {common}, \
+         queued_at = CASE WHEN {held} THEN queued_at WHEN $3 = 'queued' OR w.sat THEN $4 \
+           ELSE queued_at END, \
          wait_set = CASE WHEN {held} OR w.sat THEN NULL ELSE $18 END, \
          pause_requested_at = CASE WHEN $3 = 'running' THEN pause_requested_at ELSE NULL END, \
          pause_requested_by = CASE WHEN $3 = 'running' THEN pause_requested_by ELSE NULL END, \
          stale_since = CASE WHEN $3 = 'running' THEN stale_since ELSE NULL END, \
          change_actor = CASE WHEN {held} THEN COALESCE($22, aiki_runs.pause_requested_by) \
            ELSE $22 END, \
-         change_cause = NULL, change_rev = revision + 1",
+         change_cause = CASE WHEN {held} OR NOT w.sat THEN NULL WHEN w.by_event THEN 'event' \
+           ELSE 'child' END, \
+         change_rev = revision + 1",
         common = TRANSITION_COMMON
     )
 }
@@ -249,7 +256,6 @@ const TRANSITION_COMMON: &str = "revision = revision + 1, \
      updated_at = $4, \
      owner = CASE WHEN $3 = 'running' THEN owner ELSE NULL END, \
      heartbeat_at = CASE WHEN $3 = 'running' THEN heartbeat_at ELSE NULL END, \
-     queued_at = CASE WHEN $3 = 'queued' THEN $4 ELSE queued_at END, \
      output = CASE WHEN $6 THEN $7 ELSE output END, \
      output_fingerprint = CASE WHEN $6 THEN $8 ELSE output_fingerprint END, \
      error_kind = CASE WHEN $3 = 'completed' THEN NULL ELSE COALESCE($9, error_kind) END, \
@@ -279,19 +285,21 @@ pub(crate) fn insert_event(level: Level) -> String {
     )
 }
 
-/// Wakes run `$1` to `scheduled`, due at `$5`, for an event sent by `$6`, if `$7` (the caller
-/// has read under the run's lock that it awaits an event).
+/// Wakes run `$1` to `queued` at `$5` for an event sent by `$6`, if `$7` (the caller has read
+/// under the run's lock that it awaits an event). On the previous release's schema it lands
+/// in `scheduled`, due at `$5`, for the next sweep to queue.
 pub(crate) fn wake_for_event(level: Level) -> String {
-    let note = if level.operations {
-        ", change_actor = $6, change_cause = 'event', change_rev = revision + 1"
-    } else {
-        ""
-    };
-    format!(
-        "UPDATE aiki_runs SET status = 'scheduled', revision = revision + 1, due_at = $5, \
-         updated_at = $5, owner = NULL, heartbeat_at = NULL{note} \
-         WHERE id = $1::uuid AND $7"
-    )
+    if !level.operations {
+        return "UPDATE aiki_runs SET status = 'scheduled', revision = revision + 1, \
+             due_at = $5, updated_at = $5, owner = NULL, heartbeat_at = NULL \
+             WHERE id = $1::uuid AND $7"
+            .to_owned();
+    }
+    "UPDATE aiki_runs SET status = 'queued', revision = revision + 1, due_at = NULL, \
+     queued_at = $5, updated_at = $5, owner = NULL, heartbeat_at = NULL, change_actor = $6, \
+     change_cause = 'event', change_rev = revision + 1 \
+     WHERE id = $1::uuid AND $7"
+        .to_owned()
 }
 
 /// The shared statements, rendered for one dialect, and the dialect's own.
@@ -523,43 +531,56 @@ impl Statements {
             wake_due: render(format!(
                 "UPDATE aiki_runs SET status = 'queued', revision = revision + 1, \
                  due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
-                 heartbeat_at = NULL WHERE status IN {timers} AND due_at <= $1{fence}",
-                fence = fence(dialect, level, "$1", 2),
+                 heartbeat_at = NULL WHERE {due} AND id IN (SELECT id FROM aiki_runs \
+                 WHERE {due} ORDER BY due_at LIMIT $2){fence}",
+                due = format!("status IN {timers} AND due_at <= $1"),
+                fence = fence(dialect, level, "$1", 3),
             )),
             wake_for_event: render(wake_for_event(level)),
             release_stale: render(if level.operations {
-                format!(
-                    "UPDATE aiki_runs SET {release} \
-                     WHERE status = 'running' AND (heartbeat_at < {now} - $2 \
-                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) AND {confirmed}{fence} \
-                     RETURNING id::text",
-                    release = release_set("$1", "pause_requested_by"),
+                let stale = format!(
+                    "status = 'running' AND (heartbeat_at < {now} - $2 \
+                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) AND {confirmed}",
                     now = dialect.claim_time("$1"),
                     confirmed = confirmed_stale(&dialect.claim_time("$1"), "$3"),
-                    fence = fence(dialect, level, "$1", 4),
+                );
+                format!(
+                    "UPDATE aiki_runs SET {release} WHERE {stale} AND id IN (SELECT id \
+                     FROM aiki_runs WHERE {stale} ORDER BY heartbeat_at LIMIT $4){fence} \
+                     RETURNING id::text",
+                    release = release_set("$1", "pause_requested_by"),
+                    fence = fence(dialect, level, "$1", 5),
                 )
             } else {
                 // The schema of the previous release: one phase.
+                let stale = format!(
+                    "status = 'running' AND (heartbeat_at < {now} - $2 \
+                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2))",
+                    now = dialect.claim_time("$1")
+                );
                 format!(
                     "UPDATE aiki_runs SET status = 'queued', revision = revision + 1, \
                      due_at = NULL, queued_at = $1, updated_at = $1, owner = NULL, \
-                     heartbeat_at = NULL WHERE status = 'running' \
-                     AND (heartbeat_at < {now} - $2 \
-                     OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) RETURNING id::text",
-                    now = dialect.claim_time("$1")
+                     heartbeat_at = NULL WHERE {stale} AND id IN (SELECT id FROM aiki_runs \
+                     WHERE {stale} ORDER BY heartbeat_at LIMIT $4) RETURNING id::text"
                 )
             }),
             // A claim unrefreshed for longer than the window `$3` is marked, unless its mark is
             // still current: set since its last refresh, and fresh (see `confirmed_stale`).
             mark_stale: level.operations.then(|| {
-                render(format!(
-                    "UPDATE aiki_runs SET stale_since = {now} \
-                     WHERE status = 'running' AND (heartbeat_at < {now} - $3 \
+                let unmarked = format!(
+                    "status = 'running' AND (heartbeat_at < {now} - $3 \
                      OR (heartbeat_at IS NULL AND updated_at < $1 - $3)) \
                      AND (stale_since IS NULL OR heartbeat_at > stale_since \
-                       OR stale_since <= {now} - 2 * $3){fence}",
+                       OR stale_since <= {now} - 2 * $3)",
                     now = dialect.claim_time("$1"),
-                    fence = fence(dialect, level, "$1", 4),
+                );
+                render(format!(
+                    "UPDATE aiki_runs SET stale_since = {now} WHERE {unmarked} AND id IN \
+                     (SELECT id FROM aiki_runs WHERE {unmarked} ORDER BY heartbeat_at \
+                     LIMIT $4){fence}",
+                    now = dialect.claim_time("$1"),
+                    fence = fence(dialect, level, "$1", 5),
                 ))
             }),
             release_claim: level.operations.then(|| {
@@ -696,8 +717,10 @@ impl Statements {
             stall: render(format!(
                 "UPDATE aiki_runs SET status = 'stalled', revision = revision + 1, \
                  due_at = NULL, updated_at = $1, owner = NULL, heartbeat_at = NULL \
-                 WHERE status = 'queued' AND COALESCE(queued_at, created_at) < $2{fence}",
-                fence = fence(dialect, level, "$1", 3),
+                 WHERE {old} AND id IN (SELECT id FROM aiki_runs WHERE {old} \
+                 ORDER BY COALESCE(queued_at, created_at) LIMIT $3){fence}",
+                old = "status = 'queued' AND COALESCE(queued_at, created_at) < $2",
+                fence = fence(dialect, level, "$1", 4),
             )),
             acquire_lease: level.leases.then(|| {
                 render(format!(

@@ -86,7 +86,10 @@ async fn create(
     match client.store.create_run(new).await? {
         CreateOutcome::Created(run) => {
             crate::metrics::run_started(&run.namespace);
-            crate::wake::work_available();
+            match scheduled {
+                Some(at) => crate::wake::timer_at(&client.clock, at),
+                None => crate::wake::work_available(),
+            }
             Ok(run.id)
         }
         CreateOutcome::Existing(run) => {

@@ -63,9 +63,9 @@ impl Action {
 
     fn transition(self) -> Transition {
         match self {
-            Action::Wakeup => Transition::to(RunStatus::Scheduled, 0).cancel_sleeps(),
+            Action::Wakeup => Transition::to(RunStatus::Queued, 0).cancel_sleeps(),
             Action::Pause => Transition::to(RunStatus::Paused, 0),
-            Action::Resume => Transition::to(RunStatus::Scheduled, 0),
+            Action::Resume => Transition::to(RunStatus::Queued, 0),
             Action::Requeue => Transition::to(RunStatus::Queued, 0),
             Action::Cancel => Transition::to(RunStatus::Cancelled, 0),
         }
@@ -280,9 +280,6 @@ impl AnyRun {
             }
             let mut change = action.transition().by(self.client.actor.clone());
             change.now = self.client.clock.now();
-            if change.to == RunStatus::Scheduled {
-                change.due_at = Some(change.now);
-            }
             match self
                 .client
                 .store

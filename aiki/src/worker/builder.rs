@@ -34,6 +34,7 @@ pub struct WorkerBuilder {
     shutdown_timeout: Duration,
     /// Whether to run the daemons: `None` runs them when the store offers the sweeper role.
     daemons: Option<bool>,
+    daemons_interval: Duration,
     subscriber: Option<Arc<dyn Subscriber>>,
     tasks: Vec<(&'static str, TypeId, &'static str)>,
     /// The declared tasks, for the catalog.
@@ -81,6 +82,7 @@ impl WorkerBuilder {
             worker_retention: Duration::from_secs(7 * 24 * 3600),
             shutdown_timeout: Duration::from_secs(5),
             daemons: None,
+            daemons_interval: Duration::from_secs(1),
             subscriber: None,
             tasks: Vec::new(),
             declarations: Vec::new(),
@@ -148,8 +150,8 @@ impl WorkerBuilder {
         self
     }
 
-    /// How often the store is polled for work and due timers (default 50 ms). Runs started,
-    /// woken or ended in this process are picked up at once.
+    /// How often the store is polled for work (default 50 ms). Runs started, woken or ended
+    /// in this process are picked up at once.
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = interval;
         self
@@ -200,6 +202,16 @@ impl WorkerBuilder {
         self
     }
 
+    /// How long the daemons pause between two passes when this worker runs them (default 1 s,
+    /// give or take a tenth at random; at most a third of the daemons' lease). A pass wakes due
+    /// timers, recovers stale claims and stalls undelivered runs, in bounded batches. Timers
+    /// set in this process, and any the clock jumps over, are swept when due, whatever the
+    /// interval; a timer set by another process is found at the next pass.
+    pub fn daemons_interval(mut self, interval: Duration) -> Self {
+        self.daemons_interval = interval;
+        self
+    }
+
     /// Checks the configuration.
     pub fn build(mut self) -> Result<Worker, ClientError> {
         if self.claim_idle_timeout <= self.claim_refresh_interval {
@@ -220,6 +232,12 @@ impl WorkerBuilder {
             (Some(false), _) => None,
             (_, sweeper) => sweeper,
         };
+        if self.daemons_interval.is_zero() {
+            return Err(ClientError::Config(
+                "daemons_interval must be above zero, or the daemons would sweep without pause"
+                    .to_owned(),
+            ));
+        }
         if self.max_concurrent_runs == 0 {
             return Err(ClientError::Config(
                 "max_concurrent_runs must be at least 1".to_owned(),
@@ -289,9 +307,9 @@ impl WorkerBuilder {
                     .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),
             }),
             max_concurrent_runs: self.max_concurrent_runs,
-            poll_interval: self.poll_interval,
             shutdown_timeout: self.shutdown_timeout,
             sweeper,
+            daemons_interval: self.daemons_interval,
         })
     }
 }

@@ -15,12 +15,20 @@
 //! fenced by the lease's token in the store, so a holder frozen past the expiry sweeps nothing
 //! once another took over. A graceful shutdown gives the lease up; after a crash the next
 //! holder takes over when it expires.
+//!
+//! The daemons run on a task of their own, on their own interval (with jitter, so that a fleet
+//! started at once does not ask in step), not on the claim loop's polls: a due wake-up of this
+//! process (a timer it set, a clock that jumped) runs them at once, and runs woken by an event,
+//! a child's end or an operator are queued by the store without them. Each sweep takes a
+//! bounded batch ([`BATCH`]); a full batch runs the next pass at once.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use aiki_store::{ClaimTiming, DAEMONS_LEASE, Lease, Millis, StoreError, Sweeper};
+use tokio::sync::watch;
 
-use super::Worker;
+use super::{Shared, Stop};
 
 /// How often the daemons prune the worker list.
 const PRUNE_EVERY: Millis = 10 * 60 * 1000;
@@ -28,6 +36,9 @@ const PRUNE_EVERY: Millis = 10 * 60 * 1000;
 /// How long the daemons' lease lasts unless renewed: after a leader's crash, the longest the
 /// sweeps pause before another worker takes over.
 pub(super) const LEASE_TTL: Millis = 5_000;
+
+/// The most runs one sweep moves in one statement.
+pub(super) const BATCH: u32 = 500;
 
 /// What a worker knows of the daemons' lease.
 #[derive(Debug, Default)]
@@ -47,31 +58,112 @@ impl Leadership {
     }
 }
 
-impl Worker {
-    /// Runs the timer daemons once, if this worker leads: due wake-ups, claim recovery,
-    /// stalling. Returns how many runs they moved.
-    pub(super) async fn daemons_once(
-        &self,
-        sweeper: &dyn Sweeper,
-        leadership: &mut Leadership,
-    ) -> Result<u64, StoreError> {
+/// One pass of the daemons: how many runs it moved, and whether a batch came back full (more
+/// is waiting).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pass {
+    pub(super) moved: u64,
+    pub(super) full: bool,
+}
+
+impl Pass {
+    fn add(&mut self, moved: u64) {
+        self.moved += moved;
+        self.full |= moved >= u64::from(BATCH);
+    }
+}
+
+/// A worker's daemons: the sweeps over the store it runs when it holds the lease.
+pub(super) struct Daemons {
+    shared: Arc<Shared>,
+    sweeper: Arc<dyn Sweeper>,
+    /// The pause between two passes (before jitter).
+    interval: Duration,
+}
+
+impl Daemons {
+    pub(super) fn new(shared: Arc<Shared>, sweeper: Arc<dyn Sweeper>, interval: Duration) -> Self {
+        Daemons {
+            shared,
+            sweeper,
+            interval,
+        }
+    }
+
+    /// Runs the daemons until `stop`: a pass, then a pause of the interval with jitter (at
+    /// most a third of the lease, so a leader renews in time), cut short by a timer of this
+    /// process coming due, the clock jumping, or a full batch. On a graceful stop the lease is
+    /// given up.
+    pub(super) async fn run(self, mut stop: watch::Receiver<Stop>) {
+        let mut leadership = Leadership::default();
+        let mut timers = crate::wake::subscribe_timers();
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            if *stop.borrow() != Stop::No {
+                break;
+            }
+            // Registered before the pass, so that a jump or a timer during it is not lost.
+            let jumped = self.shared.clock.jumped();
+            timers.borrow_and_update();
+            let result = tokio::select! {
+                result = self.once(&mut leadership) => result,
+                Ok(_) = stop.wait_for(|stop| *stop == Stop::Now) => break,
+            };
+            let pause = match result {
+                Ok(pass) => {
+                    backoff = Duration::from_millis(50);
+                    if pass.moved > 0 {
+                        crate::wake::work_available();
+                    }
+                    if pass.full {
+                        continue;
+                    }
+                    jittered(
+                        self.interval
+                            .min(Duration::from_millis(LEASE_TTL as u64 / 3)),
+                    )
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the daemons could not reach the store; backing off");
+                    // Real time, as the claim loop's backoff.
+                    let pause = backoff;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    pause
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = jumped => {}
+                _ = timers.changed() => {}
+                _ = stop.changed() => {}
+            }
+        }
+        if *stop.borrow() == Stop::Gracefully {
+            self.resign(&leadership).await;
+        }
+    }
+
+    /// Runs the sweeps once, if this worker leads: due wake-ups, claim recovery, stalling,
+    /// each one batch.
+    pub(super) async fn once(&self, leadership: &mut Leadership) -> Result<Pass, StoreError> {
         let shared = &self.shared;
+        let sweeper = &*self.sweeper;
         let now = shared.clock.now();
-        let Some(lease) = self.lead(sweeper, leadership, now).await? else {
-            return Ok(0);
+        let mut pass = Pass::default();
+        let Some(lease) = self.lead(leadership, now).await? else {
+            return Ok(pass);
         };
-        let woken = self.sweep(sweeper.wake_due(&lease, now)).await?;
-        let released = self
-            .sweep(sweeper.release_stale_claims(&lease, now, claim_timing(shared)))
-            .await?;
+        pass.add(sweep(sweeper.wake_due(&lease, now, BATCH)).await?);
+        let released =
+            sweep(sweeper.release_stale_claims(&lease, now, claim_timing(shared), BATCH)).await?;
         for id in &released {
             tracing::warn!(run_id = %id, "claim went stale; run released for recovery");
         }
-        let stalled = self
-            .sweep(sweeper.stall_undelivered(&lease, now, shared.max_age.as_millis() as i64))
-            .await?;
-        self.prune_workers(sweeper, &lease, now).await?;
-        Ok(woken + released.len() as u64 + stalled)
+        pass.add(released.len() as u64);
+        let max_age = Millis::try_from(shared.max_age.as_millis()).unwrap_or(Millis::MAX);
+        pass.add(sweep(sweeper.stall_undelivered(&lease, now, max_age, BATCH)).await?);
+        self.prune_workers(&lease, now).await?;
+        Ok(pass)
     }
 
     /// Takes or renews the daemons' lease when it is time to (a leader every third of the
@@ -79,7 +171,6 @@ impl Worker {
     /// often in real time, whatever the clocks say); the lease when this worker holds it.
     async fn lead(
         &self,
-        sweeper: &dyn Sweeper,
         leadership: &mut Leadership,
         now: Millis,
     ) -> Result<Option<Lease>, StoreError> {
@@ -98,9 +189,11 @@ impl Worker {
         if due {
             let was_leading = leadership.held(me).is_some();
             leadership.tried = Some(tokio::time::Instant::now());
-            let lease = self
-                .sweep(sweeper.acquire_lease(DAEMONS_LEASE, me, LEASE_TTL, now))
-                .await?;
+            let lease = sweep(
+                self.sweeper
+                    .acquire_lease(DAEMONS_LEASE, me, LEASE_TTL, now),
+            )
+            .await?;
             let leading = lease.holder == *me;
             if leading && !was_leading {
                 tracing::info!(token = lease.token, "this worker runs the daemons now");
@@ -114,9 +207,12 @@ impl Worker {
 
     /// Gives the daemons' lease up if this worker holds it (a graceful shutdown), so another
     /// worker takes over at once.
-    pub(super) async fn resign(&self, sweeper: &dyn Sweeper, leadership: &Leadership) {
+    async fn resign(&self, leadership: &Leadership) {
         if let Some(lease) = leadership.held(&self.shared.worker_id)
-            && let Err(error) = sweeper.release_lease(lease, self.shared.clock.now()).await
+            && let Err(error) = self
+                .sweeper
+                .release_lease(lease, self.shared.clock.now())
+                .await
         {
             tracing::warn!(%error, "could not give the daemons' lease up; it expires by itself");
         }
@@ -124,43 +220,40 @@ impl Worker {
 
     /// Forgets the rows of workers not seen within the retention, at most once per
     /// [`PRUNE_EVERY`]: rows age by days, and the statement scans the worker list.
-    async fn prune_workers(
-        &self,
-        sweeper: &dyn Sweeper,
-        lease: &Lease,
-        now: Millis,
-    ) -> Result<(), StoreError> {
+    async fn prune_workers(&self, lease: &Lease, now: Millis) -> Result<(), StoreError> {
         use std::sync::atomic::Ordering;
         let shared = &self.shared;
         if now.saturating_sub(shared.pruned_at.load(Ordering::Relaxed)) < PRUNE_EVERY {
             return Ok(());
         }
         let retention = i64::try_from(shared.worker_retention.as_millis()).unwrap_or(i64::MAX);
-        let pruned = self
-            .sweep(sweeper.prune_workers(lease, now, retention))
-            .await?;
+        let pruned = sweep(self.sweeper.prune_workers(lease, now, retention)).await?;
         shared.pruned_at.store(now, Ordering::Relaxed);
         if pruned > 0 {
             tracing::debug!(pruned, "forgot the rows of workers not seen for long");
         }
         Ok(())
     }
+}
 
-    /// Runs one sweep, counting a store error.
-    async fn sweep<T>(
-        &self,
-        sweep: impl std::future::Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        let result = sweep.await;
-        if let Err(error) = &result {
-            crate::metrics::store_error("sweep", error);
-        }
-        result
+/// `interval`, give or take a tenth at random.
+fn jittered(interval: Duration) -> Duration {
+    interval.mul_f64(0.9 + fastrand::f64() * 0.2)
+}
+
+/// Runs one sweep, counting a store error.
+async fn sweep<T>(
+    sweep: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let result = sweep.await;
+    if let Err(error) = &result {
+        crate::metrics::store_error("sweep", error);
     }
+    result
 }
 
 /// How claim recovery judges claims: by this worker's idle timeout and refresh interval.
-fn claim_timing(shared: &super::Shared) -> ClaimTiming {
+fn claim_timing(shared: &Shared) -> ClaimTiming {
     let ms = |duration: std::time::Duration| {
         Millis::try_from(duration.as_millis()).unwrap_or(Millis::MAX)
     };

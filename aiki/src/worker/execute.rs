@@ -125,7 +125,7 @@ async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
                 transition.due_at = suspension.due_at;
                 finish(&run, transition).await;
                 if let Some(due) = suspension.due_at {
-                    wake_when_due(&shared, due);
+                    crate::wake::timer_at(&shared.clock, due);
                 }
                 return;
             }
@@ -228,24 +228,7 @@ async fn fail_or_retry(shared: &Arc<Shared>, run: &Run, policy: RetryPolicy, err
         .error(failure)
         .attempts(run.attempt() + 1);
     finish(run, transition).await;
-    wake_when_due(shared, due);
-}
-
-/// Timers due within this long get an in-process wake-up; later ones are found by polling.
-const LOCAL_TIMER_HORIZON: Millis = 60_000;
-
-/// Wakes this process's workers when a timer it just set is due (on the workers' clock), so a
-/// short sleep or retry delay is not rounded up to the poll interval. The polling scan stays
-/// the recovery path.
-fn wake_when_due(shared: &Arc<Shared>, due: Millis) {
-    let delay = due - shared.clock.now();
-    if (0..=LOCAL_TIMER_HORIZON).contains(&delay) {
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            shared.clock.sleep_until(due).await;
-            work_available();
-        });
-    }
+    crate::wake::timer_at(&shared.clock, due);
 }
 
 /// The executor's last write for this execution.

@@ -101,10 +101,11 @@ impl<W: Workflow> Registered for Erased<W> {
 pub struct Worker {
     shared: Arc<Shared>,
     max_concurrent_runs: usize,
-    poll_interval: Duration,
     shutdown_timeout: Duration,
     /// The role the daemons sweep through, when this worker runs them.
     sweeper: Option<Arc<dyn Sweeper>>,
+    /// The pause between two passes of the daemons.
+    daemons_interval: Duration,
 }
 
 impl fmt::Debug for Worker {
@@ -190,9 +191,9 @@ impl Worker {
         Worker {
             shared: self.shared.clone(),
             max_concurrent_runs: self.max_concurrent_runs,
-            poll_interval: self.poll_interval,
             shutdown_timeout: self.shutdown_timeout,
             sweeper: self.sweeper.clone(),
+            daemons_interval: self.daemons_interval,
         }
     }
 
@@ -234,11 +235,10 @@ impl Worker {
         let heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
         let mut executions = JoinSet::new();
         let mut backoff = Duration::from_millis(50);
-        // While busy (claims come back full) the loop spins without waiting; the daemons then
-        // run at most once per poll interval instead of once per claim.
-        let mut daemons_ran = tokio::time::Instant::now();
-        let mut leadership = daemon::Leadership::default();
-        let mut was_busy = false;
+        let daemons = self.sweeper.clone().map(|sweeper| {
+            let daemons = daemon::Daemons::new(self.shared.clone(), sweeper, self.daemons_interval);
+            tokio::spawn(crate::trace::in_current_dispatch(daemons.run(stop.clone())))
+        });
         loop {
             if *stop.borrow() != Stop::No {
                 break;
@@ -252,8 +252,6 @@ impl Worker {
             tokio::pin!(ended);
             let mut busy = false;
             let pass = async {
-                // Claim first: a run already queued starts without waiting for the daemons;
-                // runs the daemons make due are claimed on the next pass (`busy`).
                 let free = self.max_concurrent_runs.saturating_sub(executions.len());
                 if free > 0 && !namespaces.is_empty() {
                     let claimed = self
@@ -283,12 +281,6 @@ impl Worker {
                         )));
                     }
                 }
-                if let Some(sweeper) = &self.sweeper
-                    && (!was_busy || daemons_ran.elapsed() >= self.poll_interval)
-                {
-                    daemons_ran = tokio::time::Instant::now();
-                    busy |= self.daemons_once(&**sweeper, &mut leadership).await? > 0;
-                }
                 Ok::<(), StoreError>(())
             };
             // A pass waiting on the store (a claim, a sweep) does not hold up an abort.
@@ -310,7 +302,6 @@ impl Worker {
                     continue;
                 }
             }
-            was_busy = busy;
             if busy {
                 continue;
             }
@@ -323,16 +314,19 @@ impl Worker {
         }
         if *stop.borrow() == Stop::Now {
             // As a crash: every execution stops where it is, nothing more is written.
+            if let Some(daemons) = daemons {
+                daemons.abort();
+            }
             executions.shutdown().await;
             return;
         }
-        // Gracefully: the daemons' lease goes to another worker at once; each execution
-        // finishes the tasks in flight, starts no new one, and releases its run (or suspends
-        // it, if that is where it stands).
-        if let Some(sweeper) = &self.sweeper {
-            self.resign(&**sweeper, &leadership).await;
-        }
+        // Gracefully: each execution finishes the tasks in flight, starts no new one, and
+        // releases its run (or suspends it, if that is where it stands); the daemons' lease
+        // goes to another worker at once.
         self.shared.draining.send_replace(true);
+        if let Some(daemons) = daemons {
+            log_join_error(daemons.await);
+        }
         // Real time: how long a process takes to stop is not run timing.
         let drained = tokio::time::timeout(self.shutdown_timeout, async {
             while let Some(joined) = executions.join_next().await {

@@ -242,27 +242,33 @@ impl aiki::store::Sweeper for Counting {
         self.count("release_lease");
         self.inner.release_lease(lease, now).await
     }
-    async fn wake_due(&self, lease: &Lease, now: Millis) -> Result<u64, StoreError> {
+    async fn wake_due(&self, lease: &Lease, now: Millis, limit: u32) -> Result<u64, StoreError> {
         self.count("wake_due");
-        self.inner.wake_due(lease, now).await
+        self.inner.wake_due(lease, now, limit).await
     }
     async fn release_stale_claims(
         &self,
         lease: &Lease,
         now: Millis,
         timing: aiki::store::ClaimTiming,
+        limit: u32,
     ) -> Result<Vec<RunId>, StoreError> {
         self.count("release_stale_claims");
-        self.inner.release_stale_claims(lease, now, timing).await
+        self.inner
+            .release_stale_claims(lease, now, timing, limit)
+            .await
     }
     async fn stall_undelivered(
         &self,
         lease: &Lease,
         now: Millis,
         max_age_ms: i64,
+        limit: u32,
     ) -> Result<u64, StoreError> {
         self.count("stall_undelivered");
-        self.inner.stall_undelivered(lease, now, max_age_ms).await
+        self.inner
+            .stall_undelivered(lease, now, max_age_ms, limit)
+            .await
     }
     async fn prune_workers(
         &self,

@@ -1,0 +1,32 @@
+-- A child's end queues the runs it wakes at once, instead of landing them in `scheduled`, due
+-- now, for the next sweep to queue: a woken parent no longer waits for the daemons' interval.
+-- Otherwise as before (0011): every suspended run whose wait set names the child, and its parent
+-- if that waits without a wait set. Releases from schema 10 on read and write this schema.
+UPDATE aiki_compat SET readable_from = 10;
+
+CREATE OR REPLACE FUNCTION aiki_wake_parent() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE aiki_runs
+    SET status = 'queued', revision = revision + 1, due_at = NULL,
+        queued_at = NEW.updated_at, updated_at = NEW.updated_at, owner = NULL,
+        heartbeat_at = NULL, change_actor = NULL, change_cause = 'child',
+        change_rev = revision + 1
+    WHERE id = NEW.parent_run_id AND status = 'awaiting_child_workflow' AND wait_set IS NULL;
+    PERFORM 1 FROM aiki_runs
+    WHERE id IN (SELECT waiter FROM aiki_waits WHERE child = NEW.id)
+    ORDER BY id FOR UPDATE;
+    UPDATE aiki_runs
+    SET status = 'queued', revision = revision + 1, due_at = NULL,
+        queued_at = NEW.updated_at, updated_at = NEW.updated_at, owner = NULL,
+        heartbeat_at = NULL, change_actor = NULL, change_cause = 'child',
+        change_rev = revision + 1
+    WHERE status IN ('sleeping', 'awaiting_event', 'awaiting_retry', 'awaiting_child_workflow')
+    AND id IN (
+        SELECT w.waiter FROM aiki_waits w WHERE w.child = NEW.id
+        AND (NOT w.all_of OR NEW.status <> 'completed' OR NOT EXISTS (
+            SELECT 1 FROM aiki_waits o WHERE o.waiter = w.waiter AND o.child <> NEW.id)));
+    DELETE FROM aiki_waits WHERE child = NEW.id;
+    RETURN NULL;
+END;
+$$;
+ALTER FUNCTION aiki_wake_parent() SET search_path FROM CURRENT;
