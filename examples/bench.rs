@@ -30,6 +30,9 @@
 //! * **impact check** (`--impact`, instead of the phases above): the pre-deploy check over
 //!   10,000 in-flight runs of 10 recorded tasks each (500 with `--quick`), runs/s beside the
 //!   store's `load_history` rate of the same histories (see `bench/impact.rs`).
+//! * **idle fleet** (`--idle-fleet`, instead of the phases above): eight idle worker processes
+//!   (two with `--quick`) for 60 s (3 s), the statements per second they send, the claim polls
+//!   and heartbeats apart from the daemons' (see `bench/idle.rs`).
 //! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
 //!   one worker process, five times with a subscriber recording at `info` and five times with
 //!   none, interleaved; median and spread of each (see `bench/tracing_cost.rs`).
@@ -54,6 +57,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 #[path = "bench/gather.rs"]
 mod gather;
+#[path = "bench/idle.rs"]
+mod idle;
 #[path = "bench/impact.rs"]
 mod impact;
 #[path = "bench/listing.rs"]
@@ -194,6 +199,7 @@ struct Options {
     list: bool,
     gather: bool,
     impact: bool,
+    idle_fleet: bool,
     json: Option<PathBuf>,
     backends: Vec<Backend>,
 }
@@ -219,7 +225,16 @@ impl Options {
     }
 }
 
-fn parse_args() -> anyhow::Result<Result<Options, String>> {
+/// What this process is: the bench, or one of the worker processes it starts.
+enum Mode {
+    Bench(Options),
+    /// `--worker <url>`.
+    Worker(String),
+    /// `--idle-worker <url>`.
+    IdleWorker(String),
+}
+
+fn parse_args() -> anyhow::Result<Mode> {
     let mut args = std::env::args().skip(1);
     let mut options = Options {
         quick: false,
@@ -227,6 +242,7 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
         list: false,
         gather: false,
         impact: false,
+        idle_fleet: false,
         json: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
     };
@@ -234,8 +250,13 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
         match arg.as_str() {
             "--worker" => {
                 let url = args.next().context("--worker needs a store URL")?;
-                return Ok(Err(url));
+                return Ok(Mode::Worker(url));
             }
+            "--idle-worker" => {
+                let url = args.next().context("--idle-worker needs a store URL")?;
+                return Ok(Mode::IdleWorker(url));
+            }
+            "--idle-fleet" => options.idle_fleet = true,
             "--quick" => options.quick = true,
             "--tracing-cost" => options.tracing_cost = true,
             "--list" => options.list = true,
@@ -257,12 +278,12 @@ fn parse_args() -> anyhow::Result<Result<Options, String>> {
                     .collect::<anyhow::Result<_>>()?;
             }
             other => anyhow::bail!(
-                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact] \
+                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact | --idle-fleet] \
                  [--json out.json] [--backends sqlite,postgres]"
             ),
         }
     }
-    Ok(Ok(options))
+    Ok(Mode::Bench(options))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,6 +311,8 @@ async fn worker_process(url: String) -> anyhow::Result<()> {
 /// A worker process started by the bench.
 struct WorkerProcess {
     child: tokio::process::Child,
+    /// What it prints after `ready`.
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
 }
 
 impl WorkerProcess {
@@ -300,8 +323,13 @@ impl WorkerProcess {
 
     /// Starts one, with a subscriber recording at `info` if `traced`.
     async fn start_traced(url: &str, traced: bool) -> anyhow::Result<WorkerProcess> {
+        Self::start_with(url, "--worker", traced).await
+    }
+
+    /// Starts one in `mode` (`--worker`, `--idle-worker`).
+    async fn start_with(url: &str, mode: &str, traced: bool) -> anyhow::Result<WorkerProcess> {
         let mut child = tokio::process::Command::new(std::env::current_exe()?)
-            .arg("--worker")
+            .arg(mode)
             .arg(url)
             .env(
                 tracing_cost::TRACING_ENV,
@@ -315,7 +343,7 @@ impl WorkerProcess {
         let stdout = child.stdout.take().context("worker stdout")?;
         let mut lines = BufReader::new(stdout).lines();
         match tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await {
-            Ok(Ok(Some(line))) if line == "ready" => Ok(WorkerProcess { child }),
+            Ok(Ok(Some(line))) if line == "ready" => Ok(WorkerProcess { child, lines }),
             other => anyhow::bail!("worker process did not get ready: {other:?}"),
         }
     }
@@ -1085,13 +1113,19 @@ fn print_report(report: &Value) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let options = match parse_args()? {
-        Err(url) => return worker_process(url).await,
-        Ok(options) => options,
+        Mode::Worker(url) => return worker_process(url).await,
+        Mode::IdleWorker(url) => return idle::worker_process(url).await,
+        Mode::Bench(options) => options,
     };
     let clock = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut replay = Vec::new();
-    let phases = if options.tracing_cost || options.list || options.gather || options.impact {
+    let phases = if options.tracing_cost
+        || options.list
+        || options.gather
+        || options.impact
+        || options.idle_fleet
+    {
         Vec::new()
     } else {
         vec![false, true]
@@ -1119,7 +1153,21 @@ async fn main() -> anyhow::Result<()> {
             skipped.push(json!(line));
             continue;
         }
-        if options.impact {
+        if options.idle_fleet {
+            let mut stores = Stores::new(backend)?;
+            let (processes, seconds) = if options.quick { (2, 3) } else { (8, 60) };
+            eprintln!(
+                "[{}] idle fleet: {processes} worker processes, {seconds} s",
+                backend.name()
+            );
+            let url = stores.fresh_url("idle").await?;
+            let result = idle::measure(&url, processes, seconds).await;
+            stores.cleanup().await?;
+            let mut result = result?;
+            idle::print(backend.name(), &result);
+            result["backend"] = json!(backend.name());
+            backends.push(result);
+        } else if options.impact {
             let mut stores = Stores::new(backend)?;
             eprintln!("[{}] impact check", backend.name());
             let url = stores.fresh_url("impact").await?;
@@ -1166,7 +1214,12 @@ async fn main() -> anyhow::Result<()> {
         "backends": backends,
         "seconds": clock.elapsed().as_secs_f64(),
     });
-    if !options.tracing_cost && !options.list && !options.gather && !options.impact {
+    if !options.tracing_cost
+        && !options.list
+        && !options.gather
+        && !options.impact
+        && !options.idle_fleet
+    {
         print_report(&report);
     }
     if let Some(path) = &options.json {

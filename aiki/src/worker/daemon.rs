@@ -153,7 +153,12 @@ impl Daemons {
         let Some(lease) = self.lead(leadership, now).await? else {
             return Ok(pass);
         };
-        pass.add(sweep(sweeper.wake_due(&lease, now, BATCH)).await?);
+        let woken = sweep(sweeper.wake_due(&lease, now, BATCH)).await?;
+        if woken > 0 {
+            // Claimed while the other sweeps run.
+            crate::wake::work_available();
+        }
+        pass.add(woken);
         let released =
             sweep(sweeper.release_stale_claims(&lease, now, claim_timing(shared), BATCH)).await?;
         for id in &released {

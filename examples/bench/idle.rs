@@ -1,0 +1,92 @@
+//! `--idle-fleet`: what idle workers cost the database. Eight worker processes (two with
+//! `--quick`) with the default settings and nothing to do, for 60 s (3 s with `--quick`); each
+//! counts the statements it sends through its executor role (claim polls, heartbeats) and
+//! through its sweeper role (the daemons' lease and sweeps) apart, on two stores of its own, and
+//! reports them when it stops. Only the holder of the daemons' lease sweeps; the others only ask
+//! for the lease now and then.
+
+use std::time::{Duration, Instant};
+
+use aiki::store::{ExecutorStore, Sweeper};
+use aiki::{Worker, WorkerStore};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+/// `--idle-worker <url>`: an idle worker with the default settings; prints its executor's and
+/// its sweeper's statement counts, as one JSON line, when stdin closes.
+pub(crate) async fn worker_process(url: String) -> anyhow::Result<()> {
+    let (executor, executed) = super::counted_store(&url).await?;
+    let (sweeper, swept) = super::counted_store(&url).await?;
+    let executor: std::sync::Arc<dyn ExecutorStore> = executor;
+    let sweeper: std::sync::Arc<dyn Sweeper> = sweeper;
+    let worker = Worker::builder(WorkerStore::executor(executor).with_sweeper(sweeper))
+        .register(super::Chain)
+        .build()?
+        .start();
+    println!("ready");
+    // Counted from here: opening the stores and migrating are not idle work.
+    let (executed_before, swept_before) = (executed(), swept());
+    let mut sink = Vec::new();
+    let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+    let counts = json!({
+        "executor": executed() - executed_before,
+        "sweeper": swept() - swept_before,
+    });
+    worker.shutdown().await;
+    println!("{counts}");
+    Ok(())
+}
+
+pub(crate) async fn measure(url: &str, processes: usize, seconds: u64) -> anyhow::Result<Value> {
+    // The schema first, so that the processes do not all migrate at once.
+    drop(aiki::connect(url).await?);
+    let mut fleet = Vec::new();
+    for _ in 0..processes {
+        fleet.push(super::WorkerProcess::start_with(url, "--idle-worker", false).await?);
+    }
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let mut executor = Vec::new();
+    let mut sweeper = Vec::new();
+    for mut process in fleet {
+        drop(process.child.stdin.take());
+        let line = tokio::time::timeout(Duration::from_secs(30), process.lines.next_line())
+            .await
+            .map_err(|_| anyhow::anyhow!("an idle worker did not report within 30 s"))??
+            .ok_or_else(|| anyhow::anyhow!("an idle worker stopped without reporting"))?;
+        let counts: Value = serde_json::from_str(&line)?;
+        process.stop().await;
+        executor.push(counts["executor"].as_f64().unwrap_or(f64::NAN));
+        sweeper.push(counts["sweeper"].as_f64().unwrap_or(f64::NAN));
+    }
+    let window = started.elapsed().as_secs_f64();
+    let per_s = |counts: &[f64]| counts.iter().sum::<f64>() / window;
+    let leader = sweeper.iter().copied().fold(0.0, f64::max);
+    let followers = sweeper.iter().sum::<f64>() - leader;
+    Ok(json!({
+        "processes": processes,
+        "seconds": window,
+        "statements_per_s": per_s(&executor) + per_s(&sweeper),
+        "executor_statements_per_s": per_s(&executor),
+        "sweeper_statements_per_s": per_s(&sweeper),
+        "leader_sweeper_statements_per_s": leader / window,
+        "followers_sweeper_statements_per_s": followers / window,
+        "processes_with_sweeper_statements": sweeper.iter().filter(|&&n| n > 0.0).count(),
+    }))
+}
+
+pub(crate) fn print(backend: &str, result: &Value) {
+    let f = |key: &str| result[key].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "  {backend:<8} idle fleet, {} worker processes, {:.0} s: {:.0} statements/s \
+         (executor: claim polls and heartbeats {:.0}/s; sweeper {:.1}/s, of which the lease \
+         holder's sweeps and renewals {:.1}/s and the others' lease asks {:.1}/s)",
+        result["processes"],
+        f("seconds"),
+        f("statements_per_s"),
+        f("executor_statements_per_s"),
+        f("sweeper_statements_per_s"),
+        f("leader_sweeper_statements_per_s"),
+        f("followers_sweeper_statements_per_s"),
+    );
+}
