@@ -14,6 +14,7 @@
 //! executor makes carries the revision it last saw, and the store checks it (and, for run
 //! transitions, increments it) in the same statement or transaction that applies the write.
 
+pub mod batch;
 mod connect;
 mod error;
 pub mod memory;

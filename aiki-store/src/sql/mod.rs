@@ -2,8 +2,8 @@
 //!
 //! [`SqlStore<D>`](SqlStore) holds every operation whose logic is the same on SQLite and
 //! PostgreSQL, written once: its statements ([`statements`]), its parameter lists
-//! ([`binds`]), its row decoding ([`decode`]), its error mapping ([`error`]) and its group
-//! commit of entries ([`batch`]). A [`Dialect`] supplies what truly differs: the driver, the
+//! ([`binds`]), its row decoding ([`decode`]), its error mapping ([`error`]) and the writer
+//! of its group commit of entries ([`batch`], behind [`crate::batch::EntryBatcher`]). A [`Dialect`] supplies what truly differs: the driver, the
 //! rendering of the shared statement text, which error codes are transient, the statements
 //! written in one database's own syntax, and the two operations whose control flow differs
 //! (a transition's locking, an event's insert-and-wake). `SqliteStore` and `PostgresStore` are
@@ -32,7 +32,8 @@ use crate::{MigrationMode, RunId, RunStatus, StoreError};
 
 use dialect::params;
 
-use batch::{Entries, EntryBatcher};
+use crate::batch::EntryBatcher;
+use batch::Entries;
 pub(crate) use dialect::{Dialect, On, Param, Row, Tx};
 pub(crate) use statements::Level;
 use statements::Statements;

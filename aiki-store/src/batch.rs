@@ -1,0 +1,311 @@
+//! Group commit for [`ExecutorStore::put_entry`](crate::ExecutorStore::put_entry), the hot path of
+//! an executor (two calls per task step), for any store implementation: the SQL stores use it, and
+//! a store of another kind gives it an [`EntryWriter`] of its own.
+//!
+//! Callers enqueue their write with a reply channel; one background task takes everything
+//! queued (up to [`MAX_BATCH`] writes), writes it in ONE statement and replies to each caller
+//! with its own outcome. A caller's write is durable when its call returns (its batch
+//! committed). Nothing waits to fill a batch: a lone call is a batch of one, so batches grow
+//! only while a statement is in flight, which is exactly when callers would otherwise queue
+//! for the connection.
+//!
+//! The task is spawned on the first call (on the caller's runtime) and respawned if it is gone
+//! (its runtime shut down); it ends when the store is dropped or closed.
+//!
+//! ```
+//! use aiki_store::batch::{EntryBatcher, EntryWriter, Pending};
+//! use aiki_store::{EntryKind, EntryRecord, EntryStatus, RunId, StoreError};
+//!
+//! /// Accepts every write (a real writer upserts the batch, each checked against its run's
+//! /// revision, in one statement).
+//! #[derive(Clone)]
+//! struct AcceptAll;
+//!
+//! impl EntryWriter for AcceptAll {
+//!     async fn write(
+//!         &self,
+//!         batch: &[Pending],
+//!     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+//!         Ok(batch.iter().map(|_| Ok(())).collect())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), StoreError> {
+//! let batcher = EntryBatcher::new(AcceptAll);
+//! let entry = EntryRecord::new(RunId::new(), "charge:ab12", 0, EntryKind::Task, EntryStatus::Running, 0);
+//! batcher.put(3, entry.attempts(1)).await?;
+//! batcher.close();
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashSet;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{EntryRecord, RunId, StoreError};
+
+/// The most writes one statement carries.
+pub const MAX_BATCH: usize = 256;
+
+/// One queued write, as a batch hands it to its [`EntryWriter`].
+#[derive(Debug)]
+pub struct Pending {
+    /// The revision the caller expects the run to have.
+    pub expected: u64,
+    /// The entry to upsert.
+    pub entry: EntryRecord,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// Writes a batch of entries, each checked against its run's revision, in one operation (one
+/// statement, one request).
+pub trait EntryWriter: Clone + Send + Sync + 'static {
+    /// Writes `batch` (no two writes share a `(run, address, index)` key). `Err` when the
+    /// statement as a whole failed; otherwise one outcome per write, in order: `Ok` if it was
+    /// written, or why not (a revision conflict, an unknown run).
+    fn write(
+        &self,
+        batch: &[Pending],
+    ) -> impl Future<Output = Result<Vec<Result<(), StoreError>>, StoreError>> + Send;
+}
+
+/// The group-commit front of a store's `put_entry`: one batch in flight at a time, everything
+/// queued meanwhile in the next.
+pub struct EntryBatcher<W> {
+    writer: W,
+    sender: Mutex<Option<mpsc::UnboundedSender<Pending>>>,
+}
+
+impl<W> fmt::Debug for EntryBatcher<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EntryBatcher").finish_non_exhaustive()
+    }
+}
+
+impl<W: EntryWriter> EntryBatcher<W> {
+    /// A batcher over a writer; its task starts with the first call.
+    pub fn new(writer: W) -> Self {
+        EntryBatcher {
+            writer,
+            sender: Mutex::new(None),
+        }
+    }
+
+    /// Queues a write and waits for its outcome: `Ok` once its batch is durable, or why it was
+    /// not written (a revision conflict, an unknown run, the store unreachable).
+    pub async fn put(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
+        let (reply, outcome) = oneshot::channel();
+        let mut pending = Pending {
+            expected,
+            entry,
+            reply,
+        };
+        {
+            let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
+            let mut fresh = false;
+            loop {
+                if let Some(channel) = sender.as_ref() {
+                    match channel.send(pending) {
+                        Ok(()) => break,
+                        // A task just spawned is gone too: this runtime is shutting down and
+                        // drops what it is given. Spawning again would spin forever.
+                        Err(_) if fresh => return Err(writer_stopped()),
+                        // The task is gone (its runtime shut down): start another.
+                        Err(mpsc::error::SendError(returned)) => pending = returned,
+                    }
+                }
+                let (channel, queue) = mpsc::unbounded_channel();
+                tokio::spawn(drain(self.writer.clone(), queue));
+                *sender = Some(channel);
+                fresh = true;
+            }
+        }
+        outcome.await.unwrap_or_else(|_| Err(writer_stopped()))
+    }
+
+    /// Stops the task once the writes already queued are done (a later `put` starts it again).
+    pub fn close(&self) {
+        self.sender.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+type Key = (RunId, String, u32);
+
+fn key(pending: &Pending) -> Key {
+    (
+        pending.entry.run_id,
+        pending.entry.address.clone(),
+        pending.entry.index,
+    )
+}
+
+/// The error of a write whose writer task stopped (its runtime shut down) before answering.
+fn writer_stopped() -> StoreError {
+    StoreError::Unavailable {
+        message: "the entry writer stopped before answering (its runtime shut down); the write \
+                  may or may not have been committed, retry it"
+            .to_owned(),
+        source: None,
+    }
+}
+
+/// The writer task: takes what is queued, writes it, answers, until every sender is gone.
+async fn drain<W: EntryWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Pending>) {
+    let mut held: Option<Pending> = None;
+    let mut batch: Vec<Pending> = Vec::new();
+    let mut keys: HashSet<Key> = HashSet::new();
+    loop {
+        let first = match held.take() {
+            Some(pending) => pending,
+            None => match queue.recv().await {
+                Some(pending) => pending,
+                None => return,
+            },
+        };
+        keys.clear();
+        keys.insert(key(&first));
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            let Ok(pending) = queue.try_recv() else {
+                break;
+            };
+            // Two writes of one key in a statement: the later one goes in the next batch, so
+            // the writes of a key apply in call order.
+            if !keys.insert(key(&pending)) {
+                held = Some(pending);
+                break;
+            }
+            batch.push(pending);
+        }
+        match writer.write(&batch).await {
+            Ok(outcomes) => {
+                debug_assert_eq!(outcomes.len(), batch.len());
+                for (pending, outcome) in batch.drain(..).zip(outcomes) {
+                    let _ = pending.reply.send(outcome);
+                }
+            }
+            // The database is unreachable: every caller gets it (and retries).
+            Err(error) if error.is_transient() || batch.len() == 1 => {
+                answer_all(&mut batch, error);
+            }
+            // Something in the batch the database refuses (e.g. text it cannot store): write
+            // each alone, so that only the offending call fails.
+            Err(_) => {
+                for pending in batch.drain(..) {
+                    let one = std::slice::from_ref(&pending);
+                    let outcome = match writer.write(one).await {
+                        Ok(mut outcomes) => outcomes.pop().unwrap_or(Ok(())),
+                        Err(error) => Err(error),
+                    };
+                    let _ = pending.reply.send(outcome);
+                }
+            }
+        }
+        batch.clear();
+    }
+}
+
+/// Answers every write of a failed statement with the same error kind.
+fn answer_all(batch: &mut Vec<Pending>, error: StoreError) {
+    let last = batch.pop();
+    for pending in batch.drain(..) {
+        let _ = pending.reply.send(Err(duplicate(&error)));
+    }
+    if let Some(pending) = last {
+        let _ = pending.reply.send(Err(error));
+    }
+}
+
+/// A copy of an error of one statement, for each caller whose write it carried: same kind,
+/// same fields, the source shared.
+pub(crate) fn duplicate(error: &StoreError) -> StoreError {
+    match error {
+        StoreError::NotFound { what } => StoreError::NotFound { what: what.clone() },
+        StoreError::RevisionConflict {
+            run_id,
+            expected,
+            actual,
+        } => StoreError::RevisionConflict {
+            run_id: *run_id,
+            expected: *expected,
+            actual: *actual,
+        },
+        StoreError::PauseRequested { run_id } => StoreError::PauseRequested { run_id: *run_id },
+        StoreError::Invalid { message } => StoreError::Invalid {
+            message: message.clone(),
+        },
+        StoreError::InvalidTransition { run_id, from, to } => StoreError::InvalidTransition {
+            run_id: *run_id,
+            from: *from,
+            to: *to,
+        },
+        StoreError::AlreadyExists { what } => StoreError::AlreadyExists { what: what.clone() },
+        StoreError::Unavailable { message, source } => StoreError::Unavailable {
+            message: message.clone(),
+            source: source.as_deref().map(Shared::boxed),
+        },
+        StoreError::Migration { message } => StoreError::Migration {
+            message: message.clone(),
+        },
+        StoreError::Schema { message } => StoreError::Schema {
+            message: message.clone(),
+        },
+        StoreError::UnsupportedUrl { url, reason } => StoreError::UnsupportedUrl {
+            url: url.clone(),
+            reason: reason.clone(),
+        },
+        StoreError::Corrupt { message } => StoreError::Corrupt {
+            message: message.clone(),
+        },
+        StoreError::CannotOpen { url, reason } => StoreError::CannotOpen {
+            url: url.clone(),
+            reason: reason.clone(),
+        },
+        StoreError::Incompatible { message } => StoreError::Incompatible {
+            message: message.clone(),
+        },
+        StoreError::Backend { source } => StoreError::Backend {
+            source: Shared::boxed(&**source),
+        },
+    }
+}
+
+/// The text and source chain of an error, shareable between the callers of one batch.
+#[derive(Debug)]
+struct Shared {
+    message: String,
+    source: Option<Arc<Shared>>,
+}
+
+impl Shared {
+    fn new(error: &(dyn std::error::Error + 'static)) -> Self {
+        Shared {
+            message: error.to_string(),
+            source: error.source().map(|source| Arc::new(Shared::new(source))),
+        }
+    }
+
+    fn boxed(
+        error: &(dyn std::error::Error + Send + Sync + 'static),
+    ) -> Box<dyn std::error::Error + Send + Sync> {
+        Box::new(Shared::new(error))
+    }
+}
+
+impl fmt::Display for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Shared {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
