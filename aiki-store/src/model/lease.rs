@@ -10,8 +10,8 @@ pub const DAEMONS_LEASE: &str = "daemons";
 /// A lease on a store-wide duty (the daemons' sweeps): who holds it, until when (by the store's
 /// claim clock) and its fencing token. The token grows each time the duty changes hands, and
 /// every operation done under the lease checks it in its own transaction: a holder that stalled
-/// past its expiry (a frozen process) has its operations refused once another holder took over,
-/// with [`StoreError::LeaseLost`](crate::StoreError::LeaseLost).
+/// past its expiry (a frozen process) does nothing with its operations once another holder took
+/// over (see [`Sweeper`](crate::Sweeper)).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     /// The duty, e.g. [`DAEMONS_LEASE`].
