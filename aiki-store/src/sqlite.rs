@@ -18,8 +18,8 @@ use sqlx::sqlite::{
 use crate::sql::dialect::DialectStatements;
 use crate::sql::driver::{self, Driver};
 use crate::sql::statements::{
-    Level, entry_columns, entry_conflict, insert_event, render_for_sqlite, run_doc, status_list,
-    transition_set,
+    Level, entry_columns, entry_conflict, insert_event, render_for_sqlite, run_doc, starts_allowed,
+    status_list, transition_set,
 };
 use crate::sql::{Dialect, On, SqlStore, Tx, setters};
 use crate::{MigrationMode, RunStatus, StoreError};
@@ -142,13 +142,13 @@ impl Dialect for SqliteDialect {
             transition: format!(
                 "UPDATE aiki_runs SET \
                  {set} \
-                 FROM (SELECT $12 AND (v.ev OR v.ch) AS sat, $12 AND v.ev AS by_event \
+                 FROM (SELECT v.ev OR v.ch AS sat, v.ev AS by_event \
                  FROM (SELECT \
-                   EXISTS (SELECT 1 FROM json_each($13) AS name \
+                   $12 AND EXISTS (SELECT 1 FROM json_each($13) AS name \
                      JOIN json_each($14) AS idx ON idx.key = name.key \
                      JOIN aiki_events AS e ON e.run_id = $1 AND e.name = name.value \
                      AND e.idx = idx.value) AS ev, \
-                   ((NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs AS c \
+                   $12 AND ((NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs AS c \
                      WHERE c.id IN (SELECT value FROM json_each($15)) \
                      AND c.status IN {terminal})) \
                    OR ($19 AND (EXISTS (SELECT 1 FROM aiki_runs AS c \
@@ -161,11 +161,10 @@ impl Dialect for SqliteDialect {
                  AND aiki_runs.status IN (SELECT value FROM json_each($16)) \
                  RETURNING {run}"
             ),
+            // The batch is read once (each field extracted once, into the materialized `j`),
+            // and each row is checked against its run with one lookup.
             upsert_entries: format!(
-                "INSERT INTO aiki_entries {columns} \
-                 SELECT j.run_id, j.address, j.idx, j.kind, j.status, j.output, j.fingerprint, \
-                 j.attempts, j.error_kind, j.error_message, j.retry_at, j.updated_at{input} \
-                 FROM (SELECT json_extract(value, '$.run_id') AS run_id, \
+                "WITH j AS MATERIALIZED (SELECT json_extract(value, '$.run_id') AS run_id, \
                    json_extract(value, '$.address') AS address, \
                    json_extract(value, '$.idx') AS idx, \
                    json_extract(value, '$.kind') AS kind, \
@@ -179,17 +178,16 @@ impl Dialect for SqliteDialect {
                    json_extract(value, '$.updated_at') AS updated_at, \
                    json_extract(value, '$.input') AS input, \
                    json_extract(value, '$.expected') AS expected \
-                   FROM json_each($1)) AS j \
-                 WHERE (SELECT revision FROM aiki_runs WHERE id = j.run_id) = j.expected{allowed} \
+                   FROM json_each($1)) \
+                 INSERT INTO aiki_entries {columns} \
+                 SELECT j.run_id, j.address, j.idx, j.kind, j.status, j.output, j.fingerprint, \
+                 j.attempts, j.error_kind, j.error_message, j.retry_at, j.updated_at{input} \
+                 FROM j, aiki_runs AS r \
+                 WHERE r.id = j.run_id AND r.revision = j.expected AND {allowed} \
                  {conflict} RETURNING run_id, address, idx",
                 columns = entry_columns(level),
                 input = if level.operations { ", j.input" } else { "" },
-                allowed = if level.operations {
-                    " AND (j.status <> 'running' OR (SELECT pause_requested_at FROM aiki_runs \
-                     WHERE id = j.run_id) IS NULL)"
-                } else {
-                    ""
-                },
+                allowed = starts_allowed(level, "r.", "j.status"),
                 conflict = entry_conflict(level, "aiki_entries"),
             ),
             revisions_of: format!(

@@ -177,17 +177,17 @@ impl Dialect for PgDialect {
             ),
             transition: format!(
                 "WITH v AS (SELECT \
-                   EXISTS (SELECT 1 FROM unnest($13::text[], $14::bigint[]) \
+                   $12 AND EXISTS (SELECT 1 FROM unnest($13::text[], $14::bigint[]) \
                      AS wanted(name, idx) \
                      JOIN aiki_events ev ON ev.run_id = $1::uuid AND ev.name = wanted.name \
                      AND ev.idx = wanted.idx) AS ev, \
-                   ((NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs c \
+                   $12 AND ((NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs c \
                      WHERE c.id = ANY($15::uuid[]) AND c.status IN {terminal})) \
                    OR ($19 AND (EXISTS (SELECT 1 FROM aiki_runs c \
                      WHERE c.id = ANY($15::uuid[]) AND c.status IN {unsuccessful}) \
                      OR NOT EXISTS (SELECT 1 FROM aiki_runs c \
                      WHERE c.id = ANY($15::uuid[]) AND c.status NOT IN {terminal})))) AS ch), \
-                 w AS (SELECT $12 AND (v.ev OR v.ch) AS sat, $12 AND v.ev AS by_event FROM v), \
+                 w AS (SELECT v.ev OR v.ch AS sat, v.ev AS by_event FROM v), \
                  updated AS (UPDATE aiki_runs SET \
                    {set} \
                    FROM w WHERE id = $1::uuid AND revision = $2 AND status = ANY($16::text[]) \
