@@ -28,8 +28,11 @@ impl Drop for Heartbeat {
 impl Heartbeat {
     /// The last beat of a worker that shuts down gracefully: it says it stopped, so operators
     /// see it gone at once, not once its heartbeat goes stale.
-    pub(super) async fn stopped(self) {
+    pub(super) async fn stopped(mut self) {
         self.task.abort();
+        // Until the beating task has ended: a beat in flight landing after this last one would
+        // say the worker is alive again (and keep its builds live in the catalog).
+        let _ = (&mut self.task).await;
         let now = self.shared.clock.now();
         let beat = beat(&self.shared, &self.namespaces, self.started_at).stopped(now);
         if let Err(error) = self.shared.store.record_worker(beat, now).await {
