@@ -29,6 +29,7 @@ use aiki_store::{ClaimTiming, DAEMONS_LEASE, Lease, Millis, StoreError, Sweeper}
 use tokio::sync::watch;
 
 use super::{Shared, Stop};
+use crate::clock::millis;
 
 /// How often the daemons prune the worker list.
 const PRUNE_EVERY: Millis = 10 * 60 * 1000;
@@ -165,7 +166,7 @@ impl Daemons {
             tracing::warn!(run_id = %id, "claim went stale; run released for recovery");
         }
         pass.add(released.len() as u64);
-        let max_age = Millis::try_from(shared.max_age.as_millis()).unwrap_or(Millis::MAX);
+        let max_age = millis(shared.max_age);
         pass.add(sweep(sweeper.stall_undelivered(&lease, now, max_age, BATCH)).await?);
         self.prune_workers(&lease, now).await?;
         Ok(pass)
@@ -231,7 +232,7 @@ impl Daemons {
         if now.saturating_sub(shared.pruned_at.load(Ordering::Relaxed)) < PRUNE_EVERY {
             return Ok(());
         }
-        let retention = i64::try_from(shared.worker_retention.as_millis()).unwrap_or(i64::MAX);
+        let retention = millis(shared.worker_retention);
         let pruned = sweep(self.sweeper.prune_workers(lease, now, retention)).await?;
         shared.pruned_at.store(now, Ordering::Relaxed);
         if pruned > 0 {
@@ -259,11 +260,8 @@ async fn sweep<T>(
 
 /// How claim recovery judges claims: by this worker's idle timeout and refresh interval.
 fn claim_timing(shared: &Shared) -> ClaimTiming {
-    let ms = |duration: std::time::Duration| {
-        Millis::try_from(duration.as_millis()).unwrap_or(Millis::MAX)
-    };
     ClaimTiming::new(
-        ms(shared.claim_idle_timeout),
-        ms(shared.claim_refresh_interval),
+        millis(shared.claim_idle_timeout),
+        millis(shared.claim_refresh_interval),
     )
 }

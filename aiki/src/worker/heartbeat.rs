@@ -43,8 +43,6 @@ impl Heartbeat {
 
 /// One heartbeat of the worker of `shared`.
 fn beat(shared: &Shared, namespaces: &[Namespace], started_at: aiki_store::Millis) -> WorkerRecord {
-    let ms =
-        |duration: std::time::Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
     let builds = shared
         .catalog
         .iter()
@@ -60,8 +58,8 @@ fn beat(shared: &Shared, namespaces: &[Namespace], started_at: aiki_store::Milli
     )
     .fingerprints(builds)
     .claim_timing(
-        ms(shared.claim_refresh_interval),
-        ms(shared.claim_idle_timeout),
+        crate::clock::millis(shared.claim_refresh_interval),
+        crate::clock::millis(shared.claim_idle_timeout),
     )
 }
 
