@@ -217,10 +217,9 @@ impl Dialect for SqliteDialect {
     }
 
     async fn begin(&self) -> Result<Tx<Self>, StoreError> {
-        self.writer
-            .begin_with("BEGIN IMMEDIATE")
+        driver::SQLITE
+            .begin(&self.writer, Some("BEGIN IMMEDIATE"))
             .await
-            .map_err(|error| driver::SQLITE.map_error(error))
     }
 
     driver::dialect_methods!(self => (&self.reader, &self.writer));

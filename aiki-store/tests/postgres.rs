@@ -47,6 +47,25 @@ async fn many_processes_migrate_one_fresh_database_at_once() {
     pg::drop_database(&url).await;
 }
 
+/// Regression: a worker aborted while its `BEGIN` was in flight left a pooled connection
+/// inside a transaction (sqlx 0.8's `begin` is not cancel-safe on PostgreSQL), and the
+/// statements of whoever used that connection next stayed uncommitted. One connection, so
+/// that every statement reuses the one the cancellations touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_transactions_leave_nothing_open() {
+    let Some(url) = pg::create_database().await else {
+        return;
+    };
+    let store = PostgresStore::connect_with(PostgresOptions::new(&url).max_connections(1))
+        .await
+        .expect("open");
+    let other = PostgresStore::connect(&url).await.expect("open again");
+    support::cancel::cancelled_transactions_leave_nothing_open(&store, &other).await;
+    store.close().await;
+    other.close().await;
+    pg::drop_database(&url).await;
+}
+
 /// A newer release's migration is accepted while the compatibility record admits this
 /// release (a rolling deploy, a rollback), and refused, naming both versions, once it does not.
 #[tokio::test]

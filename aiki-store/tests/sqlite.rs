@@ -92,6 +92,17 @@ async fn everything_written_survives_closing_and_reopening_the_file() {
     assert_eq!(before.run.status, RunStatus::Sleeping);
 }
 
+/// Regression: an aborted worker left SQLite's one writer connection inside a `BEGIN
+/// IMMEDIATE` (sqlx acknowledged the custom `BEGIN`, then the caller was dropped before it
+/// got its transaction), and every later write of the process ran inside it, uncommitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_transactions_leave_nothing_open() {
+    let file = TempFile::new();
+    let store = SqliteStore::connect(&file.url()).await.expect("open");
+    let other = SqliteStore::connect(&file.url()).await.expect("open again");
+    support::cancel::cancelled_transactions_leave_nothing_open(&store, &other).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_stores_migrate_one_fresh_file_at_once() {
     let file = TempFile::new();

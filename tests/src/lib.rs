@@ -358,7 +358,13 @@ impl Harness {
     pub async fn reach<W: Workflow>(&self, handle: &RunHandle<W>, status: RunStatus) -> RunRecord {
         match handle.wait_for_status_timeout(status, PATIENCE).await {
             Ok(run) => run,
-            Err(error) => panic!("run {} did not reach `{status}`: {error}", handle.id()),
+            Err(error) => {
+                let record = handle.record().await;
+                panic!(
+                    "run {} did not reach `{status}`: {error}; it stands at {record:?}",
+                    handle.id()
+                )
+            }
         }
     }
 
@@ -398,7 +404,10 @@ impl Harness {
     /// `refresh`: moves the clock past the idle timeout, waits (real time, bounded) until a
     /// sweep has marked the claim stale, then moves it past the confirmation window.
     pub async fn recover_claim(&self, run: aiki::RunId, idle: Duration, refresh: Duration) {
-        self.advance(idle + Duration::from_secs(60));
+        let past_idle = idle + Duration::from_secs(60);
+        let target = aiki::Clock::now(&self.clock)
+            .saturating_add(i64::try_from(past_idle.as_millis()).unwrap_or(i64::MAX));
+        self.advance(past_idle);
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
             let record = self.store.get_run(run).await.expect("run record");
@@ -407,7 +416,9 @@ impl Harness {
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "claim recovery never marked run {run}'s claim stale"
+                "claim recovery never marked run {run}'s claim stale (the clock stands at {}, \
+                 moved to {target}): {record:?}",
+                aiki::Clock::now(&self.clock)
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }

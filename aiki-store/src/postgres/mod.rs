@@ -257,10 +257,7 @@ impl Dialect for PgDialect {
     }
 
     async fn begin(&self) -> Result<Tx<Self>, StoreError> {
-        self.pool
-            .begin()
-            .await
-            .map_err(|error| driver::POSTGRES.map_error(error))
+        driver::POSTGRES.begin(&self.pool, None).await
     }
 
     driver::dialect_methods!(self => (&self.pool, &self.pool));

@@ -29,6 +29,39 @@ pub(crate) struct Driver<DB: Database> {
 }
 
 impl<DB: Database> Driver<DB> {
+    /// Begins a transaction on `pool` with `statement` (the database's own `BEGIN` when
+    /// `None`), on a tokio task of its own, so that it is cancel-safe.
+    ///
+    /// sqlx's `begin` is not: a caller dropped while its `BEGIN` is in flight (an aborted
+    /// worker, a `select!`, a timeout) can leave the session inside a transaction that nothing
+    /// ends (sqlx issues 2054 and 4393: PostgreSQL's `begin`, and SQLite's custom `BEGIN`
+    /// statements after their acknowledgement), and the pool hands that connection out again:
+    /// every later statement on it runs inside that transaction, unseen by other connections,
+    /// until the process exits. On a task of its own the `BEGIN` runs to its end whatever
+    /// happens to the caller; a transaction nobody received is dropped, which rolls it back.
+    pub(crate) async fn begin(
+        &self,
+        pool: &Pool<DB>,
+        statement: Option<&'static str>,
+    ) -> Result<Transaction<'static, DB>, StoreError> {
+        let pool = pool.clone();
+        let begun = tokio::spawn(async move {
+            match statement {
+                Some(statement) => pool.begin_with(statement).await,
+                None => pool.begin().await,
+            }
+        });
+        match begun.await {
+            Ok(result) => result.map_err(|error| self.map_error(error)),
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            // Only a runtime shutting down cancels the task.
+            Err(error) => Err(StoreError::Unavailable {
+                message: format!("the transaction could not begin: {error}"),
+                source: None,
+            }),
+        }
+    }
+
     /// Maps a driver error onto a [`StoreError`] kind.
     pub(crate) fn map_error(&self, error: sqlx::Error) -> StoreError {
         super::error::map_error(error, self.is_transient)
