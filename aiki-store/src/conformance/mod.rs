@@ -52,6 +52,7 @@ mod timeline;
 mod together;
 mod waits;
 mod wakes;
+mod wire;
 mod workers;
 
 pub use claims::*;
@@ -72,6 +73,7 @@ pub use timeline::*;
 pub use together::*;
 pub use waits::*;
 pub use wakes::*;
+pub use wire::*;
 pub use workers::*;
 
 /// The time (ms) around which every check that does not sweep works (year 2096).
@@ -122,6 +124,7 @@ macro_rules! conformance_tests {
                 check_list_runs_pages_newest_first,
                 check_list_runs_filters,
                 check_values_round_trip,
+                check_records_round_trip_through_json,
             ]);
         $crate::conformance_tests!(@group $factory; executor: [
                 check_transition_checks_and_increments_revision,
