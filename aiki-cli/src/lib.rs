@@ -179,7 +179,6 @@ mod result;
 mod runs;
 mod send;
 mod show;
-mod waits;
 mod workers;
 mod workflows;
 

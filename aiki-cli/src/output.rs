@@ -139,12 +139,7 @@ pub(crate) fn text(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(shown)
 }
 
-/// An instant as people read it in any time zone: `2025-03-01T10:00:00Z`.
-pub(crate) fn timestamp(at: Millis) -> String {
-    let at = std::time::UNIX_EPOCH
-        + std::time::Duration::from_millis(u64::try_from(at).unwrap_or_default());
-    humantime::format_rfc3339_seconds(at).to_string()
-}
+pub(crate) use aiki::ops::span;
 
 /// The first 12 characters of a build's fingerprint: enough to tell builds apart.
 pub(crate) fn short(fingerprint: &str) -> &str {
@@ -153,56 +148,12 @@ pub(crate) fn short(fingerprint: &str) -> &str {
 
 /// `3 min ago`, `in 2 h 5 min`, `now`.
 pub(crate) fn relative(at: Millis) -> String {
-    let now = SystemClock.now();
-    let (ms, future) = if at >= now {
-        (at - now, true)
-    } else {
-        (now - at, false)
-    };
-    let span = span(ms);
-    if span == "0 s" {
-        return "now".to_owned();
-    }
-    if future {
-        format!("in {span}")
-    } else {
-        format!("{span} ago")
-    }
-}
-
-/// A length of time in its two largest units: `2 h 59 min`, `40 s`, `3 d 4 h`.
-pub(crate) fn span(ms: i64) -> String {
-    let seconds = ms / 1000;
-    let units = [("d", 86_400), ("h", 3600), ("min", 60), ("s", 1)];
-    let mut parts = Vec::new();
-    let mut rest = seconds;
-    for (name, size) in units {
-        if rest >= size || (parts.is_empty() && size == 1) {
-            parts.push(format!("{} {name}", rest / size));
-            rest %= size;
-        }
-        if parts.len() == 2 {
-            break;
-        }
-        if !parts.is_empty() && rest == 0 {
-            break;
-        }
-    }
-    parts.join(" ")
+    aiki::ops::relative(at, SystemClock.now())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spans_keep_their_two_largest_units() {
-        assert_eq!(span(0), "0 s");
-        assert_eq!(span(40_000), "40 s");
-        assert_eq!(span(10_740_000), "2 h 59 min");
-        assert_eq!(span(3_600_000), "1 h");
-        assert_eq!(span(273_600_000), "3 d 4 h");
-    }
 
     #[test]
     fn control_characters_never_reach_a_terminal() {
@@ -216,12 +167,6 @@ mod tests {
         table.print(&mut out).unwrap();
         let out = String::from_utf8(out).unwrap();
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
-    }
-
-    #[test]
-    fn timestamps_are_rfc3339_in_utc() {
-        assert_eq!(timestamp(0), "1970-01-01T00:00:00Z");
-        assert_eq!(timestamp(1_740_823_200_500), "2025-03-01T10:00:00Z");
     }
 
     #[test]

@@ -2,37 +2,14 @@
 
 use std::io::Write;
 
-use aiki::{Client, RetryPlan, RunId, RunStatus};
-use aiki_store::{EntryRecord, History, StatusChange, WorkerRecord};
-use serde_json::{Value, json};
+use aiki::ops::{RunView, runtime_name};
+use aiki::{Client, RunId};
+use aiki_store::{EntryRecord, StatusChange};
+use serde_json::Value;
 
 use crate::args::{Cli, Format};
-use crate::output::{Table, json, relative, run_json, text};
-use crate::waits::{Seen, doing, retry_command, runtime_name};
+use crate::output::{Table, json, relative, text};
 use crate::{EXIT_USAGE, Failure};
-
-/// How far back the heartbeats of a run's owner are looked for: as far as a worker's record is
-/// kept.
-const WORKERS_WITHIN: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
-
-/// What `runs show` reads.
-struct Shown {
-    history: History,
-    timeline: Vec<StatusChange>,
-    workers: Vec<WorkerRecord>,
-    plan: Option<RetryPlan>,
-    now: aiki::Millis,
-}
-
-impl Shown {
-    fn seen(&self) -> Seen<'_> {
-        Seen {
-            workers: &self.workers,
-            plan: self.plan.as_ref(),
-            now: self.now,
-        }
-    }
-}
 
 pub(crate) async fn show(
     cli: &Cli,
@@ -49,65 +26,15 @@ pub(crate) async fn show(
             code: EXIT_USAGE,
         });
     }
-    let history = client.store().load_history(id).await?;
-    let plan = match history.run.status {
-        // A run that moved on meanwhile has no plan: the line then says the plain command.
-        RunStatus::Failed => client.any_run(id).retry_plan().await.ok(),
-        _ => None,
-    };
-    let shown = Shown {
-        timeline: client.store().timeline(id).await?,
-        workers: client.live_workers(WORKERS_WITHIN).await?,
-        history,
-        plan,
-        now: aiki::Clock::now(&aiki::SystemClock),
-    };
+    let view = RunView::read(client, id).await?;
     match format {
-        Format::Table => table(cli, &shown, inputs, out),
-        _ => json(out, format, &document(cli, &shown)?),
+        Format::Table => table(cli, &view, inputs, out),
+        _ => json(out, format, &view.to_json(!cli.no_payloads)),
     }
 }
 
-/// The JSON document: the store's records as they are (names included), and what the run
-/// does in words.
-fn document(cli: &Cli, shown: &Shown) -> Result<Value, Failure> {
-    let history = &shown.history;
-    let run = &history.run;
-    let mut entries = serde_json::to_value(&history.entries)?;
-    let mut events = serde_json::to_value(&history.events)?;
-    if cli.no_payloads {
-        for entry in entries.as_array_mut().into_iter().flatten() {
-            if let Some(entry) = entry.as_object_mut() {
-                entry.remove("output");
-                entry.remove("input");
-            }
-        }
-        for event in events.as_array_mut().into_iter().flatten() {
-            event.as_object_mut().map(|o| o.remove("data"));
-        }
-    }
-    let children: Vec<Value> = history
-        .children
-        .iter()
-        .map(|child| run_json(child, cli.no_payloads))
-        .collect();
-    let seen = shown.seen();
-    Ok(json!({
-        "run": run_json(run, cli.no_payloads),
-        "doing": doing(history, &seen),
-        "retry_command": shown.plan.as_ref().and_then(|plan| retry_command(run.id, plan).ok()),
-        "serving_workers": seen.serving(run).collect::<Vec<_>>(),
-        "entries": entries,
-        "sleeps": history.sleeps,
-        "events": events,
-        "children": children,
-        "timeline": shown.timeline,
-    }))
-}
-
-fn table(cli: &Cli, shown: &Shown, inputs: bool, out: &mut impl Write) -> Result<(), Failure> {
-    let history = &shown.history;
-    let run = &history.run;
+fn table(cli: &Cli, view: &RunView, inputs: bool, out: &mut impl Write) -> Result<(), Failure> {
+    let run = &view.run;
     let mut line = |label: &str, value: String| writeln!(out, "{label:<9} {}", text(&value));
     line("run", run.id.to_string())?;
     line(
@@ -121,7 +48,7 @@ fn table(cli: &Cli, shown: &Shown, inputs: bool, out: &mut impl Write) -> Result
             run.status, run.attempts, run.revision
         ),
     )?;
-    line("", doing(history, &shown.seen()))?;
+    line("", view.doing.clone())?;
     line(
         "created",
         format!(
@@ -149,10 +76,10 @@ fn table(cli: &Cli, shown: &Shown, inputs: bool, out: &mut impl Write) -> Result
         }
     }
     let mut tables = Vec::new();
-    tables.push(entries(&history.entries, inputs));
-    let (sleeps, timeouts) = timers(history);
-    tables.extend([sleeps, timeouts, events(history), children(history)]);
-    tables.push(timeline(&shown.timeline));
+    tables.push(entries(&view.entries, inputs));
+    let (sleeps, timeouts) = timers(view);
+    tables.extend([sleeps, timeouts, events(view), children(view)]);
+    tables.push(timeline(&view.timeline));
     for table in tables.iter().filter(|table| !table.is_empty()) {
         writeln!(out)?;
         table.print(out)?;
@@ -194,10 +121,10 @@ fn entries(entries: &[EntryRecord], inputs: bool) -> Table {
 
 /// The workflow's durable sleeps, and apart from them the timeouts of its event and child
 /// waits (timers the runtime names for itself).
-fn timers(history: &History) -> (Table, Table) {
+fn timers(view: &RunView) -> (Table, Table) {
     let mut sleeps = Table::new(&["sleep", "index", "wakes", "cancelled"]);
     let mut timeouts = Table::new(&["wait timeout", "index", "times out", "cancelled"]);
-    for sleep in &history.sleeps {
+    for sleep in &view.sleeps {
         let (table, label) = match runtime_name(&sleep.name) {
             Some(wait) => (&mut timeouts, format!("timeout of the wait on {wait}")),
             None => (&mut sleeps, sleep.name.clone()),
@@ -212,9 +139,9 @@ fn timers(history: &History) -> (Table, Table) {
     (sleeps, timeouts)
 }
 
-fn events(history: &History) -> Table {
+fn events(view: &RunView) -> Table {
     let mut table = Table::new(&["event", "index", "received", "timed out", "sent by"]);
-    for event in &history.events {
+    for event in &view.events {
         table.row(vec![
             event_label(&event.name),
             event.index.to_string(),
@@ -226,9 +153,9 @@ fn events(history: &History) -> Table {
     table
 }
 
-fn children(history: &History) -> Table {
+fn children(view: &RunView) -> Table {
     let mut table = Table::new(&["child", "workflow", "status"]);
-    for child in &history.children {
+    for child in &view.children {
         table.row(vec![
             child.id.to_string(),
             child.namespace.to_string(),

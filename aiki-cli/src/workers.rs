@@ -4,9 +4,9 @@
 use std::io::Write;
 use std::time::Duration;
 
-use aiki::{Liveness, Millis};
+use aiki::ops::WorkerView;
 use aiki_store::WorkerRecord;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::Failure;
 use crate::args::{Cli, Format, WorkersArgs};
@@ -29,8 +29,14 @@ pub(crate) async fn list(
         (true, _) => EVER,
         (false, within) => within.unwrap_or(RECENT),
     };
-    let workers = client(cli).await?.live_workers(within).await?;
     let now = aiki::Clock::now(&aiki::SystemClock);
+    let workers: Vec<WorkerView> = client(cli)
+        .await?
+        .live_workers(within)
+        .await?
+        .into_iter()
+        .map(|worker| WorkerView::new(worker, now))
+        .collect();
     match format {
         Format::Table => {
             let mut table = Table::new(&[
@@ -44,10 +50,11 @@ pub(crate) async fn list(
                 "started",
                 "seen",
             ]);
-            for worker in &workers {
+            for view in &workers {
+                let worker = &view.worker;
                 table.row(vec![
                     worker.id.clone(),
-                    state(Liveness::of(worker, now), now),
+                    view.state(now),
                     worker.host.clone(),
                     worker.pid.to_string(),
                     worker.pool.clone(),
@@ -67,39 +74,14 @@ pub(crate) async fn list(
                 writeln!(out, "no worker seen {when}")?;
             }
         }
-        Format::Json => {
-            let documents: Vec<Value> = workers.iter().map(|w| document(w, now)).collect();
-            json(out, format, &json!(documents))?;
-        }
+        Format::Json => json(out, format, &json!(workers))?,
         Format::Jsonl => {
             for worker in &workers {
-                json(out, format, &document(worker, now))?;
+                json(out, format, &json!(worker))?;
             }
         }
     }
     Ok(0)
-}
-
-/// A worker's record as JSON, with how it stands now under `liveness`.
-fn document(worker: &WorkerRecord, now: Millis) -> Value {
-    let mut document = serde_json::to_value(worker).expect("BUG: worker records serialize");
-    if let Some(object) = document.as_object_mut() {
-        object.insert(
-            "liveness".to_owned(),
-            serde_json::to_value(Liveness::of(worker, now)).expect("BUG: liveness serializes"),
-        );
-    }
-    document
-}
-
-/// `live`, `stopped 3 min ago`, `gone since 5 min`.
-pub(crate) fn state(liveness: Liveness, now: Millis) -> String {
-    match liveness {
-        Liveness::Live => "live".to_owned(),
-        Liveness::Stopped { at } => format!("stopped {}", relative(at)),
-        Liveness::Gone { since } => format!("gone since {}", span(now - since)),
-        _ => "unknown".to_owned(),
-    }
 }
 
 /// The versions it registers, each with the short fingerprint of the build it runs.

@@ -236,6 +236,7 @@ mod handle;
 pub mod impact;
 mod liveness;
 pub mod metrics;
+pub mod ops;
 mod panic;
 mod retry;
 mod run;
