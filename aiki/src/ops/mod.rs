@@ -1,6 +1,7 @@
-//! Operator views: what a run is doing, in words and as data, and how the workers stand.
+//! Operator views: what a run is doing, in words and as data, how the workers stand, and what
+//! each workflow version runs.
 //!
-//! The CLI renders these views (`aiki runs show`, `aiki workers`), and so do the HTTP API and
+//! The CLI renders these views (`aiki runs show`, `aiki workers`, `aiki workflows`), and so do the HTTP API and
 //! the dashboard: each view is [`Serialize`](serde::Serialize), its JSON shape the records'
 //! own fields plus the words and facts the view adds, so every surface says the same thing.
 //!
@@ -16,11 +17,13 @@
 
 mod doing;
 mod run;
+mod version;
 mod words;
 mod worker;
 
 pub use crate::liveness::{ClaimView, Liveness};
 pub use doing::{retry_command, runtime_name};
 pub use run::RunView;
+pub use version::{BuildView, VersionView};
 pub use words::{relative, span, timestamp};
 pub use worker::WorkerView;
