@@ -1,9 +1,10 @@
 //! Operator views: what a run is doing, in words and as data, how the workers stand, and what
 //! each workflow version runs.
 //!
-//! The CLI renders these views (`aiki runs show`, `aiki workers`, `aiki workflows`), and so do the HTTP API and
-//! the dashboard: each view is [`Serialize`](serde::Serialize), its JSON shape the records'
-//! own fields plus the words and facts the view adds, so every surface says the same thing.
+//! The CLI renders these views (`aiki runs show`, `aiki workers`, `aiki workflows`), and so
+//! will the HTTP API and the dashboard: each view is [`Serialize`](serde::Serialize), its JSON
+//! shape the records' own fields plus the words and facts the view adds, so every surface
+//! says the same thing.
 //!
 //! ```no_run
 //! # async fn show(client: &aiki::Client, id: aiki::RunId) -> Result<(), aiki::ClientError> {
