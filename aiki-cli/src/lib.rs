@@ -105,7 +105,9 @@
 //! "published_at", "live_workers": [WORKER_ID, ...]}], "mixed_builds": BOOL}]` (`catalog`: the
 //! build starts are checked against first); `workers` prints `[WORKER, ...]`; `migrate` prints
 //! `{"outcome": "created" | "migrated" | "up_to_date" | "newer" | "no_schema", "found",
-//! "applied": [{"version", "description"}], "version", "release"}`.
+//! "applied": [{"version", "description"}], "version", "release"}`. The documents of `runs
+//! show`, `workflows` and `workers` are the views of `aiki::ops` (`RunView`, `VersionView`,
+//! `WorkerView`), which other tools can read the same way.
 //!
 //! A `RUN` is the store's run record (`aiki::RunRecord`: its wait set under `wait` while it is
 //! suspended, `pause_requested_at` and `pause_requested_by` while a pause is pending); an
