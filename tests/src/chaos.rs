@@ -1,7 +1,7 @@
 //! The chaos soak harness, written once for every transport: a set of worker processes on a
 //! store, `runs` runs of the [`soak`](crate::soak) workflow (five tasks under
 //! `fixed(max_attempts = 20, delay_ms = 5)`), a random worker `kill -9`ed every few hundred
-//! ms and started again, and optionally one disruption mid-load (a database restart). The
+//! ms and started again, and optionally one disruption mid-load (a database outage). The
 //! caller says how to start a worker process ([`WorkerCommand`]) and names the store and the
 //! side table by URL; nothing here knows the transport.
 //!
@@ -37,7 +37,7 @@ pub struct WorkerSpec<'a> {
 /// How to start one worker process, ready to spawn.
 pub type WorkerCommand = Box<dyn Fn(WorkerSpec<'_>) -> Command + Send + Sync>;
 
-/// Something done once mid-load on a thread of its own (say, restarting the database);
+/// Something done once mid-load on a thread of its own (say, cutting the workers off the database);
 /// returns what it did, for the report.
 pub type Disruption = Box<dyn FnOnce() -> String + Send>;
 

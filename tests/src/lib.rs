@@ -65,55 +65,6 @@ pub async fn postgres_available() -> bool {
     }
 }
 
-/// The local cluster's version, when the test server is this machine's Debian cluster and the
-/// test may stop and restart it (`pg_ctlcluster`, as root); otherwise a loud skip, a failure
-/// under `CI=true`.
-pub fn local_postgres_cluster() -> Option<String> {
-    let url = postgres_url();
-    let local = url.contains("127.0.0.1") || url.contains("localhost");
-    let cluster = std::fs::read_dir("/etc/postgresql")
-        .ok()
-        .and_then(|mut dirs| dirs.next())
-        .and_then(|dir| dir.ok())
-        .map(|dir| dir.file_name().to_string_lossy().into_owned());
-    let root = std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
-    match cluster {
-        Some(cluster) if local && root => Some(cluster),
-        _ => {
-            let message = format!(
-                "POSTGRES RESTART TEST SKIPPED: the server at {url} is not a local Debian cluster \
-                 this test may restart (pg_ctlcluster, as root)"
-            );
-            assert!(
-                std::env::var("CI").map_or(true, |ci| ci != "true"),
-                "{message} (CI=true: this is a failure)"
-            );
-            eprintln!("\n===== {message} =====\n");
-            None
-        }
-    }
-}
-
-/// Runs `pg_ctlcluster <cluster> main <action>` (`stop`, `start`, `restart`), as the restart
-/// tests do.
-pub fn pg_ctlcluster(cluster: &str, action: &str) {
-    let status = std::process::Command::new("pg_ctlcluster")
-        .args([
-            "--skip-systemctl-redirect",
-            cluster,
-            "main",
-            action,
-            "-m",
-            "fast",
-        ])
-        .status()
-        .expect("pg_ctlcluster runs");
-    assert!(status.success(), "pg_ctlcluster {action}");
-}
-
 impl Backend {
     /// Opens a fresh, empty store of this backend.
     pub async fn open(self) -> BoxStore {

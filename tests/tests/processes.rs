@@ -1,6 +1,6 @@
 //! Crash tests with real worker processes (`aiki_test_worker`): `kill -9` mid-task, a worker
 //! frozen with SIGSTOP past its claim timeout, four workers sharing a load, and PostgreSQL
-//! restarted under that load. Worker processes refresh claims every 200 ms and give them up
+//! unreachable for a while under that load (every connection dropped by a fault proxy). Worker processes refresh claims every 200 ms and give them up
 //! after 1 s. Each task execution appends a line to a side-effects file, so executions are
 //! counted across processes.
 
@@ -15,6 +15,7 @@ use aiki::{Client, RunStatus};
 use aiki_tests::Backend;
 use aiki_tests::crash::{FiveSteps, Long, LongOnce};
 use aiki_tests::processes::{WorkerProcesses, history, wait_for};
+use aiki_tests::proxy::{FaultProxy, postgres_server};
 
 /// Process tests share the machine's two cores and, for one of them, the PostgreSQL server:
 /// run them one at a time.
@@ -32,7 +33,11 @@ struct World {
 
 impl World {
     async fn new(backend: Backend) -> World {
-        let url = backend.fresh_url().await;
+        World::on_url(backend.fresh_url().await).await
+    }
+
+    /// A world whose client and workers reach the store at `url`.
+    async fn on_url(url: String) -> World {
         let store = aiki::connect(&url).await.expect("the store opens");
         let effects =
             std::env::temp_dir().join(format!("aiki-effects-{}.log", uuid::Uuid::new_v4()));
@@ -231,27 +236,34 @@ async fn four_workers_share_two_thousand_runs_exactly_once(backend: Backend) {
     assert_eq!(duplicates, 0, "no task ran twice");
 }
 
-async fn workers_ride_out_a_postgres_restart(backend: Backend) {
+/// How long the database stays unreachable in the outage tests: about a restart's downtime.
+const OUTAGE: Duration = Duration::from_secs(2);
+
+async fn workers_ride_out_a_postgres_outage(backend: Backend) {
     assert_eq!(backend, Backend::Postgres);
     let _serial = SERIAL.lock().await;
-    let Some(cluster) = aiki_tests::local_postgres_cluster() else {
-        return;
-    };
-    let mut world = World::new(backend).await;
+    // A fault proxy in front of the shared server stands in for a restart: it drops every
+    // connection and refuses new ones for a while. The server itself is never stopped.
+    let proxy = FaultProxy::start(postgres_server())
+        .await
+        .expect("the fault proxy starts");
+    let mut world = World::on_url(proxy.url_through(&backend.fresh_url().await)).await;
     for i in 0..4 {
         world.spawn(&format!("worker-{i}"), SHORT);
     }
     let runs = 400;
-    let restart = async {
+    let outage = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        aiki_tests::pg_ctlcluster(&cluster, "restart");
-        println!("[Postgres] restarted the server under load");
+        proxy.cut();
+        println!("[Postgres] every connection dropped under load, the server unreachable");
+        tokio::time::sleep(OUTAGE).await;
+        proxy.restore();
     };
-    let elapsed = five_step_load(&world, runs, restart).await;
+    let elapsed = five_step_load(&world, runs, outage).await;
     let effects = world.effects();
     let duplicates: usize = effects.values().map(|n| n - 1).sum();
     println!(
-        "[Postgres] {runs} runs completed across a server restart in {elapsed:?}; \
+        "[Postgres] {runs} runs completed across a {OUTAGE:?} outage in {elapsed:?}; \
          {duplicates} duplicate task executions (retried steps whose result was not yet recorded)"
     );
     assert_eq!(effects.len(), runs * 5, "every task ran; nothing was lost");
@@ -277,9 +289,9 @@ macro_rules! on_sql_backends {
                 }
             )*
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn workers_ride_out_a_postgres_restart() {
+            async fn workers_ride_out_a_postgres_outage() {
                 if aiki_tests::postgres_available().await {
-                    super::workers_ride_out_a_postgres_restart(aiki_tests::Backend::Postgres).await
+                    super::workers_ride_out_a_postgres_outage(aiki_tests::Backend::Postgres).await
                 }
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
