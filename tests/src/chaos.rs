@@ -37,8 +37,8 @@ pub struct WorkerSpec<'a> {
 /// How to start one worker process, ready to spawn.
 pub type WorkerCommand = Box<dyn Fn(WorkerSpec<'_>) -> Command + Send + Sync>;
 
-/// Something done once mid-load on a thread of its own (say, cutting the workers off the database);
-/// returns what it did, for the report.
+/// Something done once mid-load on a thread of its own (say, cutting the workers off the
+/// database); returns what it did, for the report.
 pub type Disruption = Box<dyn FnOnce() -> String + Send>;
 
 /// One soak: its parameters. [`Soak::new`] reads the size from the environment.
