@@ -181,3 +181,90 @@ impl VersionView {
         live
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use aiki_store::{CatalogEntry, Namespace, RunCounts, RunStatus, SchemaRecord, WorkerRecord};
+    use serde_json::json;
+
+    use super::VersionView;
+
+    const NOW: i64 = 1_000_000;
+
+    fn build(namespace: &Namespace, fingerprint: &str, at: i64) -> CatalogEntry {
+        let schema = SchemaRecord::new(json!({}), "s");
+        let mut entry = CatalogEntry::new(namespace.clone(), schema.clone(), schema)
+            .fingerprint(fingerprint)
+            .published_by("w-publisher");
+        entry.published_at = at;
+        entry
+    }
+
+    fn worker(id: &str, namespace: &Namespace, fingerprint: &str) -> WorkerRecord {
+        let builds = BTreeMap::from([(namespace.to_string(), fingerprint.to_owned())]);
+        WorkerRecord::new(id, "host", 1, vec![namespace.clone()], "default", NOW)
+            .fingerprints(builds)
+    }
+
+    #[test]
+    fn the_entry_in_force_is_the_newest_build_a_live_worker_runs() {
+        let ns = Namespace::new("orders", "1");
+        let mut counts = RunCounts::new(ns.clone());
+        counts.record(RunStatus::Queued, 2);
+        let catalog = vec![build(&ns, "old", 10), build(&ns, "new", 20)];
+        let mut gone = worker("w-gone", &ns, "new");
+        gone.last_seen_at = 0;
+        let workers = [
+            worker("w-a", &ns, "old"),
+            gone,
+            worker("w-b", &ns, "unpublished"),
+        ];
+        let views = VersionView::of(vec![counts], catalog, &workers, NOW);
+        assert_eq!(views.len(), 1);
+        let view = &views[0];
+        assert_eq!(view.by_status.get("queued"), Some(&2));
+        assert_eq!(
+            view.catalog.as_ref().map(|c| c.fingerprint.as_str()),
+            Some("old"),
+            "the newer build's only worker is gone: the live build is in force"
+        );
+        let builds: Vec<(&str, Vec<&str>)> = view
+            .builds
+            .iter()
+            .map(|b| {
+                let workers = b.live_workers.iter().map(String::as_str).collect();
+                (b.fingerprint.as_str(), workers)
+            })
+            .collect();
+        assert_eq!(
+            builds,
+            [
+                ("new", vec![]),
+                ("old", vec!["w-a"]),
+                ("unpublished", vec!["w-b"])
+            ],
+            "published builds newest first, then the unpublished one live workers run"
+        );
+        assert!(view.mixed_builds);
+        assert_eq!(view.pools.iter().collect::<Vec<_>>(), ["default"]);
+    }
+
+    #[test]
+    fn without_live_workers_the_newest_published_build_is_in_force() {
+        let ns = Namespace::new("orders", "2");
+        let catalog = vec![build(&ns, "a", 10), build(&ns, "b", 20)];
+        let views = VersionView::of(Vec::new(), catalog, &[], NOW);
+        let view = &views[0];
+        assert_eq!(
+            view.catalog.as_ref().map(|c| c.fingerprint.as_str()),
+            Some("b")
+        );
+        assert!(view.by_status.is_empty() && view.pools.is_empty() && !view.mixed_builds);
+        assert_eq!(
+            serde_json::to_value(view).unwrap()["builds"][0]["published_by"],
+            json!("w-publisher")
+        );
+    }
+}
