@@ -102,22 +102,26 @@ impl RunView {
     pub fn to_json(&self, payloads: bool) -> Value {
         let mut value = serde_json::to_value(self).expect("BUG: run views serialize");
         if !payloads {
-            let strip = |value: Option<&mut Value>, keys: &[&str]| {
-                let items = match value {
-                    Some(Value::Array(items)) => items.iter_mut().collect::<Vec<_>>(),
-                    Some(item) => vec![item],
-                    None => Vec::new(),
+            for (field, keys) in [
+                ("/run", &["input", "output"][..]),
+                ("/children", &["input", "output"]),
+                ("/entries", &["input", "output"]),
+                ("/events", &["data"]),
+            ] {
+                let Some(found) = value.pointer_mut(field) else {
+                    continue;
                 };
-                for item in items {
-                    if let Some(object) = item.as_object_mut() {
-                        keys.iter().for_each(|key| drop(object.remove(*key)));
+                // The run is one record; the others are lists of them.
+                let records = match found {
+                    Value::Array(records) => records.iter_mut().collect(),
+                    record => vec![record],
+                };
+                for record in records.into_iter().filter_map(Value::as_object_mut) {
+                    for key in keys {
+                        record.remove(*key);
                     }
                 }
-            };
-            strip(value.get_mut("run"), &["input", "output"]);
-            strip(value.get_mut("children"), &["input", "output"]);
-            strip(value.get_mut("entries"), &["input", "output"]);
-            strip(value.get_mut("events"), &["data"]);
+            }
         }
         value
     }
