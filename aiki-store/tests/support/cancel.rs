@@ -26,7 +26,7 @@ async fn drop_after<F: Future>(op: F, polls: usize) {
 /// store on the same database: a connection left inside a transaction would have kept it
 /// uncommitted (and, on SQLite, held the write lock).
 pub async fn cancelled_transactions_leave_nothing_open(store: &dyn Store, other: &dyn Store) {
-    let namespace = aiki_store::Namespace::new(format!("cancel-{}", fastrand_id()), "1");
+    let namespace = aiki_store::Namespace::new(format!("cancel-{}", aiki_store::RunId::new()), "1");
     let run = store
         .create_run(new_run(&namespace, 1))
         .await
@@ -51,11 +51,4 @@ pub async fn cancelled_transactions_leave_nothing_open(store: &dyn Store, other:
         "a run created after cancelled transactions is not visible to another connection \
          ({seen:?}): one of them was left open"
     );
-}
-
-/// A name no other test run shares.
-fn fastrand_id() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos())
 }
