@@ -115,14 +115,18 @@ fn main() -> anyhow::Result<std::process::ExitCode> {
 
 async fn quickstart() -> anyhow::Result<()> {
     let store = aiki::connect("sqlite://aiki-quickstart.db").await?;
-    let worker = Worker::builder(store.clone())
+    let client = Client::new(store.clone());
+    // Short claim timings, so that a run interrupted mid-task is resumed quickly: the store
+    // releases a claim unrefreshed for 3 s (its runtime configuration, which every worker on
+    // it follows), and this worker refreshes its claims every second.
+    client
+        .set_config(aiki::ConfigKey::ClaimIdleTimeout, 3_000)
+        .await?;
+    let worker = Worker::builder(store)
         .register(OrderV1)
-        // Short claim timings, so that a run interrupted mid-task is resumed quickly.
         .claim_refresh_interval(Duration::from_secs(1))
-        .claim_idle_timeout(Duration::from_secs(3))
         .build()?
         .start();
-    let client = Client::new(store);
 
     let order = Order {
         id: "1001".into(),

@@ -172,6 +172,7 @@
 mod args;
 mod bulk;
 mod check;
+mod config;
 mod failure;
 mod filter;
 mod migrate;
@@ -303,6 +304,7 @@ impl App {
             args::Command::Workflows => workflows::list(&cli, format, &mut out).await,
             args::Command::Workers(args) => workers::list(&cli, args, format, &mut out).await,
             args::Command::Migrate => migrate::migrate(&cli, format, &mut out).await,
+            args::Command::Config(args) => config::config(&cli, args, format, &mut out).await,
             args::Command::Check(args) => check::check(self, &cli, args, format, &mut out).await,
         };
         let result = result.and_then(|code| {

@@ -18,8 +18,8 @@ use sqlx::sqlite::{
 use crate::sql::dialect::DialectStatements;
 use crate::sql::driver::{self, Driver};
 use crate::sql::statements::{
-    Level, entry_columns, entry_conflict, insert_event, render_for_sqlite, run_doc, starts_allowed,
-    status_list, transition_set,
+    Level, claim_idle_column, entry_columns, entry_conflict, insert_event, render_for_sqlite,
+    run_doc, starts_allowed, status_list, transition_set,
 };
 use crate::sql::{Dialect, On, SqlStore, Tx, setters};
 use crate::{MigrationMode, RunStatus, StoreError};
@@ -135,7 +135,8 @@ impl Dialect for SqliteDialect {
                  WHERE id IN (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
                  AND namespace IN (SELECT value FROM json_each($4)) \
                  AND id NOT IN (SELECT value FROM json_each($6)) \
-                 ORDER BY queued_at, id LIMIT $5) RETURNING {run}"
+                 ORDER BY queued_at, id LIMIT $5) RETURNING {run}, {idle}",
+                idle = render_for_sqlite(&claim_idle_column(level)),
             ),
             // One `UPDATE … FROM (is the awaited thing already there?)`; a terminal move wakes
             // a waiting parent through the `aiki_runs_wake_parent` trigger inside it.
@@ -251,6 +252,8 @@ impl Dialect for SqliteDialect {
     const CONTRACT: i64 = 11;
 
     const LEASES: i64 = 12;
+
+    const CONFIG: i64 = 16;
 
     async fn close(&self) {
         self.reader.close().await;

@@ -300,6 +300,7 @@ async fn an_event_racing_a_suspension_is_never_lost() {
             .claim(claim(&namespace, 2))
             .await
             .expect("claim")
+            .runs
             .remove(0);
         let sender = {
             let store = store.clone();
@@ -338,6 +339,7 @@ async fn a_child_ending_while_its_parent_suspends_is_never_lost() {
             .claim(claim(&namespace, 2))
             .await
             .expect("claim")
+            .runs
             .remove(0);
         let child_namespace = unique_namespace();
         let mut child = new_run(&child_namespace, 2);
@@ -350,6 +352,7 @@ async fn a_child_ending_while_its_parent_suspends_is_never_lost() {
             .claim(claim(&child_namespace, 3))
             .await
             .expect("claim")
+            .runs
             .remove(0);
         let finisher = {
             let store = store.clone();
@@ -393,6 +396,7 @@ async fn children_of_an_all_of_wait_ending_at_once_wake_their_parent_once() {
             .claim(claim(&namespace, 2))
             .await
             .expect("claim")
+            .runs
             .remove(0);
         let mut wait = WaitSpec::default().all_children(true);
         let mut claimed = Vec::new();
@@ -411,6 +415,7 @@ async fn children_of_an_all_of_wait_ending_at_once_wake_their_parent_once() {
                     .claim(claim(&child_namespace, 3))
                     .await
                     .expect("claim")
+                    .runs
                     .remove(0),
             );
         }
@@ -480,6 +485,7 @@ async fn round_trips_per_operation() {
         .claim(claim(&namespace, 2))
         .await
         .expect("claim")
+        .runs
         .remove(0);
     cost("claim", 1, s, store.statements()).await;
     let rev = claimed.revision;
@@ -521,6 +527,7 @@ async fn round_trips_per_operation() {
         .claim(claim(&child.namespace, 5))
         .await
         .expect("claim")
+        .runs
         .remove(0)
         .revision;
     let s = store.statements();
@@ -568,6 +575,7 @@ async fn concurrent_entries_are_written_together_and_a_refused_one_fails_alone()
         .claim(claim(&namespace, 2))
         .await
         .expect("claim")
+        .runs
         .remove(0)
         .revision;
     let before = store.statements();
@@ -639,6 +647,7 @@ async fn the_database_clock_times_claims_whatever_the_callers_say() {
         .claim(claim(&namespace, 2))
         .await
         .expect("claim")
+        .runs
         .remove(0);
     let stamped = claimed.heartbeat_at.expect("a claimed run has a heartbeat");
     assert!(

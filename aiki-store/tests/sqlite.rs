@@ -57,6 +57,7 @@ async fn everything_written_survives_closing_and_reopening_the_file() {
             .claim(claim(&namespace, 2))
             .await
             .expect("claim")
+            .runs
             .remove(0);
         store
             .put_entry(claimed.revision, entry(id, "task:1"))
@@ -264,6 +265,7 @@ async fn statements_per_operation() {
         .claim(claim(&namespace, 2))
         .await
         .expect("claim")
+        .runs
         .remove(0);
     cost("claim", 1, s, store.statements()).await;
     let rev = claimed.revision;
@@ -314,6 +316,7 @@ async fn statements_per_operation() {
         .claim(claim(&child.namespace, 5))
         .await
         .expect("claim")
+        .runs
         .remove(0)
         .revision;
     let s = store.statements();
@@ -356,6 +359,7 @@ async fn concurrent_entries_are_written_together() {
         .claim(claim(&namespace, 2))
         .await
         .expect("claim")
+        .runs
         .remove(0)
         .revision;
     let before = store.statements();

@@ -276,6 +276,18 @@ impl Harness {
         }
     }
 
+    /// Sets the store's claim idle timeout (its runtime configuration, which every worker and
+    /// the daemons follow), as an operator would.
+    pub async fn set_idle_timeout(&self, idle: Duration) {
+        self.client
+            .set_config(
+                aiki::ConfigKey::ClaimIdleTimeout,
+                i64::try_from(idle.as_millis()).expect("an idle timeout in ms"),
+            )
+            .await
+            .expect("configure the claim idle timeout");
+    }
+
     /// A worker builder on this harness's store, clock and execution counter, polling fast.
     pub fn worker_builder(&self) -> WorkerBuilder {
         Worker::builder(self.store.clone())

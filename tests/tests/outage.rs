@@ -55,6 +55,7 @@ async fn runs_complete_across_an_outage_of(down: Duration) {
         .expect("the fault proxy starts");
     let url = proxy.url_through(&Backend::Postgres.fresh_url().await);
     let store = aiki::connect(&url).await.expect("the store opens");
+    configure_idle_timeout(&store, Duration::from_secs(30)).await;
     let executions = Executions::default();
     let worker = Worker::builder(store.clone())
         .register(ThroughAnOutage)
@@ -63,7 +64,6 @@ async fn runs_complete_across_an_outage_of(down: Duration) {
         .max_concurrent_runs(16)
         .poll_interval(Duration::from_millis(20))
         .claim_refresh_interval(Duration::from_secs(10))
-        .claim_idle_timeout(Duration::from_secs(30))
         .build()
         .expect("worker config")
         .start();
@@ -178,12 +178,12 @@ async fn a_skewed_worker_sweeps(url: &str) -> bool {
     let gate = Arc::new(tokio::sync::Notify::new());
     let executions = Executions::default();
     let idle = Duration::from_millis(1500);
+    configure_idle_timeout(&store, idle).await;
     let worker = |configure: fn(aiki::WorkerBuilder) -> aiki::WorkerBuilder| {
         configure(
             Worker::builder(store.clone())
                 .poll_interval(Duration::from_millis(20))
-                .claim_refresh_interval(Duration::from_millis(300))
-                .claim_idle_timeout(idle),
+                .claim_refresh_interval(Duration::from_millis(300)),
         )
     };
     // The live worker runs no daemons: the skewed one holds the daemons' lease and sweeps.
@@ -259,4 +259,12 @@ async fn with_claims_timed_by_the_callers_a_skewed_clock_still_leaves_live_claim
             "the live executor's refreshes clear the skewed sweeper's marks"
         );
     }
+}
+
+/// Sets the store's claim idle timeout (its runtime configuration), as an operator would.
+async fn configure_idle_timeout(store: &aiki::BoxStore, idle: Duration) {
+    Client::new(store.clone())
+        .set_config(aiki::ConfigKey::ClaimIdleTimeout, idle.as_millis() as i64)
+        .await
+        .expect("configure the claim idle timeout");
 }

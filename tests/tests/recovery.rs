@@ -198,7 +198,7 @@ async fn interrupted(run: &Run, n: u32) -> Result<u32, WorkflowError> {
 }
 
 const REFRESH: Duration = Duration::from_secs(3600);
-const IDLE: Duration = Duration::from_secs(7200);
+const IDLE: Duration = Duration::from_secs(3 * 3600);
 
 async fn an_interrupted_at_most_once_task_reruns_only_when_asked(backend: Backend) {
     let mut h = Harness::new(backend).await;
@@ -207,8 +207,8 @@ async fn an_interrupted_at_most_once_task_reruns_only_when_asked(backend: Backen
         w.register(Interrupted)
             .state(gate.clone())
             .claim_refresh_interval(REFRESH)
-            .claim_idle_timeout(IDLE)
     };
+    h.set_idle_timeout(IDLE).await;
     h.deploy(|w| worker(w, &gate)).await;
     let run = h.client.start::<Interrupted>(21).await.unwrap();
     gate.entered.notified().await;

@@ -21,6 +21,7 @@ async fn the_rows_of_workers_long_gone_are_pruned(backend: Backend) {
     let now = h.clock.now();
     for (id, seen) in [
         ("gone-8-days", now - 8 * DAY),
+        ("gone-4-days", now - 4 * DAY),
         ("gone-2-days", now - 2 * DAY),
     ] {
         h.store
@@ -31,11 +32,12 @@ async fn the_rows_of_workers_long_gone_are_pruned(backend: Backend) {
             .await
             .unwrap();
     }
-    h.deploy(|w| {
-        w.register(Noop)
-            .worker_retention(Duration::from_secs(7 * 24 * 3600))
-    })
-    .await;
+    // The store's retention (its runtime configuration), shorter than the default 7 days.
+    h.client
+        .set_config(aiki::ConfigKey::WorkerRetention, 3 * DAY)
+        .await
+        .unwrap();
+    h.deploy(|w| w.register(Noop)).await;
     let ids = || async {
         h.store
             .list_workers(h.clock.now(), 365 * DAY)
@@ -46,7 +48,11 @@ async fn the_rows_of_workers_long_gone_are_pruned(backend: Backend) {
             .collect::<Vec<_>>()
     };
     let deadline = tokio::time::Instant::now() + PATIENCE;
-    while ids().await.iter().any(|id| id == "gone-8-days") {
+    while ids()
+        .await
+        .iter()
+        .any(|id| id == "gone-8-days" || id == "gone-4-days")
+    {
         assert!(tokio::time::Instant::now() < deadline, "never pruned");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

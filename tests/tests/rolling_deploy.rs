@@ -252,7 +252,8 @@ async fn the_previous_releases_writes_keep_the_new_records_true(backend: Backend
             now(),
         ))
         .await
-        .unwrap();
+        .unwrap()
+        .runs;
     assert_eq!(
         claimed.len(),
         2,

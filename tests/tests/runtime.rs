@@ -424,7 +424,11 @@ async fn greet_v2(_run: &Run, input: String) -> Result<String, WorkflowError> {
 
 async fn versions_run_side_by_side_and_are_never_coerced(backend: Backend) {
     let mut h = Harness::new(backend).await;
-    h.deploy(|w| w.register(GreetV1).max_age(HOUR)).await;
+    h.client
+        .set_config(aiki::ConfigKey::StallMaxAge, HOUR.as_millis() as i64)
+        .await
+        .unwrap();
+    h.deploy(|w| w.register(GreetV1)).await;
     let v1 = h.client.start::<GreetV1>("ann".into()).await.unwrap();
     let v2 = h.client.start::<GreetV2>("bob".into()).await.unwrap();
     assert_eq!(v1.result().await.unwrap(), "hello ann");
@@ -499,11 +503,35 @@ async fn worker_configuration_is_checked(backend: Backend) {
         .register(GreetV1)
         .build();
     assert!(matches!(twice, Err(ClientError::Config(message)) if message.contains("greet@1.0.0")));
-    let timeouts = Worker::builder(h.store.clone())
-        .claim_refresh_interval(Duration::from_secs(30))
-        .claim_idle_timeout(Duration::from_secs(30))
+    // The refresh interval must be below half of the store's claim idle timeout (90 s by
+    // default): checked as the worker starts, naming both.
+    let slow = Worker::builder(h.store.clone())
+        .claim_refresh_interval(Duration::from_secs(45))
+        .build()
+        .unwrap();
+    match slow.verify().await {
+        Err(ClientError::Config(message)) => {
+            assert!(message.contains("45s"), "{message}");
+            assert!(
+                message.contains("claimIdleTimeoutMs` = 90000 ms"),
+                "{message}"
+            );
+        }
+        other => panic!("a 45 s refresh under a 90 s timeout is refused: {other:?}"),
+    }
+    let fits = Worker::builder(h.store.clone())
+        .claim_refresh_interval(Duration::from_secs(44))
+        .build()
+        .unwrap();
+    assert_eq!(
+        fits.verify().await.unwrap().claim_idle_timeout_ms,
+        90_000,
+        "44 s fits"
+    );
+    let zero = Worker::builder(h.store.clone())
+        .claim_refresh_interval(Duration::ZERO)
         .build();
-    assert!(matches!(timeouts, Err(ClientError::Config(_))));
+    assert!(matches!(zero, Err(ClientError::Config(_))));
     let same_name = h
         .worker_builder()
         .task(Gated)
@@ -573,7 +601,7 @@ async fn crashy_once(run: &Run, input: String) -> Result<String, WorkflowError> 
 }
 
 const REFRESH: Duration = Duration::from_secs(3600);
-const IDLE: Duration = Duration::from_secs(7200);
+const IDLE: Duration = Duration::from_secs(3 * 3600);
 
 /// A worker serving `workflow` with the gate, whose claims only go stale when the manual
 /// clock jumps past `IDLE`.
@@ -586,12 +614,12 @@ fn gated_worker<W: aiki::Workflow>(
         .register(workflow)
         .state(gate.clone())
         .claim_refresh_interval(REFRESH)
-        .claim_idle_timeout(IDLE)
 }
 
 async fn crashed_run_resumes_without_rerunning_recorded_tasks(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let gate = Arc::new(Gate::default());
+    h.set_idle_timeout(IDLE).await;
     h.deploy(|w| gated_worker(w, Crashy, &gate)).await;
     let run = h.client.start::<Crashy>("x".into()).await.unwrap();
     gate.entered.notified().await;
@@ -616,6 +644,7 @@ async fn crashed_run_resumes_without_rerunning_recorded_tasks(backend: Backend) 
 async fn interrupted_task_without_retries_fails_as_interrupted(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let gate = Arc::new(Gate::default());
+    h.set_idle_timeout(IDLE).await;
     h.deploy(|w| gated_worker(w, CrashyOnce, &gate)).await;
     let run = h.client.start::<CrashyOnce>("x".into()).await.unwrap();
     gate.entered.notified().await;
@@ -630,6 +659,7 @@ async fn interrupted_task_without_retries_fails_as_interrupted(backend: Backend)
 async fn zombie_executor_is_fenced_by_the_revision(backend: Backend) {
     let mut h = Harness::new(backend).await;
     let gate = Arc::new(Gate::default());
+    h.set_idle_timeout(IDLE).await;
     // The first worker keeps running (a zombie: alive but silent, its time frozen as in a
     // paused process, so it never refreshes its claim); a second takes over.
     // Its one slot stays taken by the stuck execution, so it claims nothing else (a frozen

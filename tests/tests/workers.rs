@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use aiki::store::RunId;
 use aiki::{
-    BoxStore, Client, Run, RunStatus, State, TaskError, Worker, WorkerStore, WorkflowError,
+    BoxStore, Client, ConfigKey, Run, RunStatus, State, TaskError, Worker, WorkerStore,
+    WorkflowError,
 };
 use aiki_tests::{Backend, Executions, Harness, on_every_backend};
 
@@ -59,11 +60,14 @@ async fn runs_reach_only_workers_of_their_pool(backend: Backend) {
 async fn daemons_run_on_their_own(backend: Backend) {
     let h = Harness::new(backend).await;
     let run = h.client.start::<CountTo>(1).await.unwrap();
+    h.client
+        .set_config(ConfigKey::StallMaxAge, 60_000)
+        .await
+        .unwrap();
     // A worker that serves no workflow is just the daemons: here, it stalls the undelivered run.
     let daemons = Worker::builder(h.store.clone())
         .clock(h.clock.clone())
         .poll_interval(Duration::from_millis(5))
-        .max_age(Duration::from_secs(60))
         .build()
         .unwrap()
         .start();
@@ -179,8 +183,11 @@ async fn shutdown_waits_then_leaves_unfinished_runs_for_recovery(backend: Backen
         RunStatus::Running,
         "left for recovery"
     );
-    h.deploy(|w| w.register(StuckFlow).claim_idle_timeout(idle))
-        .await;
+    h.client
+        .set_config(ConfigKey::ClaimIdleTimeout, idle.as_millis() as i64)
+        .await
+        .unwrap();
+    h.deploy(|w| w.register(StuckFlow)).await;
     h.recover_claim(run.id(), idle, Duration::from_secs(30))
         .await;
     assert_eq!(
@@ -267,10 +274,14 @@ async fn one_worker_sweeps_and_another_takes_over_when_it_stops(backend: Backend
 async fn the_daemons_sweep_on_their_own_interval_not_on_every_poll(backend: Backend) {
     let counting = Arc::new(Counting::new(backend.open().await));
     let store: BoxStore = counting.clone();
+    let client = Client::new(store.clone());
+    client
+        .set_config(ConfigKey::DaemonsInterval, 200)
+        .await
+        .unwrap();
     let worker = Worker::builder(store)
         .register(CountTo)
         .poll_interval(Duration::from_millis(5))
-        .daemons_interval(Duration::from_millis(200))
         .build()
         .unwrap()
         .start();
@@ -284,16 +295,19 @@ async fn the_daemons_sweep_on_their_own_interval_not_on_every_poll(backend: Back
         swept * 5 <= polled,
         "{swept} sweeps in {polled} polls: the daemons follow the polls"
     );
-    let refused = Worker::builder(backend.open().await)
-        .register(CountTo)
-        .daemons_interval(Duration::ZERO)
-        .build();
-    match refused {
-        Err(aiki::ClientError::Config(message)) => {
-            assert!(message.contains("daemons_interval"), "{message}")
+    for bad in [0, -1, 60_001] {
+        match client.set_config(ConfigKey::DaemonsInterval, bad).await {
+            Err(aiki::ClientError::Store(aiki::StoreError::Invalid { message })) => {
+                assert!(message.contains("daemons.intervalMs"), "{message}")
+            }
+            other => panic!("expected {bad} to be refused, got {other:?}"),
         }
-        other => panic!("expected a configuration error, got {other:?}"),
     }
+    assert_eq!(
+        client.runtime_config().await.unwrap().daemons_interval_ms,
+        200,
+        "a refused value changes nothing"
+    );
 }
 
 /// A worker given only the executor role (a remote worker's store, whose server sweeps)
@@ -377,10 +391,13 @@ async fn a_store_error_is_retried_in_real_time_under_a_test_clock(backend: Backe
 async fn store_calls_per_task_step(backend: Backend) {
     let counting = Arc::new(Counting::new(backend.open().await));
     let store: BoxStore = counting.clone();
+    Client::new(store.clone())
+        .set_config(ConfigKey::ClaimIdleTimeout, 24 * 3_600_000)
+        .await
+        .unwrap();
     let worker = Worker::builder(store.clone())
         .register(CountTo)
         .claim_refresh_interval(Duration::from_secs(3600))
-        .claim_idle_timeout(Duration::from_secs(7200))
         .build()
         .unwrap()
         .start();

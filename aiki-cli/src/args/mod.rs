@@ -109,10 +109,38 @@ pub enum Command {
     Workers(WorkersArgs),
     /// Applies pending migrations to the store's schema and says what it found and applied.
     Migrate,
+    /// The store's runtime configuration (the daemons' timings and limits, which every worker
+    /// and server on the store follows): shows it, or sets one key.
+    Config(ConfigArgs),
     /// The pre-deploy impact report: replays every run that has not ended against the
     /// workflows compiled into this binary, writing nothing, and says which would break
     /// (exit 6) — from a binary of your own built with `aiki_cli::App::workflows`.
     Check(CheckArgs),
+}
+
+/// `config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// What to do (default: show the configuration in force).
+    #[command(subcommand)]
+    pub command: Option<ConfigCommand>,
+}
+
+/// `config` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Shows every key: its value in force, its default and its range.
+    Show,
+    /// Sets one key, e.g. `aiki config set daemons.recoverOverdueOutboxEntries.claimIdleTimeoutMs
+    /// 120000`; the daemons follow it from their next pass, workers with their next claim.
+    Set {
+        /// The key (`aiki config show` lists them).
+        #[arg(value_parser = parse::config_key)]
+        key: aiki::ConfigKey,
+        /// Its new value, a whole number (milliseconds for the keys ending in `Ms`).
+        #[arg(allow_negative_numbers = true)]
+        value: i64,
+    },
 }
 
 /// `workers`.

@@ -67,6 +67,14 @@ pub(super) fn parse_json(text: &str) -> Result<Value, String> {
 }
 
 /// `30s`, `5m`, `2h`, `1d` (a number and a unit).
+/// A runtime configuration key, by its name.
+pub(crate) fn config_key(text: &str) -> Result<aiki::ConfigKey, String> {
+    text.parse().map_err(|error: aiki::StoreError| match error {
+        aiki::StoreError::Invalid { message } => message,
+        other => other.to_string(),
+    })
+}
+
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("`{text}` is not a duration such as 30s, 5m, 2h or 1d");
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;

@@ -68,6 +68,7 @@ async fn filters_a_person_can_use(backend: Backend) {
         ))
         .await
         .unwrap()
+        .runs
         .remove(0);
     store
         .transition(

@@ -7,6 +7,7 @@
 mod actor;
 mod bulk;
 mod catalog;
+mod config;
 mod filters;
 mod migrate;
 mod outage;

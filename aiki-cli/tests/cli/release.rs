@@ -13,11 +13,14 @@ use crate::support::{aiki, aiki_with};
 async fn a_run_held_by_a_gone_worker_is_released(backend: Backend) {
     let url = backend.fresh_url().await;
     let store = aiki::connect(&url).await.unwrap();
+    Client::new(store.clone())
+        .set_config(aiki::ConfigKey::ClaimIdleTimeout, 120_000)
+        .await
+        .unwrap();
     let worker = Worker::builder(store.clone())
         .register(CliStuck)
         .worker_id("worker-stuck")
         .claim_refresh_interval(Duration::from_millis(200))
-        .claim_idle_timeout(Duration::from_secs(120))
         .poll_interval(Duration::from_millis(5))
         .build()
         .unwrap()

@@ -27,7 +27,7 @@ pub async fn check_claim_filters_orders_and_limits(store: &dyn Store) {
             now + 10,
         )
     };
-    let first = store.claim(request(2)).await.expect("claim");
+    let first = store.claim(request(2)).await.expect("claim").runs;
     let ids: Vec<RunId> = first.iter().map(|run| run.id).collect();
     assert_eq!(
         ids,
@@ -41,19 +41,33 @@ pub async fn check_claim_filters_orders_and_limits(store: &dyn Store) {
         assert_eq!(run.revision, 2);
         assert_eq!(store.get_run(run.id).await.expect("get_run"), *run);
     }
-    let second = store.claim(request(10)).await.expect("claim");
+    let second = store.claim(request(10)).await.expect("claim").runs;
     assert_eq!(
         second.iter().map(|run| run.id).collect::<Vec<_>>(),
         [a_latest.id]
     );
-    assert!(store.claim(request(10)).await.expect("claim").is_empty());
+    assert!(
+        store
+            .claim(request(10))
+            .await
+            .expect("claim")
+            .runs
+            .is_empty()
+    );
     for untouched in [gpu, elsewhere, scheduled] {
         assert_eq!(
             store.get_run(untouched.id).await.expect("get_run"),
             untouched
         );
     }
-    assert!(store.claim(request(0)).await.expect("claim").is_empty());
+    assert!(
+        store
+            .claim(request(0))
+            .await
+            .expect("claim")
+            .runs
+            .is_empty()
+    );
 }
 
 /// A claim leaves the runs it is told to skip queued, untouched, and takes the others.
@@ -63,19 +77,20 @@ pub async fn check_claim_skips_the_runs_it_is_told_to(store: &dyn Store) {
     let skipped = create(store, new_run(&namespace, RunStatus::Queued, now)).await;
     let taken = create(store, new_run(&namespace, RunStatus::Queued, now + 1)).await;
     let request = claim_request(&namespace, "worker-3", 10, now + 2).skip(vec![skipped.id]);
-    let claimed = store.claim(request.clone()).await.expect("claim");
+    let claimed = store.claim(request.clone()).await.expect("claim").runs;
     assert_eq!(
         claimed.iter().map(|run| run.id).collect::<Vec<_>>(),
         [taken.id]
     );
     assert_eq!(store.get_run(skipped.id).await.expect("get_run"), skipped);
-    assert!(store.claim(request).await.expect("claim").is_empty());
+    assert!(store.claim(request).await.expect("claim").runs.is_empty());
     let later = claim_request(&namespace, "worker-3", 10, now + 3);
     assert_eq!(
         store
             .claim(later)
             .await
             .expect("claim")
+            .runs
             .iter()
             .map(|run| run.id)
             .collect::<Vec<_>>(),
@@ -133,7 +148,8 @@ pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
     let claimed = store
         .claim(claim_request(&namespace, "zombie", 1, now))
         .await
-        .expect("claim"); // 3
+        .expect("claim")
+        .runs; // 3
     assert_eq!(claimed.len(), 1);
     let requeued = store
         .transition(run.id, 3, Transition::to(RunStatus::Queued, now))
@@ -144,6 +160,7 @@ pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
         .claim(claim_request(&namespace, "zombie", 1, now))
         .await
         .expect("claim")
+        .runs
         .remove(0); // 5
     assert_eq!(zombie.revision, 5);
 
@@ -153,6 +170,7 @@ pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
         .claim(claim_request(&namespace, "healthy", 1, now + 140_001))
         .await
         .expect("claim")
+        .runs
         .remove(0); // 7
     assert_eq!(healthy.revision, 7);
     assert_eq!(healthy.owner.as_deref(), Some("healthy"));

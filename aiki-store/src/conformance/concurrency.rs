@@ -22,7 +22,8 @@ pub async fn check_concurrent_claimers_never_share_a_run(store: &dyn Store) {
                     LOCAL_TIME + 1_000,
                 ))
                 .await
-                .expect("claim");
+                .expect("claim")
+                .runs;
             if batch.is_empty() {
                 return mine;
             }

@@ -19,7 +19,8 @@ pub async fn check_run_counts(store: &dyn Store) {
     let claimed = store
         .claim(claim_request(&first, "worker", 1, now + 30))
         .await
-        .expect("claim");
+        .expect("claim")
+        .runs;
     assert_eq!(claimed[0].created_at, now, "the oldest is running now");
 
     let counts = store.run_counts().await.expect("run_counts");
@@ -151,7 +152,8 @@ pub async fn check_list_runs_filters(store: &dyn Store) {
             LOCAL_TIME + 100,
         ))
         .await
-        .expect("claim");
+        .expect("claim")
+        .runs;
     let failed = store
         .transition(
             claimed[0].id,

@@ -38,6 +38,7 @@ use crate::{
 
 mod claims;
 mod concurrency;
+mod config;
 mod counts;
 mod entries;
 mod events;
@@ -57,6 +58,7 @@ mod workers;
 
 pub use claims::*;
 pub use concurrency::*;
+pub use config::*;
 pub use counts::*;
 pub use entries::*;
 pub use events::*;
@@ -145,6 +147,7 @@ macro_rules! conformance_tests {
                 check_cancel_sleeps,
                 check_claim_filters_orders_and_limits,
                 check_claim_skips_the_runs_it_is_told_to,
+                check_a_claim_tells_the_idle_timeout_in_force,
                 check_refresh_claim,
                 check_put_entry,
                 check_put_sleep,
@@ -169,6 +172,7 @@ macro_rules! conformance_tests {
                 check_an_operator_releases_a_claim_once_confirmed_stale,
                 check_a_pause_request_fences_no_write_in_flight,
                 check_a_run_ends_whatever_its_pause_request,
+                check_runtime_config_is_set_one_key_at_a_time,
             ]);
         $crate::conformance_tests!(@group $factory; sweeper: [
                 check_a_lease_has_one_holder_at_a_time,
@@ -273,7 +277,8 @@ async fn running(store: &dyn Store, owner: &str, now: Millis) -> RunRecord {
     let claimed = store
         .claim(claim_request(&namespace, owner, 1, now))
         .await
-        .expect("claim");
+        .expect("claim")
+        .runs;
     assert_eq!(claimed.len(), 1, "the queued run is claimed");
     assert_eq!(claimed[0].id, run.id);
     claimed.into_iter().next().expect("one run")

@@ -46,6 +46,7 @@ pub async fn check_changes_since_gives_every_change_once(store: &dyn Store) {
         .claim(claim_request(&namespace, "worker", 1, now + 1))
         .await
         .expect("claim")
+        .runs
         .remove(0);
     store
         .transition(

@@ -328,7 +328,8 @@ pub async fn check_terminal_child_wakes_waiting_parent(store: &dyn Store) {
         let claimed = store
             .claim(claim_request(&child.namespace, "worker", 1, now + 2))
             .await
-            .expect("claim child");
+            .expect("claim child")
+            .runs;
         assert_eq!(claimed.len(), 1);
         store
             .transition(child.id, claimed[0].revision, Transition::to(end, now + 3))
@@ -390,6 +391,7 @@ pub async fn check_values_round_trip(store: &dyn Store) {
         ))
         .await
         .expect("claim")
+        .runs
         .remove(0);
     let deep = nested(100);
     let mut deep_entry = entry(run.id, "tâche:ünïcode", 0, now);

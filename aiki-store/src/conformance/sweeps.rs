@@ -194,6 +194,7 @@ pub async fn check_stall_undelivered(store: &dyn Store) {
             .claim(claim_request(&namespace, "worker", 10, now + 100_001))
             .await
             .expect("claim")
+            .runs
             .iter()
             .all(|claimed| claimed.id != old.id),
         "a stalled run is not delivered"

@@ -25,6 +25,7 @@ pub async fn check_timeline_records_every_status_change(store: &dyn Store) {
         .claim(claim_request(&run.namespace, "worker-b", 1, now + 4))
         .await
         .expect("claim")
+        .runs
         .pop()
         .expect("claimed again");
     let failed = store
@@ -150,6 +151,7 @@ pub async fn check_retries_are_worded_and_completion_clears_the_error(store: &dy
         .claim(claim_request(&run.namespace, "worker-b", 1, now + 3))
         .await
         .expect("claim")
+        .runs
         .pop()
         .expect("claimed again");
     let done = store

@@ -35,6 +35,7 @@ pub async fn check_transition_all_moves_every_run_or_none(store: &dyn Store) {
         .claim(claim_request(&child.namespace, "worker", 1, now + 1))
         .await
         .expect("claim child")
+        .runs
         .remove(0);
     let child = failed(store, claimed, now + 2).await;
     let retry = |forget: Vec<crate::SlotRef>| {

@@ -11,7 +11,8 @@ async fn end_child(store: &dyn Store, child: &RunRecord, end: RunStatus, now: Mi
         let claimed = store
             .claim(claim_request(&child.namespace, "worker", 1, now))
             .await
-            .expect("claim child");
+            .expect("claim child")
+            .runs;
         assert_eq!(claimed.len(), 1, "the child is claimed");
         claimed[0].revision
     };
@@ -254,6 +255,7 @@ pub async fn check_all_of_wait_wakes_once(store: &dyn Store) {
         .claim(claim_request(&parent.namespace, "worker", 1, now + 4))
         .await
         .expect("claim")
+        .runs
         .pop()
         .expect("the parent is claimed again");
     let landed = store

@@ -59,6 +59,7 @@ pub async fn check_first_of_a_child_and_an_event_wakes_the_run(store: &dyn Store
         .claim(claim_request(&child.namespace, "worker", 1, now + 3))
         .await
         .expect("claim child")
+        .runs
         .remove(0);
     store
         .transition(
@@ -79,6 +80,7 @@ pub async fn check_first_of_a_child_and_an_event_wakes_the_run(store: &dyn Store
         .claim(claim_request(&child.namespace, "worker", 1, now + 2))
         .await
         .expect("claim child")
+        .runs
         .remove(0);
     store
         .transition(

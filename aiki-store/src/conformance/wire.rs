@@ -36,7 +36,7 @@ pub async fn check_records_round_trip_through_json(store: &dyn Store) {
     round_trip("RunRecord", &run);
     let request = claim_request(&namespace, "wire", 1, now + 1);
     round_trip("ClaimRequest", &request);
-    let claimed = store.claim(request).await.expect("claim").remove(0);
+    let claimed = store.claim(request).await.expect("claim").runs.remove(0);
     round_trip("claimed RunRecord", &claimed);
 
     let mut done = entry(run.id, "ship:1", 0, now + 2);

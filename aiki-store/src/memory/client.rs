@@ -151,4 +151,15 @@ impl ClientStore for MemoryStore {
         *state = copy;
         Ok(runs)
     }
+
+    async fn set_config(
+        &self,
+        key: crate::ConfigKey,
+        value: i64,
+        _now: Millis,
+    ) -> Result<crate::RuntimeConfig, StoreError> {
+        let mut state = self.lock();
+        state.config = state.config.with(key, value)?;
+        Ok(state.config)
+    }
 }

@@ -14,8 +14,8 @@ use state::{Note, State};
 
 use crate::ExecutorStore;
 use crate::{
-    CatalogEntry, ClaimRequest, ClaimState, EntryRecord, EventRecord, Millis, Namespace, NewRun,
-    RunId, RunRecord, RunStatus, SleepRecord, StoreError, TaskDeclaration, Transition,
+    CatalogEntry, ClaimRequest, ClaimState, Claimed, EntryRecord, EventRecord, Millis, Namespace,
+    NewRun, RunId, RunRecord, RunStatus, SleepRecord, StoreError, TaskDeclaration, Transition,
     WorkerRecord,
 };
 
@@ -41,7 +41,7 @@ impl MemoryStore {
 
 #[async_trait]
 impl ExecutorStore for MemoryStore {
-    async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
+    async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
         let mut state = self.lock();
         let mut candidates: Vec<(Millis, RunId)> = state
             .runs
@@ -65,7 +65,7 @@ impl ExecutorStore for MemoryStore {
             run.heartbeat_at = Some(request.now);
             claimed.push(run.clone());
         }
-        Ok(claimed)
+        Ok(Claimed::new(claimed, state.config.claim_idle_timeout_ms))
     }
 
     async fn refresh_claim(

@@ -172,4 +172,8 @@ impl ReadStore for MemoryStore {
             next: crate::ChangeCursor::new(next.to_string()),
         })
     }
+
+    async fn runtime_config(&self) -> Result<crate::RuntimeConfig, StoreError> {
+        Ok(self.lock().config)
+    }
 }

@@ -101,6 +101,8 @@ pub(super) struct State {
     pub(super) catalog_tasks: CalledTasks,
     /// The leases, by name.
     pub(super) leases: HashMap<String, crate::Lease>,
+    /// The runtime configuration in force.
+    pub(super) config: crate::RuntimeConfig,
 }
 
 impl State {

@@ -1,6 +1,7 @@
 //! The records a run's history is made of.
 
 mod catalog;
+mod config;
 mod counts;
 mod entry;
 mod event;
@@ -17,6 +18,7 @@ mod wait;
 mod worker;
 
 pub use catalog::*;
+pub use config::*;
 pub use counts::*;
 pub use entry::*;
 pub use event::*;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CallRef, Failure, Millis, Namespace, RunId, SlotRef, WaitSpec};
+use super::{CallRef, Failure, Millis, Namespace, RunId, RunRecord, SlotRef, WaitSpec};
 use crate::RunStatus;
 
 /// A change of a run's status, applied atomically with the revision check and increment.
@@ -172,6 +172,37 @@ impl ClaimTiming {
             idle_timeout_ms,
             confirm_ms: refresh_interval_ms.saturating_add(margin),
         }
+    }
+}
+
+/// What a claim took, and what the store tells its executor with it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Claimed {
+    /// The runs claimed, now `running` under the claimer (the oldest queued first).
+    pub runs: Vec<RunRecord>,
+    /// The claim idle timeout in force when they were claimed
+    /// ([`ConfigKey::ClaimIdleTimeout`](crate::ConfigKey::ClaimIdleTimeout)): claim recovery
+    /// releases a run whose claim was not refreshed for this long. `None` when nothing was
+    /// claimed.
+    pub claim_idle_timeout_ms: Option<Millis>,
+}
+
+impl Claimed {
+    /// `runs`, claimed under the idle timeout `claim_idle_timeout_ms` (`None` when `runs` is
+    /// empty).
+    pub fn new(runs: Vec<RunRecord>, claim_idle_timeout_ms: Millis) -> Self {
+        let claim_idle_timeout_ms = (!runs.is_empty()).then_some(claim_idle_timeout_ms);
+        Claimed {
+            runs,
+            claim_idle_timeout_ms,
+        }
+    }
+
+    /// The store's time of the claim (the runs' first heartbeat), by the clock it times
+    /// claims with; `None` when nothing was claimed.
+    pub fn now(&self) -> Option<Millis> {
+        self.runs.iter().filter_map(|run| run.heartbeat_at).max()
     }
 }
 

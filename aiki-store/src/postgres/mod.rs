@@ -21,8 +21,8 @@ use sqlx::{Connection, Postgres};
 use crate::sql::dialect::DialectStatements;
 use crate::sql::driver::{self, Driver};
 use crate::sql::statements::{
-    Level, entry_columns, entry_conflict, insert_event, run_doc, starts_allowed, status_list,
-    transition_set, wake_for_event,
+    Level, claim_idle_column, entry_columns, entry_conflict, insert_event, run_doc, starts_allowed,
+    status_list, transition_set, wake_for_event,
 };
 use crate::sql::{Dialect, SqlStore, Tx, setters};
 use crate::{MigrationMode, RunStatus, StoreError};
@@ -172,8 +172,9 @@ impl Dialect for PgDialect {
                  UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = {now}, \
                  revision = r.revision + 1, due_at = NULL, updated_at = $2 \
                  FROM picked WHERE r.id = picked.id AND r.status = 'queued' \
-                 RETURNING {run}::text",
-                now = self.claim_time("$2")
+                 RETURNING {run}::text, {idle}",
+                now = self.claim_time("$2"),
+                idle = claim_idle_column(level),
             ),
             transition: format!(
                 "WITH v AS (SELECT \
@@ -352,6 +353,8 @@ impl Dialect for PgDialect {
     const CONTRACT: i64 = 12;
 
     const LEASES: i64 = 14;
+
+    const CONFIG: i64 = 17;
 
     async fn close(&self) {
         self.pool.close().await;

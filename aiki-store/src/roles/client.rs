@@ -4,8 +4,8 @@ use async_trait::async_trait;
 
 use super::ReadStore;
 use crate::{
-    AppendOutcome, CreateOutcome, Millis, Move, NewEvent, NewFork, NewRun, RunId, RunRecord,
-    StoreError,
+    AppendOutcome, ConfigKey, CreateOutcome, Millis, Move, NewEvent, NewFork, NewRun, RunId,
+    RunRecord, RuntimeConfig, StoreError,
 };
 
 /// The client role of the store contract: creating and forking runs, sending events, and the
@@ -64,4 +64,15 @@ pub trait ClientStore: ReadStore {
     /// and the first refusal is returned. Returns the runs as written, in order. (A retry of
     /// a parent together with the child whose failure it observed.)
     async fn transition_all(&self, moves: Vec<Move>) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Sets one key of the runtime configuration (an operator's change, at `now`), checked
+    /// by [`ConfigKey::check`]: [`StoreError::Invalid`] for a value out of the key's range,
+    /// nothing written. Returns the configuration now in force. A store whose schema predates
+    /// the configuration table refuses with [`StoreError::Invalid`].
+    async fn set_config(
+        &self,
+        key: ConfigKey,
+        value: i64,
+        now: Millis,
+    ) -> Result<RuntimeConfig, StoreError>;
 }

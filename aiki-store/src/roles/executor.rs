@@ -5,8 +5,8 @@ use async_trait::async_trait;
 
 use super::ReadStore;
 use crate::{
-    CatalogEntry, ClaimRequest, ClaimState, EntryRecord, EventRecord, Millis, Namespace, NewRun,
-    RunId, RunRecord, SleepRecord, StoreError, TaskDeclaration, Transition, WorkerRecord,
+    CatalogEntry, ClaimRequest, ClaimState, Claimed, EntryRecord, EventRecord, Millis, Namespace,
+    NewRun, RunId, RunRecord, SleepRecord, StoreError, TaskDeclaration, Transition, WorkerRecord,
 };
 
 /// The executor role of the store contract: claiming runs, holding the claim, reading a run's
@@ -73,7 +73,10 @@ pub trait ExecutorStore: ReadStore {
     /// [`release_stale_claims`](crate::Sweeper::release_stale_claims)), so that workers whose clocks
     /// disagree judge each other's claims alike: `PostgresStore` uses the server's clock
     /// unless told otherwise.
-    async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError>;
+    ///
+    /// With the runs, the store tells the executor the claim idle timeout in force
+    /// ([`Claimed::claim_idle_timeout_ms`]): it must refresh each claim well within it.
+    async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError>;
 
     /// Refreshes a claim: checks the revision and owner (without incrementing), sets the
     /// heartbeat to `now` and clears a stale mark. Returns what the executor must know of the

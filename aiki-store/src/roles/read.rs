@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use crate::{
     CatalogEntry, ChangeCursor, ChangePage, History, ListRuns, Millis, RunCounts, RunId, RunPage,
-    RunRecord, StatusChange, StoreError, WorkerRecord,
+    RunRecord, RuntimeConfig, StatusChange, StoreError, WorkerRecord,
 };
 
 /// The reading role of the store contract: runs, counts, timelines, the catalog, the workers
@@ -68,4 +68,8 @@ pub trait ReadStore: Send + Sync + Debug + 'static {
         cursor: &ChangeCursor,
         limit: u32,
     ) -> Result<ChangePage, StoreError>;
+
+    /// The runtime configuration in force: each key's stored value, or its default. A store
+    /// whose schema predates the configuration table has the defaults.
+    async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError>;
 }

@@ -238,6 +238,10 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// [`Level::leases`](super::statements::Level::leases)).
     const LEASES: i64;
 
+    /// The version of the configuration migration (see
+    /// [`Level::config`](super::statements::Level::config)).
+    const CONFIG: i64;
+
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;
 

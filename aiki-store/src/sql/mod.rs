@@ -11,6 +11,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod binds;
+mod config;
 pub(crate) mod decode;
 pub(crate) mod dialect;
 pub(crate) mod driver;

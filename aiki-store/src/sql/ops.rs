@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::{
-    AppendOutcome, ChangeFacts, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History,
-    Lease, Millis, Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus,
-    SleepRecord, StatusChange, StoreError, Transition, WaitSpec,
+    AppendOutcome, ChangeFacts, ClaimRequest, Claimed, ConfigKey, CreateOutcome, EntryRecord,
+    EventRecord, History, Lease, Millis, Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord,
+    RunStatus, SleepRecord, StatusChange, StoreError, Transition, WaitSpec,
 };
 
 use super::decode::{self, revision};
@@ -253,9 +253,9 @@ impl<D: Dialect> SqlStore<D> {
         Ok(Some(doc))
     }
 
-    pub(crate) async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
+    pub(crate) async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
         if request.limit == 0 || request.namespaces.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Claimed::default());
         }
         let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
         let rows = self
@@ -272,12 +272,19 @@ impl<D: Dialect> SqlStore<D> {
                 ],
             )
             .await?;
-        let mut runs = rows
-            .into_iter()
-            .map(|mut row| decode::run_from_json(&row.take_text(0)?.unwrap_or_default()))
-            .collect::<Result<Vec<_>, _>>()?;
+        let idle = ConfigKey::ClaimIdleTimeout;
+        let mut idle_ms = idle.default_value();
+        let mut runs = Vec::with_capacity(rows.len());
+        for mut row in rows {
+            if let Some(stored) = row.int(1)?.and_then(|value| idle.check(value).ok()) {
+                idle_ms = stored;
+            }
+            runs.push(decode::run_from_json(
+                &row.take_text(0)?.unwrap_or_default(),
+            )?);
+        }
         decode::sort_claimed(&mut runs);
-        Ok(runs)
+        Ok(Claimed::new(runs, idle_ms))
     }
 
     pub(crate) async fn refresh_claim(

@@ -57,6 +57,10 @@ impl<D: Dialect> ReadStore for SqlStore<D> {
     ) -> Result<crate::ChangePage, crate::StoreError> {
         self.changes_since(cursor, limit).await
     }
+
+    async fn runtime_config(&self) -> Result<crate::RuntimeConfig, crate::StoreError> {
+        self.runtime_config().await
+    }
 }
 
 #[async_trait]
@@ -64,7 +68,7 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
     async fn claim(
         &self,
         request: crate::ClaimRequest,
-    ) -> Result<Vec<crate::RunRecord>, crate::StoreError> {
+    ) -> Result<crate::Claimed, crate::StoreError> {
         self.claim(request).await
     }
 
@@ -195,6 +199,15 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         moves: Vec<crate::Move>,
     ) -> Result<Vec<crate::RunRecord>, crate::StoreError> {
         self.transition_all(moves).await
+    }
+
+    async fn set_config(
+        &self,
+        key: crate::ConfigKey,
+        value: i64,
+        now: crate::Millis,
+    ) -> Result<crate::RuntimeConfig, crate::StoreError> {
+        self.set_config(key, value, now).await
     }
 }
 

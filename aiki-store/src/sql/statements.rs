@@ -43,6 +43,8 @@ pub(crate) struct Level {
     pub(crate) contract: bool,
     /// The leases migration (SQLite 12, PostgreSQL 14): the daemons' leader lease.
     pub(crate) leases: bool,
+    /// The configuration migration (SQLite 16, PostgreSQL 17): the runtime configuration.
+    pub(crate) config: bool,
 }
 
 impl Level {
@@ -51,6 +53,7 @@ impl Level {
         operations: true,
         contract: true,
         leases: true,
+        config: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -59,6 +62,7 @@ impl Level {
             operations: version >= D::OPERATIONS,
             contract: version >= D::CONTRACT,
             leases: version >= D::LEASES,
+            config: version >= D::CONFIG,
         }
     }
 }
@@ -372,6 +376,10 @@ pub(crate) struct Statements {
     pub(crate) lease: Option<String>,
     /// Lets lease `$1` of holder `$2` with token `$3` expire at `$4`, if it is still held so.
     pub(crate) release_lease: Option<String>,
+    /// `(key, value)` of every stored configuration key.
+    pub(crate) config: Option<String>,
+    /// Sets configuration key `$1` to `$2` at `$3`.
+    pub(crate) set_config: Option<String>,
     /// `(version, 1 if it succeeded)` of every applied migration, in version order.
     pub(crate) applied_migrations: String,
     /// The compatibility record: the oldest schema version whose release reads this one.
@@ -749,7 +757,31 @@ impl Statements {
                     now = dialect.claim_time("$4"),
                 ))
             }),
+            config: level
+                .config
+                .then(|| render("SELECT key, value FROM aiki_config".to_owned())),
+            set_config: level.config.then(|| {
+                render(
+                    "INSERT INTO aiki_config (key, value, updated_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value, \
+                     updated_at = excluded.updated_at"
+                        .to_owned(),
+                )
+            }),
         }
+    }
+}
+
+/// The column a claim returns after each run document: the claim idle timeout stored in the
+/// runtime configuration (`NULL` when none is, or on a schema without the configuration).
+pub(crate) fn claim_idle_column(level: Level) -> String {
+    if level.config {
+        format!(
+            "(SELECT value FROM aiki_config WHERE key = '{}')",
+            crate::ConfigKey::ClaimIdleTimeout
+        )
+    } else {
+        "NULL::bigint".to_owned()
     }
 }
 

@@ -40,6 +40,7 @@ pub async fn failed_run(store: &dyn aiki_store::Store, now: i64) -> aiki_store::
         .claim(claim(&namespace, now))
         .await
         .expect("claim")
+        .runs
         .pop()
         .expect("claimed");
     let failed = EntryRecord::new(

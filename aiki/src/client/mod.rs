@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{BoxStore, ListRuns, Namespace, RunCursor, RunFilter, RunId, RunPage};
+use aiki_store::{
+    BoxStore, ConfigKey, ListRuns, Namespace, RunCursor, RunFilter, RunId, RunPage, RuntimeConfig,
+};
 use serde_json::Value;
 
 use crate::clock::{Clock, SystemClock};
@@ -140,5 +142,33 @@ impl Client {
             .store
             .list_workers(crate::Clock::now(&crate::SystemClock), within)
             .await?)
+    }
+
+    /// The store's runtime configuration in force: the daemons' timings and limits, which
+    /// every worker and server on the store follows (the defaults for keys never set).
+    pub async fn runtime_config(&self) -> Result<RuntimeConfig, ClientError> {
+        Ok(self.store.runtime_config().await?)
+    }
+
+    /// Sets one key of the store's runtime configuration (an operator's change); returns the
+    /// configuration now in force. The daemons' leader follows it from its next pass, and
+    /// workers learn a new claim idle timeout with their next claim.
+    /// [`StoreError::Invalid`](aiki_store::StoreError::Invalid) for a value out of the key's
+    /// range ([`ConfigKey::range`]).
+    ///
+    /// ```no_run
+    /// # async fn example(client: aiki::Client) -> Result<(), aiki::ClientError> {
+    /// use aiki::ConfigKey;
+    /// // Release the runs of executors that stopped refreshing after 2 minutes, not 90 s.
+    /// client.set_config(ConfigKey::ClaimIdleTimeout, 120_000).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_config(
+        &self,
+        key: ConfigKey,
+        value: i64,
+    ) -> Result<RuntimeConfig, ClientError> {
+        let now = self.clock.now();
+        Ok(self.store.set_config(key, value, now).await?)
     }
 }

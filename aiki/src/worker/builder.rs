@@ -28,13 +28,9 @@ pub struct WorkerBuilder {
     max_concurrent_runs: usize,
     poll_interval: Duration,
     claim_refresh_interval: Duration,
-    claim_idle_timeout: Duration,
-    max_age: Duration,
-    worker_retention: Duration,
     shutdown_timeout: Duration,
     /// Whether to run the daemons: `None` runs them when the store offers the sweeper role.
     daemons: Option<bool>,
-    daemons_interval: Duration,
     subscriber: Option<Arc<dyn Subscriber>>,
     tasks: Vec<(&'static str, TypeId, &'static str)>,
     /// The declared tasks, for the catalog.
@@ -77,12 +73,8 @@ impl WorkerBuilder {
             max_concurrent_runs: 100,
             poll_interval: Duration::from_millis(50),
             claim_refresh_interval: Duration::from_secs(30),
-            claim_idle_timeout: Duration::from_secs(90),
-            max_age: Duration::from_secs(24 * 3600),
-            worker_retention: Duration::from_secs(7 * 24 * 3600),
             shutdown_timeout: Duration::from_secs(5),
             daemons: None,
-            daemons_interval: Duration::from_secs(1),
             subscriber: None,
             tasks: Vec::new(),
             declarations: Vec::new(),
@@ -157,38 +149,21 @@ impl WorkerBuilder {
         self
     }
 
-    /// How often a running run's claim is refreshed (default 30 s).
+    /// How often a running run's claim is refreshed (default 30 s). It must stay below half of
+    /// the store's claim idle timeout (the runtime configuration's
+    /// [`ConfigKey::ClaimIdleTimeout`](aiki_store::ConfigKey::ClaimIdleTimeout), 90 s by
+    /// default), or the worker refuses to start (see [`Worker::verify`]). How long a claim
+    /// may go unrefreshed, how long a run may wait undelivered and how long the worker list
+    /// keeps a gone worker are the store's (`aiki config`, [`Client::set_config`](crate::Client::set_config)),
+    /// so that every process agrees on them.
     pub fn claim_refresh_interval(mut self, interval: Duration) -> Self {
         self.claim_refresh_interval = interval;
-        self
-    }
-
-    /// How long after its last refresh a claim counts as abandoned and the run is released
-    /// (default 90 s; must be above the refresh interval). Recovery confirms a stale claim
-    /// first: the run is released once its claim is older than this and was marked stale by a
-    /// sweep at least one refresh interval (and a quarter of one, at least a second) earlier,
-    /// without a refresh since (see `Sweeper::release_stale_claims`).
-    pub fn claim_idle_timeout(mut self, timeout: Duration) -> Self {
-        self.claim_idle_timeout = timeout;
-        self
-    }
-
-    /// How long a run may wait undelivered before it is stalled (default 24 h).
-    pub fn max_age(mut self, max_age: Duration) -> Self {
-        self.max_age = max_age;
         self
     }
 
     /// How long a shutdown waits for runs in progress (default 5 s).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
-        self
-    }
-
-    /// How long the daemons keep the heartbeat row of a worker not seen any more (default 7
-    /// days): every process start adds a row, so the list is pruned as the store ages.
-    pub fn worker_retention(mut self, retention: Duration) -> Self {
-        self.worker_retention = retention;
         self
     }
 
@@ -202,24 +177,12 @@ impl WorkerBuilder {
         self
     }
 
-    /// How long the daemons pause between two passes when this worker runs them (default 1 s,
-    /// give or take a tenth at random; at most a third of the daemons' lease). A pass wakes due
-    /// timers, recovers stale claims and stalls undelivered runs, in bounded batches. Timers
-    /// set in this process, and any the clock jumps over, are swept when due, whatever the
-    /// interval; a timer set by another process is found at the next pass.
-    pub fn daemons_interval(mut self, interval: Duration) -> Self {
-        self.daemons_interval = interval;
-        self
-    }
-
     /// Checks the configuration.
     pub fn build(mut self) -> Result<Worker, ClientError> {
-        if self.claim_idle_timeout <= self.claim_refresh_interval {
-            return Err(ClientError::Config(format!(
-                "claim_idle_timeout ({:?}) must be above claim_refresh_interval ({:?}), or live \
-                 runs would be taken from healthy workers",
-                self.claim_idle_timeout, self.claim_refresh_interval
-            )));
+        if self.claim_refresh_interval.is_zero() {
+            return Err(ClientError::Config(
+                "claim_refresh_interval must be above zero".to_owned(),
+            ));
         }
         let sweeper = match (self.daemons, self.store.sweeper) {
             (Some(true), None) => {
@@ -232,12 +195,6 @@ impl WorkerBuilder {
             (Some(false), _) => None,
             (_, sweeper) => sweeper,
         };
-        if self.daemons_interval.is_zero() {
-            return Err(ClientError::Config(
-                "daemons_interval must be above zero, or the daemons would sweep without pause"
-                    .to_owned(),
-            ));
-        }
         if self.max_concurrent_runs == 0 {
             return Err(ClientError::Config(
                 "max_concurrent_runs must be at least 1".to_owned(),
@@ -295,9 +252,9 @@ impl WorkerBuilder {
                 pool: self.pool,
                 worker_id: self.worker_id,
                 claim_refresh_interval: self.claim_refresh_interval,
-                claim_idle_timeout: self.claim_idle_timeout,
-                max_age: self.max_age,
-                worker_retention: self.worker_retention,
+                claim_idle_timeout_ms: std::sync::atomic::AtomicI64::new(
+                    aiki_store::ConfigKey::ClaimIdleTimeout.default_value(),
+                ),
                 pruned_at: std::sync::atomic::AtomicI64::new(aiki_store::Millis::MIN),
                 ended: Notify::new(),
                 unreadable: Default::default(),
@@ -309,7 +266,6 @@ impl WorkerBuilder {
             max_concurrent_runs: self.max_concurrent_runs,
             shutdown_timeout: self.shutdown_timeout,
             sweeper,
-            daemons_interval: self.daemons_interval,
         })
     }
 }

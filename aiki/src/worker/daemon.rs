@@ -20,12 +20,18 @@
 //! started at once does not ask in step), not on the claim loop's polls: a due wake-up of this
 //! process (a timer it set, a clock that jumped) runs them at once, and runs woken by an event,
 //! a child's end or an operator are queued by the store without them. Each sweep takes a
-//! bounded batch ([`BATCH`]); a full batch runs the next pass at once.
+//! bounded batch; a full batch runs the next pass at once.
+//!
+//! Their timings and limits are the store's runtime configuration
+//! ([`RuntimeConfig`](aiki_store::RuntimeConfig)), read by the leader at every pass, so every
+//! process agrees on them whoever leads: the interval, the batch limit, the claim idle timeout,
+//! the undelivered runs' maximum age and the worker list's retention. Claim recovery's
+//! confirmation window is the leader's own refresh interval plus a margin.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{ClaimTiming, DAEMONS_LEASE, Lease, Millis, StoreError, Sweeper};
+use aiki_store::{ClaimTiming, DAEMONS_LEASE, Lease, Millis, RuntimeConfig, StoreError, Sweeper};
 use tokio::sync::watch;
 
 use super::{Shared, Stop};
@@ -38,9 +44,6 @@ const PRUNE_EVERY: Millis = 10 * 60 * 1000;
 /// sweeps pause before another worker takes over.
 pub(super) const LEASE_TTL: Millis = 5_000;
 
-/// The most runs one sweep moves in one statement.
-pub(super) const BATCH: u32 = 500;
-
 /// What a worker knows of the daemons' lease.
 #[derive(Debug, Default)]
 pub(super) struct Leadership {
@@ -48,6 +51,8 @@ pub(super) struct Leadership {
     lease: Option<Lease>,
     /// When this worker last took, renewed or tried to take it (real time).
     tried: Option<tokio::time::Instant>,
+    /// The runtime configuration as the leader last read it (the defaults before).
+    config: RuntimeConfig,
 }
 
 impl Leadership {
@@ -68,9 +73,9 @@ pub(super) struct Pass {
 }
 
 impl Pass {
-    fn add(&mut self, moved: u64) {
+    fn add(&mut self, moved: u64, limit: u32) {
         self.moved += moved;
-        self.full |= moved >= u64::from(BATCH);
+        self.full |= moved >= u64::from(limit);
     }
 }
 
@@ -78,17 +83,11 @@ impl Pass {
 pub(super) struct Daemons {
     shared: Arc<Shared>,
     sweeper: Arc<dyn Sweeper>,
-    /// The pause between two passes (before jitter).
-    interval: Duration,
 }
 
 impl Daemons {
-    pub(super) fn new(shared: Arc<Shared>, sweeper: Arc<dyn Sweeper>, interval: Duration) -> Self {
-        Daemons {
-            shared,
-            sweeper,
-            interval,
-        }
+    pub(super) fn new(shared: Arc<Shared>, sweeper: Arc<dyn Sweeper>) -> Self {
+        Daemons { shared, sweeper }
     }
 
     /// Runs the daemons until `stop`: a pass, then a pause of the interval with jitter (at
@@ -119,10 +118,8 @@ impl Daemons {
                     if pass.full {
                         continue;
                     }
-                    jittered(
-                        self.interval
-                            .min(Duration::from_millis(LEASE_TTL as u64 / 3)),
-                    )
+                    let interval = leadership.config.daemons_interval_ms.min(LEASE_TTL / 3);
+                    jittered(Duration::from_millis(interval.max(1) as u64))
                 }
                 Err(error) => {
                     tracing::warn!(%error, "the daemons could not reach the store; backing off");
@@ -154,21 +151,31 @@ impl Daemons {
         let Some(lease) = self.lead(leadership, now).await? else {
             return Ok(pass);
         };
-        let woken = sweep(sweeper.wake_due(&lease, now, BATCH)).await?;
+        let config = sweep(shared.store.runtime_config()).await?;
+        leadership.config = config;
+        let limit = u32::try_from(config.daemons_limit).unwrap_or(u32::MAX);
+        let woken = sweep(sweeper.wake_due(&lease, now, limit)).await?;
         if woken > 0 {
             // Claimed while the other sweeps run.
             crate::wake::work_available();
         }
-        pass.add(woken);
-        let released =
-            sweep(sweeper.release_stale_claims(&lease, now, claim_timing(shared), BATCH)).await?;
+        pass.add(woken, limit);
+        let timing = ClaimTiming::new(
+            config.claim_idle_timeout_ms,
+            millis(shared.claim_refresh_interval),
+        );
+        let released = sweep(sweeper.release_stale_claims(&lease, now, timing, limit)).await?;
         for id in &released {
             tracing::warn!(run_id = %id, "claim went stale; run released for recovery");
         }
-        pass.add(released.len() as u64);
-        let max_age = millis(shared.max_age);
-        pass.add(sweep(sweeper.stall_undelivered(&lease, now, max_age, BATCH)).await?);
-        self.prune_workers(&lease, now).await?;
+        pass.add(released.len() as u64, limit);
+        let max_age = config.stall_max_age_ms;
+        pass.add(
+            sweep(sweeper.stall_undelivered(&lease, now, max_age, limit)).await?,
+            limit,
+        );
+        self.prune_workers(&lease, now, config.worker_retention_ms)
+            .await?;
         Ok(pass)
     }
 
@@ -226,13 +233,17 @@ impl Daemons {
 
     /// Forgets the rows of workers not seen within the retention, at most once per
     /// [`PRUNE_EVERY`]: rows age by days, and the statement scans the worker list.
-    async fn prune_workers(&self, lease: &Lease, now: Millis) -> Result<(), StoreError> {
+    async fn prune_workers(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        retention: Millis,
+    ) -> Result<(), StoreError> {
         use std::sync::atomic::Ordering;
         let shared = &self.shared;
         if now.saturating_sub(shared.pruned_at.load(Ordering::Relaxed)) < PRUNE_EVERY {
             return Ok(());
         }
-        let retention = millis(shared.worker_retention);
         let pruned = sweep(self.sweeper.prune_workers(lease, now, retention)).await?;
         shared.pruned_at.store(now, Ordering::Relaxed);
         if pruned > 0 {
@@ -256,12 +267,4 @@ async fn sweep<T>(
         crate::metrics::store_error("sweep", error);
     }
     result
-}
-
-/// How claim recovery judges claims: by this worker's idle timeout and refresh interval.
-fn claim_timing(shared: &Shared) -> ClaimTiming {
-    ClaimTiming::new(
-        millis(shared.claim_idle_timeout),
-        millis(shared.claim_refresh_interval),
-    )
 }

@@ -59,7 +59,9 @@ fn beat(shared: &Shared, namespaces: &[Namespace], started_at: aiki_store::Milli
     .fingerprints(builds)
     .claim_timing(
         crate::clock::millis(shared.claim_refresh_interval),
-        crate::clock::millis(shared.claim_idle_timeout),
+        shared
+            .claim_idle_timeout_ms
+            .load(std::sync::atomic::Ordering::Relaxed),
     )
 }
 

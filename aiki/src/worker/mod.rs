@@ -16,13 +16,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{ClaimRequest, ExecutorStore, Millis, Namespace, StoreError, Sweeper};
+use aiki_store::{
+    ClaimRequest, ExecutorStore, Millis, Namespace, RuntimeConfig, StoreError, Sweeper,
+};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
-use crate::error::WorkflowError;
+use crate::error::{ClientError, WorkflowError};
 use crate::retry::RetryPolicy;
 use crate::run::Run;
 use crate::schema::Schema;
@@ -104,8 +106,6 @@ pub struct Worker {
     shutdown_timeout: Duration,
     /// The role the daemons sweep through, when this worker runs them.
     sweeper: Option<Arc<dyn Sweeper>>,
-    /// The pause between two passes of the daemons.
-    daemons_interval: Duration,
 }
 
 impl fmt::Debug for Worker {
@@ -131,10 +131,9 @@ struct Shared {
     /// The tasks its runs were seen calling: added to their versions' catalog entries.
     called: Arc<crate::called::CalledTasks>,
     claim_refresh_interval: Duration,
-    claim_idle_timeout: Duration,
-    max_age: Duration,
-    /// How long the daemons keep the rows of workers not seen any more.
-    worker_retention: Duration,
+    /// The claim idle timeout in force, as the store last told it (the runtime configuration's
+    /// [`ConfigKey::ClaimIdleTimeout`](aiki_store::ConfigKey::ClaimIdleTimeout)).
+    claim_idle_timeout_ms: std::sync::atomic::AtomicI64,
     /// When the daemons last pruned the worker list (by `clock`).
     pruned_at: std::sync::atomic::AtomicI64,
     /// An execution ended: there is room to claim more.
@@ -149,10 +148,39 @@ struct Shared {
     unreadable: std::sync::Mutex<HashMap<aiki_store::RunId, Millis>>,
 }
 
+/// Whether claims refreshed every `refresh` are safe under the idle timeout `idle_ms`: the
+/// refresh interval must be below half of it, or an error naming both.
+fn refresh_fits(refresh: Duration, idle_ms: Millis) -> Result<(), ClientError> {
+    if crate::clock::millis(refresh).saturating_mul(2) < idle_ms {
+        return Ok(());
+    }
+    Err(ClientError::Config(format!(
+        "the claim refresh interval ({refresh:?}) must be below half of the store's claim idle \
+         timeout (`{}` = {idle_ms} ms), or claim recovery may take runs from a live worker; \
+         shorten the interval (`WorkerBuilder::claim_refresh_interval`) or raise the timeout \
+         (`aiki config set {} <ms>`)",
+        aiki_store::ConfigKey::ClaimIdleTimeout,
+        aiki_store::ConfigKey::ClaimIdleTimeout,
+    )))
+}
+
 /// How long a worker leaves a run it cannot read (a record from a newer release) to others.
 const UNREADABLE_BACKOFF: Millis = 5 * 60 * 1000;
 
 impl Shared {
+    /// Takes the claim idle timeout the store told: an error (once per value) when this
+    /// worker's refresh interval is not below half of it, for its claims may then be taken
+    /// from it while it lives.
+    fn check_idle_timeout(&self, idle_ms: Millis) {
+        use std::sync::atomic::Ordering;
+        let before = self.claim_idle_timeout_ms.swap(idle_ms, Ordering::Relaxed);
+        if before != idle_ms
+            && let Err(error) = refresh_fits(self.claim_refresh_interval, idle_ms)
+        {
+            tracing::error!(%error, "the store's claim idle timeout is too short for this worker");
+        }
+    }
+
     /// The runs to leave unclaimed now.
     fn skipped(&self) -> Vec<aiki_store::RunId> {
         let now = self.clock.now();
@@ -193,7 +221,6 @@ impl Worker {
             max_concurrent_runs: self.max_concurrent_runs,
             shutdown_timeout: self.shutdown_timeout,
             sweeper: self.sweeper.clone(),
-            daemons_interval: self.daemons_interval,
         }
     }
 
@@ -219,7 +246,27 @@ impl Worker {
         &self.shared.served
     }
 
-    /// Starts the claim loop on the current tokio runtime.
+    /// Checks this worker against the store's runtime configuration, as starting it does
+    /// first: its claim refresh interval must be below half of the store's claim idle timeout
+    /// ([`ConfigKey::ClaimIdleTimeout`](aiki_store::ConfigKey::ClaimIdleTimeout)), else
+    /// [`ClientError::Config`] naming both. Returns the configuration in force.
+    pub async fn verify(&self) -> Result<RuntimeConfig, ClientError> {
+        let config = self.shared.store.runtime_config().await?;
+        refresh_fits(
+            self.shared.claim_refresh_interval,
+            config.claim_idle_timeout_ms,
+        )?;
+        self.shared.claim_idle_timeout_ms.store(
+            config.claim_idle_timeout_ms,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(config)
+    }
+
+    /// Starts the claim loop on the current tokio runtime. A worker whose claim refresh
+    /// interval does not fit the store's claim idle timeout (see [`verify`](Self::verify))
+    /// logs why and claims nothing; one that cannot read the configuration yet starts, and
+    /// the first runs it claims tell it the timeout.
     pub fn start(self) -> WorkerHandle {
         let (stop_tx, stop_rx) = watch::channel(Stop::No);
         // The worker and its executions report to the subscriber current where it starts.
@@ -231,12 +278,22 @@ impl Worker {
     }
 
     async fn run(self, mut stop: watch::Receiver<Stop>) {
+        match self.verify().await {
+            Ok(_) => {}
+            Err(ClientError::Config(message)) => {
+                tracing::error!(%message, "the worker refuses to start");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the runtime configuration could not be read; starting");
+            }
+        }
         let namespaces: Vec<Namespace> = self.shared.registry.keys().cloned().collect();
         let heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
         let mut executions = JoinSet::new();
         let mut backoff = Duration::from_millis(50);
         let daemons = self.sweeper.clone().map(|sweeper| {
-            let daemons = daemon::Daemons::new(self.shared.clone(), sweeper, self.daemons_interval);
+            let daemons = daemon::Daemons::new(self.shared.clone(), sweeper);
             tokio::spawn(crate::trace::in_current_dispatch(daemons.run(stop.clone())))
         });
         loop {
@@ -269,9 +326,12 @@ impl Worker {
                         )
                         .await
                         .inspect_err(|error| crate::metrics::store_error("claim", error))?;
-                    busy |= claimed.len() == free.min(64);
+                    busy |= claimed.runs.len() == free.min(64);
+                    if let Some(idle_ms) = claimed.claim_idle_timeout_ms {
+                        self.shared.check_idle_timeout(idle_ms);
+                    }
                     let now = self.shared.clock.now();
-                    for run in claimed {
+                    for run in claimed.runs {
                         let queued_at = run.queued_at.unwrap_or(run.created_at);
                         let waited = u64::try_from(now.saturating_sub(queued_at)).unwrap_or(0);
                         crate::metrics::claimed(&run.namespace, Duration::from_millis(waited));

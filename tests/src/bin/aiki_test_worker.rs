@@ -5,7 +5,9 @@
 //! too, whose handlers log their starts to that database; either variable, or both.
 //!
 //! Claims are refreshed every 200 ms and released after 1 s without refresh, unless
-//! `AIKI_CLAIM_REFRESH_MS` and `AIKI_CLAIM_IDLE_MS` say otherwise; `AIKI_WORKER_POOL` names
+//! `AIKI_CLAIM_REFRESH_MS` and `AIKI_CLAIM_IDLE_MS` say otherwise: the idle timeout is the
+//! store's runtime configuration, which the process sets as it starts (as an operator would,
+//! every process of a test setting the same); `AIKI_WORKER_POOL` names
 //! its pool (`default`). SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
 //! `kill -9` and `SIGSTOP` it.
 
@@ -46,6 +48,13 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     };
+    let idle = millis("AIKI_CLAIM_IDLE_MS", 1000)?;
+    aiki::Client::new(store.clone())
+        .set_config(
+            aiki::ConfigKey::ClaimIdleTimeout,
+            i64::try_from(idle.as_millis())?,
+        )
+        .await?;
     let mut builder = Worker::builder(store);
     if let Some(side_effects) = crash {
         builder = builder
@@ -75,7 +84,6 @@ async fn main() -> anyhow::Result<()> {
         .max_concurrent_runs(64)
         .poll_interval(Duration::from_millis(20))
         .claim_refresh_interval(millis("AIKI_CLAIM_REFRESH_MS", 200)?)
-        .claim_idle_timeout(millis("AIKI_CLAIM_IDLE_MS", 1000)?)
         .build()?
         .start();
     println!("{worker_id} ready");

@@ -99,7 +99,6 @@ fn worker(store: &aiki::BoxStore, gate: &Arc<Gate>, id: &str) -> Worker {
         .worker_id(id)
         .poll_interval(Duration::from_millis(20))
         .claim_refresh_interval(Duration::from_millis(200))
-        .claim_idle_timeout(Duration::from_millis(1000))
         .build()
         .expect("worker config")
 }
@@ -109,6 +108,10 @@ async fn executions_link_to_the_start_across_a_recovery_on_another_worker() {
     super::init();
     let store = aiki::connect("memory:").await.unwrap();
     let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(20));
+    client
+        .set_config(aiki::ConfigKey::ClaimIdleTimeout, 1_000)
+        .await
+        .unwrap();
     let (caller, first, second) = (Traced::new("caller"), Traced::new("a"), Traced::new("b"));
     let gate = Arc::new(Gate::default());
 

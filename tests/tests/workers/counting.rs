@@ -97,6 +97,10 @@ impl aiki::store::ReadStore for Counting {
         self.count("list_runs");
         self.inner.list_runs(request).await
     }
+    async fn runtime_config(&self) -> Result<aiki::RuntimeConfig, StoreError> {
+        self.count("runtime_config");
+        self.inner.runtime_config().await
+    }
 }
 
 #[aiki::async_trait]
@@ -110,7 +114,7 @@ impl aiki::store::ExecutorStore for Counting {
         self.count("transition");
         self.inner.transition(id, expected, transition).await
     }
-    async fn claim(&self, request: ClaimRequest) -> Result<Vec<RunRecord>, StoreError> {
+    async fn claim(&self, request: ClaimRequest) -> Result<aiki::store::Claimed, StoreError> {
         self.count("claim");
         self.fault("claim")?;
         self.inner.claim(request).await
@@ -193,6 +197,15 @@ impl aiki::store::ClientStore for Counting {
     ) -> Result<Vec<RunRecord>, StoreError> {
         self.count("transition_all");
         self.inner.transition_all(moves).await
+    }
+    async fn set_config(
+        &self,
+        key: aiki::ConfigKey,
+        value: i64,
+        now: Millis,
+    ) -> Result<aiki::RuntimeConfig, StoreError> {
+        self.count("set_config");
+        self.inner.set_config(key, value, now).await
     }
     async fn release_claim(
         &self,

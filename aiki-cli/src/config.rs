@@ -1,0 +1,67 @@
+//! `aiki config`: the store's runtime configuration, shown key by key (the value in force, the
+//! default, the accepted range), or one key set.
+
+use std::io::Write;
+
+use aiki::{ConfigKey, RuntimeConfig};
+use serde_json::json;
+
+use crate::Failure;
+use crate::args::{Cli, ConfigArgs, ConfigCommand, Format};
+use crate::output::{Table, json};
+use crate::runs::client;
+
+pub(crate) async fn config(
+    cli: &Cli,
+    args: &ConfigArgs,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let client = client(cli).await?;
+    let config = match &args.command {
+        None | Some(ConfigCommand::Show) => client.runtime_config().await?,
+        Some(ConfigCommand::Set { key, value }) => client.set_config(*key, *value).await?,
+    };
+    match format {
+        Format::Table => table(&config, out)?,
+        Format::Jsonl => {
+            for key in ConfigKey::ALL {
+                json(out, format, &entry(&config, key))?;
+            }
+        }
+        _ => json(out, format, &json!(config))?,
+    }
+    Ok(0)
+}
+
+/// One key as a JSON line.
+fn entry(config: &RuntimeConfig, key: ConfigKey) -> serde_json::Value {
+    let (min, max) = key.range();
+    json!({
+        "key": key.as_str(),
+        "value": config.get(key),
+        "default": key.default_value(),
+        "min": min,
+        "max": max,
+    })
+}
+
+fn table(config: &RuntimeConfig, out: &mut impl Write) -> Result<(), Failure> {
+    let mut table = Table::new(&["key", "value", "default", "range"]);
+    for key in ConfigKey::ALL {
+        let (min, max) = key.range();
+        let value = config.get(key);
+        let default = key.default_value();
+        table.row(vec![
+            key.as_str().to_owned(),
+            if value == default {
+                value.to_string()
+            } else {
+                format!("{value} (set)")
+            },
+            default.to_string(),
+            format!("{min}..={max}"),
+        ]);
+    }
+    table.print(out)
+}
