@@ -10,6 +10,7 @@
 //! aiki runs start order-processing@1.0.0 --input '{"order_id": 7}' --reference-id order-7
 //! aiki runs send 1b4e28ba-2fa1-11d2-883f-0016d3cca427 payment_received --payload '{"cents": 700}'
 //! aiki migrate
+//! aiki config set daemons.recoverOverdueOutboxEntries.claimIdleTimeoutMs 120000
 //! ```
 //!
 //! # The store, the actor, the output
@@ -19,6 +20,11 @@
 //! schema it would misread. `aiki migrate` applies pending migrations and says what it found
 //! and applied (the versions and descriptions), that the schema was already up to date, or
 //! that a newer release migrated it and admits this one.
+//!
+//! `aiki config` shows the store's runtime configuration (each key's value in force, its
+//! default and its range; JSON: one object of the keys' names) and `aiki config set KEY VALUE`
+//! sets one key: the daemons' timings and limits, which every worker and server on the store
+//! follows.
 //!
 //! Who acts is `--actor NAME` or `AIKI_ACTOR`, else `USER@HOST` (`USER` or `LOGNAME`; the host
 //! from `HOSTNAME` or `/proc/sys/kernel/hostname`). It is recorded on the timeline of every run
