@@ -118,7 +118,8 @@ async fn quickstart() -> anyhow::Result<()> {
     let client = Client::new(store.clone());
     // Short claim timings, so that a run interrupted mid-task is resumed quickly: the store
     // releases a claim unrefreshed for 3 s (its runtime configuration, which every worker on
-    // it follows), and this worker refreshes its claims every second.
+    // it follows), and this worker refreshes its claims every second. A deployment sets the
+    // store's configuration once, as an operator (`aiki config set`), not from its workers.
     client
         .set_config(aiki::ConfigKey::ClaimIdleTimeout, 3_000)
         .await?;

@@ -20,12 +20,18 @@ pub(crate) async fn config(
     let client = client(cli).await?;
     let config = match &args.command {
         None | Some(ConfigCommand::Show) => client.runtime_config().await?,
-        Some(ConfigCommand::Set { key, value }) => client.set_config(*key, *value).await?,
+        Some(ConfigCommand::Set { key, value, force }) => {
+            if *force {
+                client.force_config(*key, *value).await?
+            } else {
+                client.set_config(*key, *value).await?
+            }
+        }
     };
     match format {
         Format::Table => table(&config, out)?,
         Format::Jsonl => {
-            for key in ConfigKey::ALL {
+            for &key in ConfigKey::ALL {
                 json(out, format, &entry(&config, key))?;
             }
         }
@@ -48,7 +54,7 @@ fn entry(config: &RuntimeConfig, key: ConfigKey) -> serde_json::Value {
 
 fn table(config: &RuntimeConfig, out: &mut impl Write) -> Result<(), Failure> {
     let mut table = Table::new(&["key", "value", "default", "range"]);
-    for key in ConfigKey::ALL {
+    for &key in ConfigKey::ALL {
         let (min, max) = key.range();
         let value = config.get(key);
         let default = key.default_value();
@@ -57,7 +63,7 @@ fn table(config: &RuntimeConfig, out: &mut impl Write) -> Result<(), Failure> {
             if value == default {
                 value.to_string()
             } else {
-                format!("{value} (set)")
+                format!("{value} (changed)")
             },
             default.to_string(),
             format!("{min}..={max}"),

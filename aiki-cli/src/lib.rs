@@ -22,9 +22,11 @@
 //! that a newer release migrated it and admits this one.
 //!
 //! `aiki config` shows the store's runtime configuration (each key's value in force, its
-//! default and its range; JSON: one object of the keys' names) and `aiki config set KEY VALUE`
-//! sets one key: the daemons' timings and limits, which every worker and server on the store
-//! follows.
+//! default and its range; JSON: one object of the keys' names and values; JSONL: one line per
+//! key, `{key, value, default, min, max}`) and `aiki config set KEY VALUE` sets one key: the
+//! daemons' timings and limits, which every worker and server on the store follows. A claim
+//! idle timeout not above twice the refresh interval of a live worker is refused unless
+//! `--force`d.
 //!
 //! Who acts is `--actor NAME` or `AIKI_ACTOR`, else `USER@HOST` (`USER` or `LOGNAME`; the host
 //! from `HOSTNAME` or `/proc/sys/kernel/hostname`). It is recorded on the timeline of every run

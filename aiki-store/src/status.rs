@@ -26,7 +26,7 @@ pub enum RunStatus {
     AwaitingRetry,
     /// Suspended until a child workflow run ends (or its timeout passes).
     AwaitingChildWorkflow,
-    /// Left undelivered past its `max_age`: not terminal, never retried on its own; leaves by
+    /// Left undelivered past the maximum age (`daemons.stallUndeliverableRuns.maxAgeMs`): not terminal, never retried on its own; leaves by
     /// `requeue` or `cancel`.
     Stalled,
     /// Finished with an output. Terminal.
@@ -112,7 +112,8 @@ impl RunStatus {
     /// The transition table. `true` when a run in `self` may move to `to`.
     ///
     /// * `scheduled` becomes `queued` when due; `queued` becomes `running` when claimed, or
-    ///   `stalled` when nobody claims it before its `max_age`.
+    ///   `stalled` when nobody claims it within the maximum age
+    ///   (`daemons.stallUndeliverableRuns.maxAgeMs`).
     /// * `running` ends (`completed`, `failed`), suspends (`sleeping`, `awaiting_*`), or is
     ///   released back to `queued` (claim recovery, shutdown).
     /// * suspended runs wake to `queued`: their timer is due, or they are woken early (`wakeup`,

@@ -140,6 +140,10 @@ pub enum ConfigCommand {
         /// Its new value, a whole number (milliseconds for the keys ending in `Ms`).
         #[arg(allow_negative_numbers = true)]
         value: i64,
+        /// Set a claim idle timeout even if it is not above twice the claim refresh interval of
+        /// a live worker (whose runs claim recovery may then take from it).
+        #[arg(long)]
+        force: bool,
     },
 }
 

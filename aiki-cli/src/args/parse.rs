@@ -66,7 +66,6 @@ pub(super) fn parse_json(text: &str) -> Result<Value, String> {
     serde_json::from_str(&json).map_err(|e| format!("{source} is not JSON: {e}"))
 }
 
-/// `30s`, `5m`, `2h`, `1d` (a number and a unit).
 /// A runtime configuration key, by its name.
 pub(crate) fn config_key(text: &str) -> Result<aiki::ConfigKey, String> {
     text.parse().map_err(|error: aiki::StoreError| match error {
@@ -75,6 +74,7 @@ pub(crate) fn config_key(text: &str) -> Result<aiki::ConfigKey, String> {
     })
 }
 
+/// `30s`, `5m`, `2h`, `1d` (a number and a unit).
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("`{text}` is not a duration such as 30s, 5m, 2h or 1d");
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;

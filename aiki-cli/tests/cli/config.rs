@@ -26,7 +26,7 @@ async fn the_runtime_configuration_is_shown_and_set(backend: Backend) {
         .find(|line| line.starts_with(IDLE))
         .expect("the key's row");
     assert!(
-        line.contains("120000 (set)") && line.contains("90000"),
+        line.contains("120000 (changed)") && line.contains("90000"),
         "{line}"
     );
     let lines = aiki(&url, &["config", "-o", "jsonl"]);

@@ -20,7 +20,8 @@ pub enum ConfigKey {
     /// `daemons.stallUndeliverableRuns.maxAgeMs`: how long a run may wait `queued` before it
     /// is stalled (default 24 h).
     StallMaxAge,
-    /// `daemons.intervalMs`: the pause between two passes of the daemons (default 1 s).
+    /// `daemons.intervalMs`: the pause between two passes of the daemons (default 1 s, at most
+    /// 1.5 s: the leader renews its 5 s lease at every pass).
     DaemonsInterval,
     /// `daemons.limit`: the most runs one sweep moves in one statement (default 500).
     DaemonsLimit,
@@ -34,7 +35,7 @@ const DAY: i64 = 24 * 3_600 * SECOND;
 
 impl ConfigKey {
     /// Every key, in the order they are listed.
-    pub const ALL: [ConfigKey; 5] = [
+    pub const ALL: &'static [ConfigKey] = &[
         ConfigKey::ClaimIdleTimeout,
         ConfigKey::StallMaxAge,
         ConfigKey::DaemonsInterval,
@@ -69,7 +70,7 @@ impl ConfigKey {
         match self {
             ConfigKey::ClaimIdleTimeout => (SECOND, DAY),
             ConfigKey::StallMaxAge => (SECOND, 365 * DAY),
-            ConfigKey::DaemonsInterval => (10, 60 * SECOND),
+            ConfigKey::DaemonsInterval => (10, 1_500),
             ConfigKey::DaemonsLimit => (1, 10_000),
             ConfigKey::WorkerRetention => (60 * SECOND, 365 * DAY),
         }
@@ -102,12 +103,17 @@ impl FromStr for ConfigKey {
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         ConfigKey::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|key| key.as_str() == name)
             .ok_or_else(|| StoreError::Invalid {
                 message: format!(
                     "`{name}` is not a runtime configuration key; the keys are {}",
-                    ConfigKey::ALL.map(ConfigKey::as_str).join(", ")
+                    ConfigKey::ALL
+                        .iter()
+                        .map(|key| key.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             })
     }
@@ -117,6 +123,7 @@ impl FromStr for ConfigKey {
 /// Serialized as a flat object of the keys' names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct RuntimeConfig {
     /// See [`ConfigKey::ClaimIdleTimeout`].
     #[serde(rename = "daemons.recoverOverdueOutboxEntries.claimIdleTimeoutMs")]
@@ -137,17 +144,13 @@ pub struct RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        let mut config = RuntimeConfig {
-            claim_idle_timeout_ms: 0,
-            stall_max_age_ms: 0,
-            daemons_interval_ms: 0,
-            daemons_limit: 0,
-            worker_retention_ms: 0,
-        };
-        for key in ConfigKey::ALL {
-            *config.slot(key) = key.default_value();
+        RuntimeConfig {
+            claim_idle_timeout_ms: ConfigKey::ClaimIdleTimeout.default_value(),
+            stall_max_age_ms: ConfigKey::StallMaxAge.default_value(),
+            daemons_interval_ms: ConfigKey::DaemonsInterval.default_value(),
+            daemons_limit: ConfigKey::DaemonsLimit.default_value(),
+            worker_retention_ms: ConfigKey::WorkerRetention.default_value(),
         }
-        config
     }
 }
 
@@ -201,7 +204,7 @@ mod tests {
 
     #[test]
     fn every_key_reads_back_by_its_name_and_its_default_is_in_range() {
-        for key in ConfigKey::ALL {
+        for &key in ConfigKey::ALL {
             assert_eq!(key.as_str().parse::<ConfigKey>().unwrap(), key);
             assert!(key.check(key.default_value()).is_ok(), "{key}");
         }

@@ -241,7 +241,7 @@ pub struct RunRecord {
     pub heartbeat_at: Option<Millis>,
     /// When a suspended or scheduled run is due (its timer).
     pub due_at: Option<Millis>,
-    /// When the run last became `queued` (the clock `max_age` runs against).
+    /// When the run last became `queued` (the clock the maximum age, `daemons.stallUndeliverableRuns.maxAgeMs`, runs against).
     pub queued_at: Option<Millis>,
     /// The output of a completed run.
     pub output: Option<Value>,

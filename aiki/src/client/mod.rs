@@ -154,7 +154,10 @@ impl Client {
     /// configuration now in force. The daemons' leader follows it from its next pass, and
     /// workers learn a new claim idle timeout with their next claim.
     /// [`StoreError::Invalid`](aiki_store::StoreError::Invalid) for a value out of the key's
-    /// range ([`ConfigKey::range`]).
+    /// range ([`ConfigKey::range`]). A claim idle timeout that is not above twice the claim
+    /// refresh interval of a live worker is refused ([`ClientError::Config`], naming the
+    /// workers), for claim recovery would take their runs from them; shorten their interval
+    /// first, or [`force_config`](Self::force_config).
     ///
     /// ```no_run
     /// # async fn example(client: aiki::Client) -> Result<(), aiki::ClientError> {
@@ -164,6 +167,40 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn set_config(
+        &self,
+        key: ConfigKey,
+        value: i64,
+    ) -> Result<RuntimeConfig, ClientError> {
+        if key == ConfigKey::ClaimIdleTimeout {
+            let now = self.clock.now();
+            let misfits: Vec<String> = self
+                .store
+                .list_workers(now, 3_600_000)
+                .await?
+                .into_iter()
+                .filter(|worker| crate::ops::Liveness::of(worker, now).is_live())
+                .filter_map(|worker| {
+                    let refresh = worker.claim_refresh_ms?;
+                    (refresh.saturating_mul(2) >= value)
+                        .then(|| format!("{} (refreshes every {refresh} ms)", worker.id))
+                })
+                .collect();
+            if !misfits.is_empty() {
+                return Err(ClientError::Config(format!(
+                    "a claim idle timeout of {value} ms is not above twice the claim refresh \
+                     interval of live workers, whose runs claim recovery would take from them: \
+                     {}; shorten their refresh interval first, or force the change \
+                     (`aiki config set --force`)",
+                    misfits.join(", ")
+                )));
+            }
+        }
+        self.force_config(key, value).await
+    }
+
+    /// Sets one key of the store's runtime configuration as [`set_config`](Self::set_config)
+    /// does, without checking the live workers against it.
+    pub async fn force_config(
         &self,
         key: ConfigKey,
         value: i64,

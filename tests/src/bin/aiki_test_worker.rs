@@ -48,13 +48,22 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     };
-    let idle = millis("AIKI_CLAIM_IDLE_MS", 1000)?;
-    aiki::Client::new(store.clone())
-        .set_config(
-            aiki::ConfigKey::ClaimIdleTimeout,
-            i64::try_from(idle.as_millis())?,
-        )
-        .await?;
+    let idle = i64::try_from(millis("AIKI_CLAIM_IDLE_MS", 1000)?.as_millis())?;
+    let client = aiki::Client::new(store.clone());
+    // The store may go away again (an outage test): keep trying, as for the connection.
+    loop {
+        match client
+            .set_config(aiki::ConfigKey::ClaimIdleTimeout, idle)
+            .await
+        {
+            Ok(_) => break,
+            Err(aiki::ClientError::Store(aiki::StoreError::Unavailable { .. })) => {
+                eprintln!("{worker_id}: store not ready to configure; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
     let mut builder = Worker::builder(store);
     if let Some(side_effects) = crash {
         builder = builder
