@@ -135,7 +135,10 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 .await
                 .expect("the dump loads");
         }
-        aiki_tests::bounded(finish_every_run(&url, release)).await;
+        // The runs are driven by a manual clock: claims are timed by it too, not by the
+        // server's (whose time the worker would otherwise follow).
+        let driven = aiki_tests::caller_claim_clock(&url);
+        aiki_tests::bounded(finish_every_run(&driven, release)).await;
         // v0.1.0 kept its tables in `public`; they now live in Aiki's own schema.
         let mut connection = sqlx::PgConnection::connect(&url).await.unwrap();
         let located: Vec<(String, String)> = sqlx::query_as(
@@ -158,6 +161,7 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 "aiki_catalog_builds",
                 "aiki_catalog_tasks",
                 "aiki_compat",
+                "aiki_config",
                 "aiki_entries",
                 "aiki_events",
                 "aiki_leases",

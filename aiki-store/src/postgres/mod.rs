@@ -170,7 +170,7 @@ impl Dialect for PgDialect {
                  ORDER BY queued_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED) \
                  UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = {now}, \
-                 revision = r.revision + 1, due_at = NULL, updated_at = $2 \
+                 revision = r.revision + 1, due_at = NULL, updated_at = {now} \
                  FROM picked WHERE r.id = picked.id AND r.status = 'queued' \
                  RETURNING {run}::text, {idle}",
                 now = self.claim_time("$2"),

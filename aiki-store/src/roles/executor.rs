@@ -69,7 +69,7 @@ pub trait ExecutorStore: ReadStore {
     /// Concurrent claimers never get the same run.
     ///
     /// A store may time claims by a clock of its own instead of the callers' `now`
-    /// (heartbeats here and in [`refresh_claim`](ExecutorStore::refresh_claim), staleness in
+    /// (the claim's heartbeat and change time here, heartbeats in [`refresh_claim`](ExecutorStore::refresh_claim), staleness in
     /// [`release_stale_claims`](crate::Sweeper::release_stale_claims)), so that workers whose clocks
     /// disagree judge each other's claims alike: `PostgresStore` uses the server's clock
     /// unless told otherwise.

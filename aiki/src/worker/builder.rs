@@ -240,12 +240,14 @@ impl WorkerBuilder {
             })
             .collect();
         catalog.sort_by(|a, b| a.namespace.cmp(&b.namespace));
+        let store_clock = Arc::new(super::store_clock::StoreClock::new(self.clock));
         Ok(Worker {
             shared: Arc::new(Shared {
                 catalog,
                 called: Default::default(),
                 store: self.store.executor,
-                clock: self.clock,
+                clock: store_clock.clone(),
+                store_clock,
                 served: Arc::new(registry.keys().cloned().collect()),
                 registry,
                 state: Arc::new(self.state),

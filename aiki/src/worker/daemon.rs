@@ -151,6 +151,8 @@ impl Daemons {
         let Some(lease) = self.lead(leadership, now).await? else {
             return Ok(pass);
         };
+        // The lease may have shown the store's clock to be elsewhere.
+        let now = shared.clock.now();
         let config = sweep(shared.store.runtime_config()).await?;
         leadership.config = config;
         let limit = u32::try_from(config.daemons_limit).unwrap_or(u32::MAX);
@@ -208,6 +210,11 @@ impl Daemons {
             )
             .await?;
             let leading = lease.holder == *me;
+            if leading {
+                // Taken or renewed now: it expires a lease's length after the store's now.
+                let store_now = lease.expires_at.saturating_sub(LEASE_TTL);
+                self.shared.store_clock.observe(store_now);
+            }
             if leading && !was_leading {
                 tracing::info!(token = lease.token, "this worker runs the daemons now");
             } else if was_leading && !leading {

@@ -1,13 +1,15 @@
 //! Workers: claim runs, execute them, keep their claims fresh, run the timer daemons.
 //!
 //! This module holds the worker and its claim loop; the builder is in `builder`, one run's
-//! execution in `execute`, the daemons in `daemon`.
+//! execution in `execute`, the daemons in `daemon`, the clock read as the store's in
+//! `store_clock`.
 
 mod builder;
 mod daemon;
 mod execute;
 mod heartbeat;
 mod store;
+mod store_clock;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -119,7 +121,10 @@ impl fmt::Debug for Worker {
 
 struct Shared {
     store: Arc<dyn ExecutorStore>,
+    /// The worker's clock read as the store's: `store_clock`.
     clock: Arc<dyn Clock>,
+    /// Learns the store's time from claims and leases (see [`store_clock`]).
+    store_clock: Arc<store_clock::StoreClock>,
     registry: HashMap<Namespace, Arc<dyn Registered>>,
     /// The registry's namespaces, for the runs this worker executes.
     served: Arc<std::collections::HashSet<Namespace>>,
@@ -265,8 +270,9 @@ impl Worker {
 
     /// Starts the claim loop on the current tokio runtime. A worker whose claim refresh
     /// interval does not fit the store's claim idle timeout (see [`verify`](Self::verify))
-    /// logs why and claims nothing; one that cannot read the configuration yet starts, and
-    /// the first runs it claims tell it the timeout.
+    /// logs why as an error and claims nothing until the configuration is changed to fit
+    /// (checked every 5 s); one that cannot read the configuration yet starts, and the first
+    /// runs it claims tell it the timeout.
     pub fn start(self) -> WorkerHandle {
         let (stop_tx, stop_rx) = watch::channel(Stop::No);
         // The worker and its executions report to the subscriber current where it starts.
@@ -277,16 +283,40 @@ impl Worker {
         }
     }
 
+    /// Waits until this worker fits the store's runtime configuration (see
+    /// [`verify`](Self::verify)), checking every 5 s and logging each new refusal; `false`
+    /// when it is stopped first. A configuration that cannot be read does not hold it back.
+    async fn admitted(&self, stop: &mut watch::Receiver<Stop>) -> bool {
+        let mut refused: Option<String> = None;
+        loop {
+            match self.verify().await {
+                Ok(_) => {
+                    if refused.is_some() {
+                        tracing::info!("the store's claim idle timeout fits now: starting");
+                    }
+                    return true;
+                }
+                Err(ClientError::Config(message)) => {
+                    if refused.as_ref() != Some(&message) {
+                        tracing::error!(%message, "the worker claims nothing until this is fixed");
+                        refused = Some(message);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the runtime configuration could not be read; starting");
+                    return true;
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(5)) => {}
+                _ = stop.changed() => return false,
+            }
+        }
+    }
+
     async fn run(self, mut stop: watch::Receiver<Stop>) {
-        match self.verify().await {
-            Ok(_) => {}
-            Err(ClientError::Config(message)) => {
-                tracing::error!(%message, "the worker refuses to start");
-                return;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "the runtime configuration could not be read; starting");
-            }
+        if !self.admitted(&mut stop).await {
+            return;
         }
         let namespaces: Vec<Namespace> = self.shared.registry.keys().cloned().collect();
         let heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
@@ -326,6 +356,9 @@ impl Worker {
                         )
                         .await
                         .inspect_err(|error| crate::metrics::store_error("claim", error))?;
+                    if let Some(store_now) = claimed.now() {
+                        self.shared.store_clock.observe(store_now);
+                    }
                     busy |= claimed.runs.len() == free.min(64);
                     if let Some(idle_ms) = claimed.claim_idle_timeout_ms {
                         self.shared.check_idle_timeout(idle_ms);

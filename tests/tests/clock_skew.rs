@@ -1,0 +1,113 @@
+//! Executors whose clocks are an hour behind or an hour ahead of the store's run sleeps, task
+//! retries and wait timeouts exactly as an accurate one does. PostgreSQL times claims and
+//! leases by its own clock, and a worker reads time as the store's from what those return
+//! (its store clock): every due time it writes, and every "has this ended" it decides, is the
+//! store's. The daemons run in another worker whose clock is right, as they would in a fleet
+//! (or a server): without the store clock, the hour-ahead executor's due times are an hour
+//! late for them (the run never finishes), and the hour-behind one stamps its writes an hour
+//! early.
+
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+use std::time::{Duration, Instant};
+
+use aiki::{
+    Client, Clock, Millis, Run, RunStatus, SystemClock, TaskContext, TaskError, Worker,
+    WorkflowError,
+};
+use aiki_tests::{Backend, PATIENCE};
+
+const HOUR: Millis = 3_600_000;
+const SLEEP: Duration = Duration::from_millis(1_500);
+const RETRY_MS: u64 = 1_000;
+const WAIT: Duration = Duration::from_millis(1_500);
+
+/// The system clock moved by `by` ms.
+#[derive(Debug)]
+struct Skewed {
+    by: Millis,
+}
+
+impl Clock for Skewed {
+    fn now(&self) -> Millis {
+        SystemClock.now() + self.by
+    }
+}
+
+#[aiki::task(name = "skew-flaky", retry = fixed(max_attempts = 2, delay_ms = 1000))]
+async fn skew_flaky(ctx: TaskContext) -> Result<u32, TaskError> {
+    if ctx.attempt() == 1 {
+        return Err(TaskError::new("the first attempt fails"));
+    }
+    Ok(ctx.attempt())
+}
+
+#[aiki::workflow(name = "skew-timers", version = "1", events(never = String))]
+async fn skew_timers(run: &Run) -> Result<String, WorkflowError> {
+    run.sleep("nap", SLEEP).await?;
+    let attempts = SkewFlaky.start(run).await?;
+    let sent = run.events().never().wait_timeout(WAIT).await?;
+    Ok(format!("{attempts} {sent:?}"))
+}
+
+/// Runs the workflow on a worker whose clock is off by `skew` ms; the real time it took and
+/// the store's times of the run's changes.
+async fn run_with_skew(skew: Millis) -> (Duration, Vec<Millis>) {
+    let url = Backend::Postgres.fresh_url().await;
+    let store = aiki::connect(&url).await.expect("the store opens");
+    let daemons = Worker::builder(store.clone())
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap()
+        .start();
+    let worker = Worker::builder(store.clone())
+        .register(SkewTimers)
+        .task(SkewFlaky)
+        .clock(Skewed { by: skew })
+        .daemons(false)
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap()
+        .start();
+    let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(20));
+    let started = Instant::now();
+    let run = client.start::<SkewTimers>(aiki::NoInput).await.unwrap();
+    let output = tokio::time::timeout(PATIENCE, run.result())
+        .await
+        .unwrap_or_else(|_| panic!("a worker {skew} ms off did not finish the run"))
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(output, "2 None", "retried once, and the wait timed out");
+    let timeline = store.timeline(run.id()).await.unwrap();
+    assert_eq!(timeline.last().unwrap().to, RunStatus::Completed);
+    worker.shutdown().await;
+    daemons.shutdown().await;
+    (took, timeline.iter().map(|change| change.at).collect())
+}
+
+async fn executors_an_hour_off_time_runs_as_an_accurate_one() {
+    let least = SLEEP + Duration::from_millis(RETRY_MS) + WAIT;
+    for skew in [HOUR, -HOUR, 0] {
+        let (took, times) = run_with_skew(skew).await;
+        println!("{skew} ms off: {took:?}");
+        assert!(
+            took >= least,
+            "a worker {skew} ms off ended the timers early: {took:?} < {least:?}"
+        );
+        let now = SystemClock.now();
+        for at in times {
+            assert!(
+                (now - at).abs() < 60_000,
+                "a worker {skew} ms off stamped a change at {at}, not the store's time ({now})"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_executors_an_hour_off_time_runs_as_an_accurate_one() {
+    if !aiki_tests::postgres_available().await {
+        return;
+    }
+    executors_an_hour_off_time_runs_as_an_accurate_one().await;
+}
