@@ -204,6 +204,7 @@ impl Daemons {
         if due {
             let was_leading = leadership.held(me).is_some();
             leadership.tried = Some(tokio::time::Instant::now());
+            let local_sent = self.shared.store_clock.local_now();
             let lease = sweep(
                 self.sweeper
                     .acquire_lease(DAEMONS_LEASE, me, LEASE_TTL, now),
@@ -213,7 +214,7 @@ impl Daemons {
             if leading {
                 // Taken or renewed now: it expires a lease's length after the store's now.
                 let store_now = lease.expires_at.saturating_sub(LEASE_TTL);
-                self.shared.store_clock.observe(store_now);
+                self.shared.store_clock.observe(local_sent, store_now);
             }
             if leading && !was_leading {
                 tracing::info!(token = lease.token, "this worker runs the daemons now");

@@ -341,6 +341,7 @@ impl Worker {
             let pass = async {
                 let free = self.max_concurrent_runs.saturating_sub(executions.len());
                 if free > 0 && !namespaces.is_empty() {
+                    let local_sent = self.shared.store_clock.local_now();
                     let claimed = self
                         .shared
                         .store
@@ -357,7 +358,7 @@ impl Worker {
                         .await
                         .inspect_err(|error| crate::metrics::store_error("claim", error))?;
                     if let Some(store_now) = claimed.now() {
-                        self.shared.store_clock.observe(store_now);
+                        self.shared.store_clock.observe(local_sent, store_now);
                     }
                     busy |= claimed.runs.len() == free.min(64);
                     if let Some(idle_ms) = claimed.claim_idle_timeout_ms {

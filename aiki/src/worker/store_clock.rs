@@ -6,10 +6,10 @@
 //! retry, a wait's timeout) the store and the other processes read an hour early or late, and
 //! judge "has this sleep ended" by its own time. So the worker reads time through a
 //! [`StoreClock`]: its own clock plus the offset the store's answers show, measured at every
-//! claim and lease renewal. Offsets within [`DEAD_BAND`] are left alone: they are the round
-//! trip's noise, and a clock that moves back and forth by milliseconds would be worse. A store
-//! that times everything by its callers (SQLite, memory, PostgreSQL with
-//! `aiki_claim_clock=caller`) shows no offset, so the worker's clock is its own.
+//! claim and lease renewal (see [`StoreClock::observe`]). A store that times everything by its
+//! callers (SQLite, memory, PostgreSQL with `aiki_claim_clock=caller`) echoes the worker's own
+//! time, which always agrees with the offset in force, so the worker's clock stays its own
+//! however slow the store answers.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -38,25 +38,35 @@ impl StoreClock {
         }
     }
 
-    /// Takes note of the store's time `store_now` in an answer that just arrived: the offset
-    /// becomes its difference from the local clock now when that is more than the dead band
-    /// away from it. Measured on arrival, the clock runs behind the store's by at most the
-    /// answer's travel time, never ahead, so a timer set by it never fires before the store
-    /// finds it due. Setting the offset (rather than adding to it) keeps answers that arrive
-    /// together from correcting twice.
-    pub(super) fn observe(&self, store_now: Millis) {
-        let measured = store_now.saturating_sub(self.local.now());
-        let measured = if measured.abs() > DEAD_BAND {
-            measured
-        } else {
-            0
+    /// The local clock's time now: what a call to the store is sent at, for
+    /// [`observe`](Self::observe).
+    pub(super) fn local_now(&self) -> Millis {
+        self.local.now()
+    }
+
+    /// Takes note of the store's time `store_now` in the answer, arriving now, to a call sent
+    /// at `local_sent` (by the local clock). The store's offset lies between what the arrival
+    /// and the sending show; while the offset in force lies there too (give or take the dead
+    /// band, the store's own noise), nothing changes. Otherwise the offset becomes what the
+    /// arrival shows (or zero, when that is within the band): the clock then runs behind the
+    /// store's by at most the answer's travel time, never ahead, so a timer set by it never
+    /// fires before the store finds it due. Setting the offset, rather than adding to it,
+    /// keeps answers that arrive together from correcting twice.
+    pub(super) fn observe(&self, local_sent: Millis, store_now: Millis) {
+        let low = store_now.saturating_sub(self.local.now());
+        let high = store_now.saturating_sub(local_sent);
+        let agrees = |offset: Millis| {
+            offset >= low.saturating_sub(DEAD_BAND) && offset <= high.saturating_add(DEAD_BAND)
         };
         let before = self.offset.load(Ordering::Relaxed);
-        if measured.saturating_sub(before).abs() > DEAD_BAND
-            && self
-                .offset
-                .compare_exchange(before, measured, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+        if agrees(before) {
+            return;
+        }
+        let measured = if agrees(0) { 0 } else { low };
+        if self
+            .offset
+            .compare_exchange(before, measured, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
         {
             tracing::warn!(
                 offset_ms = measured,
@@ -90,29 +100,56 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
 
+    const LOCAL: Millis = 1_000_000;
+    const HOUR: Millis = 3_600_000;
+
     #[test]
     fn the_clock_follows_the_store_beyond_the_dead_band_only() {
-        const LOCAL: Millis = 1_000_000;
         let clock = StoreClock::new(Arc::new(ManualClock::new(LOCAL)));
-        clock.observe(LOCAL + DEAD_BAND);
+        clock.observe(LOCAL, LOCAL + DEAD_BAND);
         assert_eq!(clock.now(), LOCAL, "noise is ignored");
-        clock.observe(LOCAL - 3_600_000);
+        clock.observe(LOCAL, LOCAL - HOUR);
+        assert_eq!(clock.now(), LOCAL - HOUR, "the store is an hour behind");
+        clock.observe(LOCAL, LOCAL - HOUR);
+        assert_eq!(clock.now(), LOCAL - HOUR, "two answers correct once");
+        clock.observe(LOCAL, LOCAL + HOUR + 20);
+        assert_eq!(clock.now(), LOCAL + HOUR + 20, "then an hour ahead");
+        clock.observe(LOCAL, LOCAL + HOUR + 400);
         assert_eq!(
             clock.now(),
-            LOCAL - 3_600_000,
-            "the store is an hour behind"
-        );
-        clock.observe(LOCAL - 3_600_000);
-        assert_eq!(clock.now(), LOCAL - 3_600_000, "two answers correct once");
-        clock.observe(LOCAL + 3_600_000 + 20);
-        assert_eq!(clock.now(), LOCAL + 3_600_000 + 20, "then an hour ahead");
-        clock.observe(LOCAL + 3_600_000 + 400);
-        assert_eq!(
-            clock.now(),
-            LOCAL + 3_600_000 + 20,
+            LOCAL + HOUR + 20,
             "within the band of the offset"
         );
-        clock.observe(LOCAL + 100);
+        clock.observe(LOCAL, LOCAL + 100);
         assert_eq!(clock.now(), LOCAL, "back to the local clock");
+    }
+
+    #[test]
+    fn a_store_that_echoes_the_callers_time_keeps_the_local_clock_however_slow() {
+        let local = ManualClock::new(LOCAL);
+        let clock = StoreClock::new(Arc::new(local.clone()));
+        for _ in 0..5 {
+            // Sent at the worker's time, answered 3 s later with that same time.
+            let (sent, local_sent) = (clock.now(), clock.local_now());
+            local.advance(std::time::Duration::from_secs(3));
+            clock.observe(local_sent, sent);
+        }
+        assert_eq!(clock.now(), clock.local_now(), "no drift from slow answers");
+    }
+
+    #[test]
+    fn a_skewed_store_is_followed_on_the_side_of_the_arrival() {
+        let local = ManualClock::new(LOCAL);
+        let clock = StoreClock::new(Arc::new(local.clone()));
+        let local_sent = clock.local_now();
+        // The store, an hour ahead, stamps the call 40 ms after it was sent; the answer
+        // arrives 40 ms later still.
+        local.advance(std::time::Duration::from_millis(80));
+        clock.observe(local_sent, local_sent + 40 + HOUR);
+        assert_eq!(
+            clock.now(),
+            clock.local_now() + HOUR - 40,
+            "behind the store, not ahead"
+        );
     }
 }
