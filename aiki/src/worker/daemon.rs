@@ -23,7 +23,7 @@
 //! bounded batch; a full batch runs the next pass at once.
 //!
 //! Their timings and limits are the store's runtime configuration
-//! ([`RuntimeConfig`](aiki_store::RuntimeConfig)), read by the leader at every pass, so every
+//! ([`RuntimeConfig`](aiki_store::RuntimeConfig)), read by the leader once a second, so every
 //! process agrees on them whoever leads: the interval, the batch limit, the claim idle timeout,
 //! the undelivered runs' maximum age and the worker list's retention. Claim recovery's
 //! confirmation window is the leader's own refresh interval plus a margin.
@@ -40,6 +40,10 @@ use crate::clock::millis;
 /// How often the daemons prune the worker list.
 const PRUNE_EVERY: Millis = 10 * 60 * 1000;
 
+/// How often the leader reads the runtime configuration again (real time): a change reaches
+/// the sweeps within this, and passes woken by timers read nothing more than they sweep.
+const CONFIG_EVERY: Duration = Duration::from_secs(1);
+
 /// How long the daemons' lease lasts unless renewed: after a leader's crash, the longest the
 /// sweeps pause before another worker takes over.
 pub(super) const LEASE_TTL: Millis = 5_000;
@@ -53,6 +57,8 @@ pub(super) struct Leadership {
     tried: Option<tokio::time::Instant>,
     /// The runtime configuration as the leader last read it (the defaults before).
     config: RuntimeConfig,
+    /// When it was read (real time).
+    config_read: Option<tokio::time::Instant>,
 }
 
 impl Leadership {
@@ -153,15 +159,24 @@ impl Daemons {
         };
         // The lease may have shown the store's clock to be elsewhere.
         let now = shared.clock.now();
-        let config = sweep(shared.store.runtime_config()).await?;
-        leadership.config = config;
-        let limit = u32::try_from(config.daemons_limit).unwrap_or(u32::MAX);
+        // Due wake-ups first, by the configuration as last read: a timer's pass wakes its run
+        // without waiting for the configuration.
+        let limit = u32::try_from(leadership.config.daemons_limit).unwrap_or(u32::MAX);
         let woken = sweep(sweeper.wake_due(&lease, now, limit)).await?;
         if woken > 0 {
             // Claimed while the other sweeps run.
             crate::wake::work_available();
         }
         pass.add(woken, limit);
+        if leadership
+            .config_read
+            .is_none_or(|read| read.elapsed() >= CONFIG_EVERY)
+        {
+            leadership.config = sweep(shared.store.runtime_config()).await?;
+            leadership.config_read = Some(tokio::time::Instant::now());
+        }
+        let config = leadership.config;
+        let limit = u32::try_from(config.daemons_limit).unwrap_or(u32::MAX);
         let timing = ClaimTiming::new(
             config.claim_idle_timeout_ms,
             millis(shared.claim_refresh_interval),
