@@ -8,7 +8,8 @@ use serde::Serialize;
 const DEFAULT_REFRESH_MS: i64 = 30_000;
 
 /// The claim idle timeout of a worker that did not say its own (the default).
-pub(crate) const DEFAULT_IDLE_TIMEOUT_MS: i64 = 90_000;
+pub(crate) const DEFAULT_IDLE_TIMEOUT_MS: i64 =
+    aiki_store::ConfigKey::ClaimIdleTimeout.default_value();
 
 /// Whether a worker is alive, from its heartbeats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -55,7 +55,7 @@ impl ConfigKey {
     }
 
     /// The value in force while none is stored.
-    pub fn default_value(self) -> i64 {
+    pub const fn default_value(self) -> i64 {
         match self {
             ConfigKey::ClaimIdleTimeout => 90 * SECOND,
             ConfigKey::StallMaxAge => DAY,
@@ -117,6 +117,14 @@ impl FromStr for ConfigKey {
                 ),
             })
     }
+}
+
+/// Whether claims refreshed every `refresh_ms` are safe under the claim idle timeout
+/// `idle_timeout_ms`: the refresh interval must stay below half of it, or claim recovery may
+/// take runs from a live executor. The one rule the worker's start and an operator's change of
+/// the timeout both check.
+pub fn claim_refresh_fits(refresh_ms: Millis, idle_timeout_ms: Millis) -> bool {
+    refresh_ms.saturating_mul(2) < idle_timeout_ms
 }
 
 /// The runtime configuration in force on a store: each key's stored value, or its default.

@@ -181,7 +181,7 @@ impl Client {
                 .filter(|worker| crate::ops::Liveness::of(worker, now).is_live())
                 .filter_map(|worker| {
                     let refresh = worker.claim_refresh_ms?;
-                    (refresh.saturating_mul(2) >= value)
+                    (!aiki_store::claim_refresh_fits(refresh, value))
                         .then(|| format!("{} (refreshes every {refresh} ms)", worker.id))
                 })
                 .collect();

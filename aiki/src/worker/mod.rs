@@ -2,9 +2,10 @@
 //!
 //! This module holds the worker and its claim loop; the builder is in `builder`, one run's
 //! execution in `execute`, the daemons in `daemon`, the clock read as the store's in
-//! `store_clock`.
+//! `store_clock`, the check against the store's runtime configuration in `config`.
 
 mod builder;
+mod config;
 mod daemon;
 mod execute;
 mod heartbeat;
@@ -18,15 +19,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{
-    ClaimRequest, ExecutorStore, Millis, Namespace, RuntimeConfig, StoreError, Sweeper,
-};
+use aiki_store::{ClaimRequest, ExecutorStore, Millis, Namespace, StoreError, Sweeper};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
-use crate::error::{ClientError, WorkflowError};
+use crate::error::WorkflowError;
 use crate::retry::RetryPolicy;
 use crate::run::Run;
 use crate::schema::Schema;
@@ -153,39 +152,10 @@ struct Shared {
     unreadable: std::sync::Mutex<HashMap<aiki_store::RunId, Millis>>,
 }
 
-/// Whether claims refreshed every `refresh` are safe under the idle timeout `idle_ms`: the
-/// refresh interval must be below half of it, or an error naming both.
-fn refresh_fits(refresh: Duration, idle_ms: Millis) -> Result<(), ClientError> {
-    if crate::clock::millis(refresh).saturating_mul(2) < idle_ms {
-        return Ok(());
-    }
-    Err(ClientError::Config(format!(
-        "the claim refresh interval ({refresh:?}) must be below half of the store's claim idle \
-         timeout (`{}` = {idle_ms} ms), or claim recovery may take runs from a live worker; \
-         shorten the interval (`WorkerBuilder::claim_refresh_interval`) or raise the timeout \
-         (`aiki config set {} <ms>`)",
-        aiki_store::ConfigKey::ClaimIdleTimeout,
-        aiki_store::ConfigKey::ClaimIdleTimeout,
-    )))
-}
-
 /// How long a worker leaves a run it cannot read (a record from a newer release) to others.
 const UNREADABLE_BACKOFF: Millis = 5 * 60 * 1000;
 
 impl Shared {
-    /// Takes the claim idle timeout the store told: an error (once per value) when this
-    /// worker's refresh interval is not below half of it, for its claims may then be taken
-    /// from it while it lives.
-    fn check_idle_timeout(&self, idle_ms: Millis) {
-        use std::sync::atomic::Ordering;
-        let before = self.claim_idle_timeout_ms.swap(idle_ms, Ordering::Relaxed);
-        if before != idle_ms
-            && let Err(error) = refresh_fits(self.claim_refresh_interval, idle_ms)
-        {
-            tracing::error!(%error, "the store's claim idle timeout is too short for this worker");
-        }
-    }
-
     /// The runs to leave unclaimed now.
     fn skipped(&self) -> Vec<aiki_store::RunId> {
         let now = self.clock.now();
@@ -251,23 +221,6 @@ impl Worker {
         &self.shared.served
     }
 
-    /// Checks this worker against the store's runtime configuration, as starting it does
-    /// first: its claim refresh interval must be below half of the store's claim idle timeout
-    /// ([`ConfigKey::ClaimIdleTimeout`](aiki_store::ConfigKey::ClaimIdleTimeout)), else
-    /// [`ClientError::Config`] naming both. Returns the configuration in force.
-    pub async fn verify(&self) -> Result<RuntimeConfig, ClientError> {
-        let config = self.shared.store.runtime_config().await?;
-        refresh_fits(
-            self.shared.claim_refresh_interval,
-            config.claim_idle_timeout_ms,
-        )?;
-        self.shared.claim_idle_timeout_ms.store(
-            config.claim_idle_timeout_ms,
-            std::sync::atomic::Ordering::Relaxed,
-        );
-        Ok(config)
-    }
-
     /// Starts the claim loop on the current tokio runtime. A worker whose claim refresh
     /// interval does not fit the store's claim idle timeout (see [`verify`](Self::verify))
     /// logs why as an error and claims nothing until the configuration is changed to fit
@@ -280,37 +233,6 @@ impl Worker {
         WorkerHandle {
             stop: stop_tx,
             task: Some(task),
-        }
-    }
-
-    /// Waits until this worker fits the store's runtime configuration (see
-    /// [`verify`](Self::verify)), checking every 5 s and logging each new refusal; `false`
-    /// when it is stopped first. A configuration that cannot be read does not hold it back.
-    async fn admitted(&self, stop: &mut watch::Receiver<Stop>) -> bool {
-        let mut refused: Option<String> = None;
-        loop {
-            match self.verify().await {
-                Ok(_) => {
-                    if refused.is_some() {
-                        tracing::info!("the store's claim idle timeout fits now: starting");
-                    }
-                    return true;
-                }
-                Err(ClientError::Config(message)) => {
-                    if refused.as_ref() != Some(&message) {
-                        tracing::error!(%message, "the worker claims nothing until this is fixed");
-                        refused = Some(message);
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "the runtime configuration could not be read; starting");
-                    return true;
-                }
-            }
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_secs(5)) => {}
-                _ = stop.changed() => return false,
-            }
         }
     }
 
