@@ -104,9 +104,14 @@ pub async fn order_v1(run: &Run, order: Order) -> Result<String, WorkflowError> 
     Ok(body)
 }
 
+/// What this build serves: its worker executes from it, `aiki check` replays against it.
+fn registry() -> Result<aiki::Registry, aiki::ClientError> {
+    aiki::Registry::builder().register(OrderV1).build()
+}
+
 fn main() -> anyhow::Result<std::process::ExitCode> {
     if std::env::args().nth(1).as_deref() == Some("aiki") {
-        let app = aiki_cli::App::new().workflows(|worker| worker.register(OrderV1));
+        let app = aiki_cli::App::new().registry(registry()?);
         return Ok(app.main(std::env::args_os().skip(1)));
     }
     tokio::runtime::Runtime::new()?.block_on(quickstart())?;
@@ -124,7 +129,7 @@ async fn quickstart() -> anyhow::Result<()> {
         .set_config(aiki::ConfigKey::ClaimIdleTimeout, 3_000)
         .await?;
     let worker = Worker::builder(store)
-        .register(OrderV1)
+        .registry(registry()?)
         .claim_refresh_interval(Duration::from_secs(1))
         .build()?
         .start();

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::collections::{BTreeMap, BTreeSet};
 
 use aiki::impact::{CheckOptions, Gate, Report, RunImpact, Verdict};
-use aiki::{Clock, Worker};
+use aiki::{Clock, Registry};
 use aiki_store::RunFilter;
 use serde_json::json;
 
@@ -23,7 +23,7 @@ pub(crate) async fn check(
     format: Format,
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
-    let worker = app.worker(cli, "check").await?;
+    let (registry, client) = app.replaying(cli, "check").await?;
     let mut filter = RunFilter::default();
     filter.workflow = args.workflow.clone();
     filter.version = args.version.clone();
@@ -36,11 +36,11 @@ pub(crate) async fn check(
     if let Some(max) = args.max {
         options = options.max_runs(max as usize);
     }
-    let report = aiki::impact::check(&worker, &options).await?;
+    let report = aiki::impact::check(&registry, &client, &options).await?;
     let gate = gate(&args.deny);
     let passed = report.passes(&gate);
     match format {
-        Format::Table => table(&worker, &report, &gate, passed, out)?,
+        Format::Table => table(&registry, &report, &gate, passed, out)?,
         _ => {
             let document = json!({
                 "passed": passed,
@@ -68,13 +68,13 @@ fn gate(deny: &[Deny]) -> Gate {
 
 /// The summary per version, then every run with something to say, then the verdict.
 fn table(
-    worker: &Worker,
+    registry: &Registry,
     report: &Report,
     gate: &Gate,
     passed: bool,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let mut versions: Vec<String> = worker.registered().map(ToString::to_string).collect();
+    let mut versions: Vec<String> = registry.namespaces().map(ToString::to_string).collect();
     versions.sort();
     writeln!(out, "checked against this build's {}", versions.join(", "))?;
     let mut summary = Table::new(&["workflow", "runs", "by verdict", "sleep changes"]);

@@ -158,7 +158,8 @@
 //! fn main() -> ExitCode {
 //!     // `my-app aiki check --url URL`: the `aiki` commands with this build's workflows.
 //!     if std::env::args().nth(1).as_deref() == Some("aiki") {
-//!         let app = aiki_cli::App::new().workflows(|worker| worker.register(Quickstart));
+//!         let registry = aiki::Registry::builder().register(Quickstart).build();
+//!         let app = aiki_cli::App::new().registry(registry.expect("the registry"));
 //!         return app.main(std::env::args_os().skip(1));
 //!     }
 //!     // ... the service itself
@@ -196,7 +197,7 @@ mod workflows;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use aiki::{Worker, WorkerBuilder};
+use aiki::Registry;
 use clap::Parser;
 
 pub use args::Cli;
@@ -240,23 +241,13 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
     App::new().run(cli).await
 }
 
-type Configure = dyn Fn(WorkerBuilder) -> WorkerBuilder + Send + Sync;
-
 /// The `aiki` commands in a binary of your own, with your workflows compiled in: everything
 /// [`main`] does, plus `check` and `runs fork --version`, which replay runs against this
 /// build's code (writing nothing). See the [crate docs](crate) for how a `main` hands its
 /// `aiki …` arguments over.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct App {
-    workflows: Option<Box<Configure>>,
-}
-
-impl std::fmt::Debug for App {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("App")
-            .field("workflows", &self.workflows.is_some())
-            .finish()
-    }
+    registry: Option<Registry>,
 }
 
 impl App {
@@ -265,15 +256,11 @@ impl App {
         App::default()
     }
 
-    /// The workflows (and tasks) of this build: `configure` registers them on a worker
-    /// builder, as the service's own worker does (`|w| w.register(Checkout)`). The worker is
-    /// never started and no task runs; a task declared with `.task(T)` that reads state still
-    /// needs a value of the state's type given (`.state(..)`), as `build` checks.
-    pub fn workflows(
-        mut self,
-        configure: impl Fn(WorkerBuilder) -> WorkerBuilder + Send + Sync + 'static,
-    ) -> Self {
-        self.workflows = Some(Box::new(configure));
+    /// The workflow versions (and tasks) of this build, the registry its workers serve. Nothing
+    /// is executed from it: `check` and `runs fork --version` replay runs against its code,
+    /// writing nothing.
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
         self
     }
 
@@ -325,18 +312,21 @@ impl App {
         }
     }
 
-    /// A worker (never started) on the store, in check mode, with this build's workflows.
-    pub(crate) async fn worker(&self, cli: &Cli, command: &str) -> Result<Worker, Failure> {
-        let Some(configure) = &self.workflows else {
+    /// This build's registry, and a client on the store in check mode (it migrates nothing).
+    pub(crate) async fn replaying(
+        &self,
+        cli: &Cli,
+        command: &str,
+    ) -> Result<(Registry, aiki::Client), Failure> {
+        let Some(registry) = &self.registry else {
             return Err(Failure::error(format!(
                 "`aiki {command}` needs the workflows' code, and this binary has none: run it \
-                 from your own binary, built with `aiki_cli::App::new().workflows(|w| \
-                 w.register(..))` (see the aiki-cli docs)"
+                 from your own binary, built with `aiki_cli::App::new().registry(registry)` \
+                 (see the aiki-cli docs)"
             )));
         };
         let store = aiki::connect_with_mode(cli.url()?, aiki::MigrationMode::Check).await?;
-        let builder = Worker::builder(store).worker_id(format!("aiki-{command}"));
-        Ok(configure(builder).build()?)
+        Ok((registry.clone(), aiki::Client::new(store)))
     }
 }
 

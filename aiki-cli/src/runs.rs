@@ -79,8 +79,8 @@ pub(crate) async fn run(
             let fork = match version {
                 None => run.fork(options).await?,
                 Some(version) => {
-                    let worker = app.worker(cli, "runs fork --version").await?;
-                    aiki::impact::fork_onto(&worker, &run, version, options).await?
+                    let (registry, _) = app.replaying(cli, "runs fork --version").await?;
+                    aiki::impact::fork_onto(&registry, &run, version, options).await?
                 }
             };
             match format {

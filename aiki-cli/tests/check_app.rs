@@ -64,7 +64,12 @@ const NAME: &str = "the_check_table_groups_runs_by_verdict_and_call_site";
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().collect();
     if args.get(1).is_some_and(|arg| arg == "aiki") {
-        let app = aiki_cli::App::new().workflows(|w| w.register(FlowNext).register(TailNext));
+        let registry = aiki::Registry::builder()
+            .register(FlowNext)
+            .register(TailNext)
+            .build()
+            .expect("the registry");
+        let app = aiki_cli::App::new().registry(registry);
         return app.main(args.into_iter().skip(1));
     }
     // As libtest would: `--list` names the test, `--ignored` runs none (it is not ignored),

@@ -231,6 +231,7 @@ mod client;
 mod clock;
 mod direct;
 mod error;
+mod executor;
 pub mod guide;
 mod handle;
 pub mod impact;
@@ -238,6 +239,7 @@ mod liveness;
 pub mod metrics;
 pub mod ops;
 mod panic;
+mod registry;
 mod retry;
 mod run;
 mod schema;
@@ -257,10 +259,12 @@ pub use address::{TaskAddress, canonical_json, child_address, input_hash, sha256
 pub use client::{Client, ConflictPolicy, Start, StartJson};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ClientError, TaskError, WorkflowError};
+pub use executor::{Executor, ExecutorBuilder};
 pub use handle::{
     AnyRun, BulkAction, BulkOutcome, FailedChild, ForkOptions, RetryOptions, RetryPlan, RunHandle,
     RunRef,
 };
+pub use registry::{Registry, RegistryBuilder};
 pub use retry::{RetryPolicy, RetryPolicyError};
 pub use run::{ChildRun, ChildStart, EventWait, RECORDED_INPUT_MAX_BYTES, Run, SleepOutcome};
 pub use schema::Schema;

@@ -243,8 +243,8 @@ pub(crate) type MockFn = Arc<
 #[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub(crate) struct Mocks(pub(crate) HashMap<&'static str, MockFn>);
 
-/// The worker's shared state, by type.
-#[derive(Default)]
+/// The shared state tasks read, by type.
+#[derive(Clone, Default)]
 pub(crate) struct StateMap {
     values: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
 }
@@ -252,6 +252,12 @@ pub(crate) struct StateMap {
 impl StateMap {
     pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
         self.values.insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// Adds `other`'s values; a type in both takes `other`'s.
+    pub(crate) fn extend(&mut self, other: &StateMap) {
+        self.values
+            .extend(other.values.iter().map(|(id, value)| (*id, value.clone())));
     }
 
     /// Whether state of this type was given.

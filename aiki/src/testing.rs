@@ -85,6 +85,12 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Serves what `registry` registers, as the service's own worker does
+    /// (`Worker::builder(store).registry(registry)`), with the env's mocks added to its state.
+    pub fn registry(self, registry: crate::Registry) -> Self {
+        self.workflows(move |worker| worker.registry(registry))
+    }
+
     /// Replaces `task`'s handler with `mock` for this test: every attempt of the task calls it
     /// instead (its input and output go through JSON, as recorded ones do).
     pub fn mock<T, F, Fut>(mut self, _task: T, mock: F) -> Self
@@ -183,7 +189,7 @@ impl TestEnv {
             builder = configure(builder);
         }
         let worker = builder.build()?;
-        self.served = worker.registered().cloned().collect();
+        self.served = worker.registry().namespaces().cloned().collect();
         self.pool = worker.pool().to_owned();
         self.worker = Some(worker.start());
         Ok(())

@@ -73,12 +73,11 @@ pub(crate) async fn measure(url: &str, runs: u64) -> anyhow::Result<Value> {
 
     // The check, against the same build: every run is safe (it replays its ten tasks, then
     // looks past the wait and completes).
-    let build = Worker::builder(store.clone())
-        .register(TenThenWait)
-        .build()?;
+    let build = aiki::Registry::builder().register(TenThenWait).build()?;
+    let client = aiki::Client::new(store.clone());
     let checking = Instant::now();
-    let report =
-        aiki::impact::check(&build, &CheckOptions::default().concurrency(CONCURRENCY)).await?;
+    let options = CheckOptions::default().concurrency(CONCURRENCY);
+    let report = aiki::impact::check(&build, &client, &options).await?;
     let check_seconds = checking.elapsed().as_secs_f64();
     anyhow::ensure!(report.runs.len() as u64 == runs, "the check missed runs");
     anyhow::ensure!(

@@ -1,7 +1,7 @@
 //! The workflows of `aiki_check_app`, a service's own binary offering the `aiki` commands with
 //! its code compiled in: the build deployed now (`deployed`) and the one about to be (`next`).
 
-use aiki::{Run, TaskError, WorkerBuilder, WorkflowError};
+use aiki::{Registry, Run, TaskError, WorkerBuilder, WorkflowError};
 
 /// Returns `"step-a(<input>)"`.
 #[aiki::task(name = "step-a")]
@@ -82,8 +82,8 @@ pub fn deployed(worker: WorkerBuilder) -> WorkerBuilder {
 }
 
 /// The build about to be deployed.
-pub fn next(worker: WorkerBuilder) -> WorkerBuilder {
-    worker
+pub fn next() -> Registry {
+    Registry::builder()
         .register(ShopNext)
         .register(LedgerNext)
         .register(Mail)
@@ -92,4 +92,6 @@ pub fn next(worker: WorkerBuilder) -> WorkerBuilder {
         .task(StepA)
         .task(StepB)
         .task(StepC)
+        .build()
+        .expect("the next build's registry")
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use aiki::impact::{self, CheckOptions, Gate, Report, RunImpact, Verdict};
-use aiki::{Run, RunStatus, Task, TaskError, WorkflowError};
+use aiki::{Registry, Run, RunStatus, Task, TaskError, WorkflowError};
 use aiki_tests::{Backend, Harness, on_every_backend};
 use cases::*;
 use common::{TaskA, TaskB, TaskC};
@@ -134,8 +134,7 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
         h.executions.count("task-b"),
         h.executions.count("task-c"),
     ];
-    let new_build = h
-        .worker_builder()
+    let new_build = Registry::builder()
         .register(Reorder2)
         .register(Remove2)
         .register(RemoveThenNew2)
@@ -160,7 +159,7 @@ async fn the_check_classifies_every_case_of_the_refactoring_guide(backend: Backe
         .register(StrandedV2)
         .build()
         .unwrap();
-    let report = impact::check(&new_build, &CheckOptions::default())
+    let report = impact::check(&new_build, &h.client, &CheckOptions::default())
         .await
         .unwrap();
     println!("{}", table(&report));
@@ -432,12 +431,11 @@ async fn failed_runs_are_checked_as_a_retry_would_revive_them(backend: Backend) 
         .unwrap();
     let failed = h.reach(&run, RunStatus::Failed).await;
     h.deploy(|w| w).await;
-    let build = h
-        .worker_builder()
+    let build = Registry::builder()
         .register(FailsAtTheProvider)
         .build()
         .unwrap();
-    let live_only = impact::check(&build, &CheckOptions::default())
+    let live_only = impact::check(&build, &h.client, &CheckOptions::default())
         .await
         .unwrap();
     assert!(
@@ -445,9 +443,13 @@ async fn failed_runs_are_checked_as_a_retry_would_revive_them(backend: Backend) 
         "a failed run is over unless asked for"
     );
     let since = failed.updated_at - 1;
-    let report = impact::check(&build, &CheckOptions::default().failed_since(since))
-        .await
-        .unwrap();
+    let report = impact::check(
+        &build,
+        &h.client,
+        &CheckOptions::default().failed_since(since),
+    )
+    .await
+    .unwrap();
     let checked = of(&report, "fails-at-the-provider");
     assert_eq!(checked.status, RunStatus::Failed);
     assert_eq!(checked.verdict, Verdict::Safe, "{}", checked.verdict);
@@ -461,6 +463,7 @@ async fn failed_runs_are_checked_as_a_retry_would_revive_them(backend: Backend) 
     );
     let later = impact::check(
         &build,
+        &h.client,
         &CheckOptions::default().failed_since(failed.updated_at + 1),
     )
     .await
@@ -481,8 +484,8 @@ async fn a_loop_of_waits_is_looked_into_only_so_far(backend: Backend) {
     let run = h.client.start::<TicksForever>("x".into()).await.unwrap();
     h.reach(&run, RunStatus::Sleeping).await;
     h.deploy(|w| w).await;
-    let build = h.worker_builder().register(TicksForever).build().unwrap();
-    let report = impact::check(&build, &CheckOptions::default())
+    let build = Registry::builder().register(TicksForever).build().unwrap();
+    let report = impact::check(&build, &h.client, &CheckOptions::default())
         .await
         .unwrap();
     let checked = of(&report, "ticks-forever");

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use aiki::{
-    ClientError, Clock, ConflictPolicy, Run, RunHandle, RunStatus, State, TaskContext, TaskError,
-    Worker, Workflow, WorkflowError,
+    ClientError, Clock, ConflictPolicy, Registry, Run, RunHandle, RunStatus, State, TaskContext,
+    TaskError, Worker, Workflow, WorkflowError,
 };
 use aiki_tests::{Backend, Executions, Harness, on_every_backend};
 use common::{TaskA, TaskB};
@@ -544,6 +544,65 @@ async fn worker_configuration_is_checked(backend: Backend) {
     assert!(matches!(clash, Err(ClientError::Config(message)) if message.contains("`flaky`")));
 }
 
+async fn a_registry_is_checked_whole_wherever_it_is_given(backend: Backend) {
+    let h = Harness::new(backend).await;
+    // A task that reads state, without the state: refused by the registry itself.
+    let stateless = Registry::builder().task(Gated).build();
+    assert!(
+        matches!(&stateless, Err(ClientError::Config(message)) if message.contains("needs state")),
+        "{stateless:?}"
+    );
+    let registry = Registry::builder()
+        .register(GreetV1)
+        .task(Flaky)
+        .state(h.executions.clone())
+        .build()
+        .unwrap();
+    assert_eq!(
+        registry
+            .namespaces()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["greet@1.0.0"]
+    );
+    assert_eq!(registry.tasks().len(), 1);
+    assert_eq!(registry.catalog().len(), 1);
+    // A worker serving it, with more registered on the worker's builder: checked as one.
+    let twice = h
+        .worker_builder()
+        .registry(registry.clone())
+        .register(GreetV1)
+        .build();
+    assert!(matches!(twice, Err(ClientError::Config(message)) if message.contains("twice")));
+    let clash = h
+        .worker_builder()
+        .registry(registry.clone())
+        .task(FlakyImpostor)
+        .build();
+    assert!(matches!(clash, Err(ClientError::Config(message)) if message.contains("`flaky`")));
+    let worker = h
+        .worker_builder()
+        .registry(registry)
+        .register(GreetV2)
+        .build()
+        .unwrap();
+    let mut served: Vec<String> = worker
+        .registry()
+        .namespaces()
+        .map(ToString::to_string)
+        .collect();
+    served.sort();
+    assert_eq!(served, ["greet@1.0.0", "greet@2.0.0"]);
+    // A registry's state comes with it: its tasks' needs are met on the worker too.
+    let gated = Registry::builder()
+        .task(Gated)
+        .state(Arc::new(Gate::default()))
+        .state(h.executions.clone())
+        .build()
+        .unwrap();
+    assert!(h.worker_builder().registry(gated).build().is_ok());
+}
+
 /// Another task type that claims the name `flaky`.
 #[aiki::task(name = "flaky")]
 async fn flaky_impostor(input: u64) -> Result<u64, TaskError> {
@@ -839,6 +898,7 @@ on_every_backend!(
     starts_are_idempotent_by_reference_id,
     scheduled_starts_wait_for_their_time,
     worker_configuration_is_checked,
+    a_registry_is_checked_whole_wherever_it_is_given,
     crashed_run_resumes_without_rerunning_recorded_tasks,
     interrupted_task_without_retries_fails_as_interrupted,
     zombie_executor_is_fenced_by_the_revision,

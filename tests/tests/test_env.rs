@@ -187,8 +187,10 @@ async fn greeter_next(run: &Run, name: String) -> Result<String, WorkflowError> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deploy_replaces_the_code_under_runs_in_flight() {
+    // The service's registry, as its worker serves it; the env adds its mocks.
+    let registry = aiki::Registry::builder().register(Greeter).build().unwrap();
     let mut env = TestEnv::builder()
-        .workflows(|w| w.register(Greeter))
+        .registry(registry)
         .mock(SendLetter, |to: String| async move {
             Ok(format!("letter: {to}"))
         })

@@ -7,9 +7,9 @@ use super::replay::replay;
 use super::report::{RunImpact, Verdict};
 use crate::error::ClientError;
 use crate::handle::{AnyRun, ForkOptions};
-use crate::worker::Worker;
+use crate::registry::Registry;
 
-/// Forks the ended run `run` onto `version` of its workflow, which `worker` must register:
+/// Forks the ended run `run` onto `version` of its workflow, which `registry` must register:
 /// [`AnyRun::fork`] with the fork pinned to the new version. The carried entries (the same ones
 /// `fork` carries, minus what `options` drop) are first replayed against the new version's code
 /// by the impact check, writing nothing; a fork that would diverge from them, find a recorded
@@ -18,28 +18,29 @@ use crate::worker::Worker;
 /// Forking twice with the same options and version returns the same fork.
 ///
 /// ```no_run
-/// # async fn demo(client: aiki::Client, worker: aiki::Worker, id: aiki::RunId) -> Result<(), aiki::ClientError> {
-/// let fork = aiki::impact::fork_onto(&worker, &client.any_run(id), "2", Default::default()).await?;
+/// # async fn demo(client: aiki::Client, registry: aiki::Registry, id: aiki::RunId) -> Result<(), aiki::ClientError> {
+/// let fork = aiki::impact::fork_onto(&registry, &client.any_run(id), "2", Default::default()).await?;
 /// println!("forked onto {} as {}", fork.namespace, fork.id);
 /// # Ok(()) }
 /// ```
 pub async fn fork_onto(
-    worker: &Worker,
+    registry: &Registry,
     run: &AnyRun,
     version: &str,
     options: ForkOptions,
 ) -> Result<RunRecord, ClientError> {
     let (source, fork) = run.prepare_fork(&options, Some(version)).await?;
     let namespace = fork.run.namespace.clone();
-    let Some(workflow) = worker.workflow(&namespace) else {
+    let Some(workflow) = registry.workflow(&namespace) else {
         return Err(ClientError::NotRegistered {
             namespace: namespace.to_string(),
         });
     };
     let history = as_fork(&source, &fork);
     let mut impact = RunImpact::new(history.run.id, namespace.clone(), RunStatus::Queued);
-    let now = worker.clock().now();
-    replay(worker, &**workflow, history, &mut impact, now).await?;
+    let client = run.client();
+    let now = client.clock.now();
+    replay(registry, client, &**workflow, history, &mut impact, now).await?;
     if impact.verdict.is_unsafe() {
         return Err(refused(source.run.id, &namespace, &impact.verdict));
     }

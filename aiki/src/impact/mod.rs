@@ -1,7 +1,7 @@
 //! The pre-deploy impact report: which in-flight runs a new build would break.
 //!
 //! [`check`] replays every run that is not over (and, if asked, recently failed runs that a
-//! retry would revive) against the workflows a [`Worker`] registers, the build about to be
+//! retry would revive) against the workflow versions a [`Registry`] registers, the build about to be
 //! deployed, **without writing anything**: no task handler runs, nothing is recorded, no run
 //! moves. Each run's history is read in one statement (one snapshot) and replayed exactly as
 //! its next execution would replay it, by the same manifest and the same non-determinism rule;
@@ -27,8 +27,10 @@
 //!
 //! ```no_run
 //! # async fn demo(store: aiki::BoxStore) -> Result<(), aiki::ClientError> {
-//! let worker = aiki::Worker::builder(store).build()?; // .register(..) the new build's workflows
-//! let report = aiki::impact::check(&worker, &aiki::impact::CheckOptions::default()).await?;
+//! let registry = aiki::Registry::builder().build()?; // .register(..) the new build's workflows
+//! let client = aiki::Client::new(store);
+//! let options = aiki::impact::CheckOptions::default();
+//! let report = aiki::impact::check(&registry, &client, &options).await?;
 //! for run in report.failing(&aiki::impact::Gate::default()) {
 //!     println!("{} {}: {}", run.run_id, run.namespace, run.verdict);
 //! }
@@ -43,8 +45,9 @@ use std::collections::HashSet;
 
 use aiki_store::{ListRuns, Millis, RunFilter, RunId, RunRecord, RunStatus};
 
+use crate::client::Client;
 use crate::error::ClientError;
-use crate::worker::Worker;
+use crate::registry::Registry;
 
 pub use fork::fork_onto;
 pub use report::{
@@ -104,17 +107,21 @@ impl CheckOptions {
     }
 }
 
-/// Checks the runs `options` select against the workflows `worker` registers, writing
-/// nothing; see the [module docs](self). The worker is only read (it need not be started).
+/// Checks the runs `options` select, read through `client` (its store and its clock), against
+/// the workflow versions `registry` registers, writing nothing; see the [module docs](self).
 ///
 /// Errors are the store's: the check could not run. What the check found is in the report.
-pub async fn check(worker: &Worker, options: &CheckOptions) -> Result<Report, ClientError> {
-    let registered: HashSet<&str> = worker
-        .registered()
+pub async fn check(
+    registry: &Registry,
+    client: &Client,
+    options: &CheckOptions,
+) -> Result<Report, ClientError> {
+    let registered: HashSet<&str> = registry
+        .namespaces()
         .map(|namespace| namespace.workflow.as_str())
         .collect();
-    let now = worker.clock().now();
-    let runs = select(worker, options).await?;
+    let now = client.clock.now();
+    let runs = select(client, options).await?;
     let (ours, theirs): (Vec<RunRecord>, Vec<RunRecord>) = runs
         .into_iter()
         .partition(|run| registered.contains(run.namespace.workflow.as_str()));
@@ -128,8 +135,11 @@ pub async fn check(worker: &Worker, options: &CheckOptions) -> Result<Report, Cl
             let Some((at, run)) = queue.next() else {
                 break;
             };
-            let worker = worker.clone_for_check();
-            probes.spawn(async move { (at, replay::check_run(&worker, &run, now).await) });
+            let (registry, client) = (registry.clone(), client.clone());
+            probes.spawn(async move {
+                let impact = replay::check_run(&registry, &client, &run, now).await;
+                (at, impact)
+            });
         }
         let Some(joined) = probes.join_next().await else {
             break;
@@ -150,8 +160,8 @@ pub async fn check(worker: &Worker, options: &CheckOptions) -> Result<Report, Cl
 
 /// The runs to check: every status that is not over, then failed ones if asked, newest first,
 /// one page at a time.
-async fn select(worker: &Worker, options: &CheckOptions) -> Result<Vec<RunRecord>, ClientError> {
-    let store = worker.store();
+async fn select(client: &Client, options: &CheckOptions) -> Result<Vec<RunRecord>, ClientError> {
+    let store = &client.store;
     let mut live = options.filter.clone();
     live.statuses = RunStatus::ALL
         .into_iter()

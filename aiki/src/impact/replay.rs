@@ -9,11 +9,12 @@ use std::time::Duration;
 use aiki_store::{EntryStatus, History, Millis, RunRecord, RunStatus, StoreError};
 
 use super::report::{NewWork, RunImpact, SleepChange, Verdict};
+use crate::client::Client;
 use crate::direct::{DirectCalls, poll_workflow_code};
 use crate::error::{ClientError, WorkflowError};
+use crate::registry::{Registered, Registry};
 use crate::run::{Found, Probe, Run};
 use crate::task::StateMap;
-use crate::worker::{Registered, Worker};
 
 /// How long one run's replay may take (real time) before the check gives up on it (a store
 /// read that never answers). Workflow code that awaits something not durable (a tokio sleep,
@@ -23,7 +24,8 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The impact of this build on `run`; `None` when the run is gone.
 pub(super) async fn check_run(
-    worker: &Worker,
+    registry: &Registry,
+    client: &Client,
     run: &RunRecord,
     now: Millis,
 ) -> Result<Option<RunImpact>, ClientError> {
@@ -32,9 +34,9 @@ pub(super) async fn check_run(
         verdict,
         ..RunImpact::new(run.id, run.namespace.clone(), run.status)
     };
-    let Some(workflow) = worker.workflow(&run.namespace) else {
-        let mut versions: Vec<String> = worker
-            .registered()
+    let Some(workflow) = registry.workflow(&run.namespace) else {
+        let mut versions: Vec<String> = registry
+            .namespaces()
             .filter(|ns| ns.workflow == run.namespace.workflow)
             .map(|ns| ns.version.clone())
             .collect();
@@ -48,7 +50,7 @@ pub(super) async fn check_run(
         );
         return Ok(Some(impact(Verdict::Stranded { reason })));
     };
-    let mut history = match worker.store().load_history(run.id).await {
+    let mut history = match client.store.load_history(run.id).await {
         Ok(history) => history,
         Err(StoreError::NotFound { .. }) => return Ok(None),
         Err(StoreError::Incompatible { message }) => {
@@ -70,14 +72,15 @@ pub(super) async fn check_run(
     let mut impact = impact(Verdict::Safe);
     impact.revision = history.run.revision;
     impact.status = history.run.status;
-    replay(worker, &**workflow, history, &mut impact, now).await?;
+    replay(registry, client, &**workflow, history, &mut impact, now).await?;
     Ok(Some(impact))
 }
 
 /// Replays `history` with `workflow`'s code, writing nothing, and fills in `impact`: what the
 /// probe saw, and the verdict.
 pub(super) async fn replay(
-    worker: &Worker,
+    registry: &Registry,
+    client: &Client,
     workflow: &dyn Registered,
     history: History,
     impact: &mut RunImpact,
@@ -86,10 +89,10 @@ pub(super) async fn replay(
     let input = history.run.input.clone();
     let probe = Run::from_history(
         history,
-        worker.store().clone(),
-        worker.clock().clone(),
+        client.store.clone(),
+        client.clock.clone(),
         Arc::new(StateMap::default()),
-        worker.served().clone(),
+        registry.served().clone(),
     )
     .into_probe(Probe::default());
     let direct = Arc::new(DirectCalls::default());

@@ -1,28 +1,27 @@
 //! Configuring a [`Worker`]: what it serves, how it finds work, its timings; checked at
 //! [`build`](WorkerBuilder::build).
 
-use std::any::TypeId;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{CatalogEntry, Namespace, TaskDeclaration};
-use tokio::sync::Notify;
+use aiki_store::CatalogEntry;
 
-use super::{Erased, Registered, Shared, Worker};
+use super::{Shared, Worker};
 use crate::clock::{Clock, SystemClock};
 use crate::error::ClientError;
+use crate::executor::Executor;
+use crate::registry::{Registry, RegistryBuilder};
 use crate::subscriber::{PollingSubscriber, Subscriber};
-use crate::task::{StateMap, StateNeed, Task};
+use crate::task::Task;
 use crate::workflow::Workflow;
 
 /// Configures a [`Worker`].
 pub struct WorkerBuilder {
     store: super::WorkerStore,
     clock: Arc<dyn Clock>,
-    workflows: Vec<(Namespace, Arc<dyn Registered>)>,
-    state: StateMap,
+    /// What it serves: a registry given whole, and what was registered on the builder.
+    registry: RegistryBuilder,
     pool: String,
     worker_id: String,
     max_concurrent_runs: usize,
@@ -32,11 +31,6 @@ pub struct WorkerBuilder {
     /// Whether to run the daemons: `None` runs them when the store offers the sweeper role.
     daemons: Option<bool>,
     subscriber: Option<Arc<dyn Subscriber>>,
-    tasks: Vec<(&'static str, TypeId, &'static str)>,
-    /// The declared tasks, for the catalog.
-    declarations: Vec<TaskDeclaration>,
-    /// The state each registered task reads, checked at `build`.
-    state_needs: Vec<(&'static str, StateNeed)>,
 }
 
 impl fmt::Debug for WorkerBuilder {
@@ -44,14 +38,7 @@ impl fmt::Debug for WorkerBuilder {
         f.debug_struct("WorkerBuilder")
             .field("worker_id", &self.worker_id)
             .field("pool", &self.pool)
-            .field(
-                "workflows",
-                &self
-                    .workflows
-                    .iter()
-                    .map(|(ns, _)| ns.to_string())
-                    .collect::<Vec<_>>(),
-            )
+            .field("registry", &self.registry)
             .finish_non_exhaustive()
     }
 }
@@ -62,46 +49,34 @@ impl WorkerBuilder {
         WorkerBuilder {
             store,
             clock: Arc::new(SystemClock),
-            workflows: Vec::new(),
-            state: StateMap::default(),
+            registry: Registry::builder(),
             pool: "default".to_owned(),
-            worker_id: format!(
-                "worker-{}-{}",
-                std::process::id(),
-                &uuid::Uuid::new_v4().simple().to_string()[..8]
-            ),
+            worker_id: crate::executor::random_id("worker"),
             max_concurrent_runs: 100,
             poll_interval: Duration::from_millis(50),
             claim_refresh_interval: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(5),
             daemons: None,
             subscriber: None,
-            tasks: Vec::new(),
-            declarations: Vec::new(),
-            state_needs: Vec::new(),
         }
     }
 
-    /// Serves workflow version `W`. Several versions of one workflow can be served side by
-    /// side; registering one namespace twice is an error at [`build`](WorkerBuilder::build).
-    pub fn register<W: Workflow>(mut self, workflow: W) -> Self {
-        self.workflows
-            .push((W::namespace(), Arc::new(Erased(Arc::new(workflow)))));
+    /// Serves what `registry` registers, declares and holds (with anything registered on this
+    /// builder too; a version registered in both is an error at [`build`](Self::build)).
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = self.registry.registry(&registry);
         self
     }
 
-    /// Declares a task this worker's workflows call, so that two different task types with one
-    /// name are caught at [`build`](WorkerBuilder::build) instead of corrupting addresses, and
-    /// the catalog lists it (name, output schema, retry policy) with the versions the worker
-    /// registers.
+    /// Serves workflow version `W`: [`RegistryBuilder::register`] on the worker's registry.
+    pub fn register<W: Workflow>(mut self, workflow: W) -> Self {
+        self.registry = self.registry.register(workflow);
+        self
+    }
+
+    /// Declares a task its workflows call: [`RegistryBuilder::task`] on the worker's registry.
     pub fn task<T: Task>(mut self, task: T) -> Self {
-        self.tasks
-            .push((T::NAME, TypeId::of::<T>(), std::any::type_name::<T>()));
-        if self.declarations.iter().all(|known| known.name != T::NAME) {
-            self.declarations.push(crate::catalog::task(&task));
-        }
-        self.state_needs
-            .extend(T::needs_state().into_iter().map(|need| (T::NAME, need)));
+        self.registry = self.registry.task(task);
         self
     }
 
@@ -111,10 +86,9 @@ impl WorkerBuilder {
         self
     }
 
-    /// Shared state for tasks (read with [`TaskContext::state`](crate::TaskContext::state) or a
-    /// `State<T>` argument of a `#[task]`).
+    /// Shared state for tasks: [`RegistryBuilder::state`] on the worker's registry.
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.state.insert(value);
+        self.registry = self.registry.state(value);
         self
     }
 
@@ -177,13 +151,8 @@ impl WorkerBuilder {
         self
     }
 
-    /// Checks the configuration.
-    pub fn build(mut self) -> Result<Worker, ClientError> {
-        if self.claim_refresh_interval.is_zero() {
-            return Err(ClientError::Config(
-                "claim_refresh_interval must be above zero".to_owned(),
-            ));
-        }
+    /// Checks the configuration, and builds the registry (see [`RegistryBuilder::build`]).
+    pub fn build(self) -> Result<Worker, ClientError> {
         let sweeper = match (self.daemons, self.store.sweeper) {
             (Some(true), None) => {
                 return Err(ClientError::Config(
@@ -200,70 +169,28 @@ impl WorkerBuilder {
                 "max_concurrent_runs must be at least 1".to_owned(),
             ));
         }
-        if let Some((task, need)) = self
-            .state_needs
-            .iter()
-            .find(|(_, need)| !self.state.has(need))
-        {
-            return Err(ClientError::Config(format!(
-                "task `{task}` needs state of type `{}`; give it to the worker with \
-                 `Worker::builder(..).state(value)`",
-                need.type_name()
-            )));
-        }
-        let mut tasks: HashMap<&'static str, (TypeId, &'static str)> = HashMap::new();
-        for (name, id, type_name) in self.tasks {
-            if let Some((other, other_name)) = tasks.insert(name, (id, type_name))
-                && other != id
-            {
-                return Err(ClientError::Config(format!(
-                    "two task types are named `{name}`: `{other_name}` and `{type_name}`; \
-                     task names are durable addresses and must be unique"
-                )));
-            }
-        }
-        self.declarations.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut registry = HashMap::new();
-        for (namespace, workflow) in self.workflows {
-            if registry.insert(namespace.clone(), workflow).is_some() {
-                return Err(ClientError::Config(format!(
-                    "workflow {namespace} is registered twice; register each version once"
-                )));
-            }
-        }
-        let mut catalog: Vec<CatalogEntry> = registry
-            .values()
-            .map(|workflow| {
-                workflow
-                    .catalog_entry(&self.declarations)
-                    .published_by(self.worker_id.clone())
-            })
+        let registry = self.registry.build()?;
+        let catalog: Vec<CatalogEntry> = registry
+            .catalog()
+            .into_iter()
+            .map(|entry| entry.published_by(self.worker_id.clone()))
             .collect();
-        catalog.sort_by(|a, b| a.namespace.cmp(&b.namespace));
-        let store_clock = Arc::new(super::store_clock::StoreClock::new(self.clock));
+        let subscriber = self
+            .subscriber
+            .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval)));
+        let executor = Executor::builder(self.store.executor, registry)
+            .id(self.worker_id)
+            .shared_clock(self.clock)
+            .claim_refresh_interval(self.claim_refresh_interval)
+            .subscriber(subscriber.clone())
+            .build()?;
         Ok(Worker {
             shared: Arc::new(Shared {
-                catalog,
-                called: Default::default(),
-                store: self.store.executor,
-                clock: store_clock.clone(),
-                store_clock,
-                served: Arc::new(registry.keys().cloned().collect()),
-                registry,
-                state: Arc::new(self.state),
+                executor,
                 pool: self.pool,
-                worker_id: self.worker_id,
-                claim_refresh_interval: self.claim_refresh_interval,
-                claim_idle_timeout_ms: std::sync::atomic::AtomicI64::new(
-                    aiki_store::ConfigKey::ClaimIdleTimeout.default_value(),
-                ),
+                catalog,
                 pruned_at: std::sync::atomic::AtomicI64::new(aiki_store::Millis::MIN),
-                ended: Notify::new(),
-                unreadable: Default::default(),
-                draining: tokio::sync::watch::Sender::new(false),
-                subscriber: self
-                    .subscriber
-                    .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval))),
+                subscriber,
             }),
             max_concurrent_runs: self.max_concurrent_runs,
             shutdown_timeout: self.shutdown_timeout,

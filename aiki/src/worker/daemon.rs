@@ -109,7 +109,7 @@ impl Daemons {
                 break;
             }
             // Registered before the pass, so that a jump or a timer during it is not lost.
-            let jumped = self.shared.clock.jumped();
+            let jumped = self.shared.exec().clock.jumped();
             timers.borrow_and_update();
             let result = tokio::select! {
                 result = self.once(&mut leadership) => result,
@@ -152,13 +152,13 @@ impl Daemons {
     pub(super) async fn once(&self, leadership: &mut Leadership) -> Result<Pass, StoreError> {
         let shared = &self.shared;
         let sweeper = &*self.sweeper;
-        let now = shared.clock.now();
+        let now = shared.exec().clock.now();
         let mut pass = Pass::default();
         let Some(lease) = self.lead(leadership, now).await? else {
             return Ok(pass);
         };
         // The lease may have shown the store's clock to be elsewhere.
-        let now = shared.clock.now();
+        let now = shared.exec().clock.now();
         // Due wake-ups first, by the configuration as last read: a timer's pass wakes its run
         // without waiting for the configuration.
         let limit = u32::try_from(leadership.config.daemons_limit).unwrap_or(u32::MAX);
@@ -172,14 +172,14 @@ impl Daemons {
             .config_read
             .is_none_or(|read| read.elapsed() >= CONFIG_EVERY)
         {
-            leadership.config = sweep(shared.store.runtime_config()).await?;
+            leadership.config = sweep(shared.exec().store.runtime_config()).await?;
             leadership.config_read = Some(tokio::time::Instant::now());
         }
         let config = leadership.config;
         let limit = u32::try_from(config.daemons_limit).unwrap_or(u32::MAX);
         let timing = ClaimTiming::new(
             config.claim_idle_timeout_ms,
-            millis(shared.claim_refresh_interval),
+            millis(shared.exec().claim_refresh_interval),
         );
         let released = sweep(sweeper.release_stale_claims(&lease, now, timing, limit)).await?;
         for id in &released {
@@ -204,7 +204,7 @@ impl Daemons {
         leadership: &mut Leadership,
         now: Millis,
     ) -> Result<Option<Lease>, StoreError> {
-        let me = &self.shared.worker_id;
+        let me = &self.shared.exec().id;
         let due = match (&leadership.lease, leadership.tried) {
             (Some(lease), Some(tried)) => {
                 let at = if lease.holder == *me {
@@ -219,7 +219,7 @@ impl Daemons {
         if due {
             let was_leading = leadership.held(me).is_some();
             leadership.tried = Some(tokio::time::Instant::now());
-            let local_sent = self.shared.store_clock.local_now();
+            let local_sent = self.shared.exec().store_clock.local_now();
             let lease = sweep(
                 self.sweeper
                     .acquire_lease(DAEMONS_LEASE, me, LEASE_TTL, now),
@@ -229,7 +229,10 @@ impl Daemons {
             if leading {
                 // Taken or renewed now: it expires a lease's length after the store's now.
                 let store_now = lease.expires_at.saturating_sub(LEASE_TTL);
-                self.shared.store_clock.observe(local_sent, store_now);
+                self.shared
+                    .exec()
+                    .store_clock
+                    .observe(local_sent, store_now);
             }
             if leading && !was_leading {
                 tracing::info!(token = lease.token, "this worker runs the daemons now");
@@ -244,10 +247,10 @@ impl Daemons {
     /// Gives the daemons' lease up if this worker holds it (a graceful shutdown), so another
     /// worker takes over at once.
     async fn resign(&self, leadership: &Leadership) {
-        if let Some(lease) = leadership.held(&self.shared.worker_id)
+        if let Some(lease) = leadership.held(&self.shared.exec().id)
             && let Err(error) = self
                 .sweeper
-                .release_lease(lease, self.shared.clock.now())
+                .release_lease(lease, self.shared.exec().clock.now())
                 .await
         {
             tracing::warn!(%error, "could not give the daemons' lease up; it expires by itself");

@@ -33,9 +33,9 @@ impl Heartbeat {
         // Until the beating task has ended: a beat in flight landing after this last one would
         // say the worker is alive again (and keep its builds live in the catalog).
         let _ = (&mut self.task).await;
-        let now = self.shared.clock.now();
+        let now = self.shared.exec().clock.now();
         let beat = beat(&self.shared, &self.namespaces, self.started_at).stopped(now);
-        if let Err(error) = self.shared.store.record_worker(beat, now).await {
+        if let Err(error) = self.shared.exec().store.record_worker(beat, now).await {
             tracing::debug!(%error, "the worker's last heartbeat was not recorded");
         }
     }
@@ -49,7 +49,7 @@ fn beat(shared: &Shared, namespaces: &[Namespace], started_at: aiki_store::Milli
         .map(|entry| (entry.namespace.to_string(), entry.fingerprint.clone()))
         .collect();
     WorkerRecord::new(
-        shared.worker_id.clone(),
+        shared.exec().id.clone(),
         host_name(),
         std::process::id(),
         namespaces.to_vec(),
@@ -58,8 +58,9 @@ fn beat(shared: &Shared, namespaces: &[Namespace], started_at: aiki_store::Milli
     )
     .fingerprints(builds)
     .claim_timing(
-        crate::clock::millis(shared.claim_refresh_interval),
+        crate::clock::millis(shared.exec().claim_refresh_interval),
         shared
+            .exec()
             .claim_idle_timeout_ms
             .load(std::sync::atomic::Ordering::Relaxed),
     )
@@ -68,7 +69,7 @@ fn beat(shared: &Shared, namespaces: &[Namespace], started_at: aiki_store::Milli
 /// Starts beating for the worker of `shared`, serving `namespaces`. A beat that fails is only
 /// logged: the heartbeat informs operators, it does not fence anything.
 pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbeat {
-    let started_at = shared.clock.now();
+    let started_at = shared.exec().clock.now();
     let beating = (shared.clone(), namespaces.clone());
     let task = tokio::spawn(crate::trace::in_current_dispatch(async move {
         let (shared, namespaces) = beating;
@@ -78,8 +79,9 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
             // The catalog once, at the first beat that reaches the store.
             while let Some(entry) = unpublished.last() {
                 match shared
+                    .exec()
                     .store
-                    .publish_catalog(entry.clone(), shared.clock.now())
+                    .publish_catalog(entry.clone(), shared.exec().clock.now())
                     .await
                 {
                     Ok(_) => {
@@ -92,13 +94,14 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
                 }
             }
             // The tasks the runs were seen calling since, added to their build's entry.
-            called.extend(shared.called.take_new());
+            called.extend(shared.exec().called.take_new());
             while let Some((namespace, tasks)) = called.last() {
                 let Some(build) = shared.catalog.iter().find(|e| &e.namespace == namespace) else {
                     called.pop();
                     continue;
                 };
                 match shared
+                    .exec()
                     .store
                     .add_catalog_tasks(namespace, &build.fingerprint, tasks.clone())
                     .await
@@ -113,11 +116,16 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
                 }
             }
             let beat = beat(&shared, &namespaces, started_at);
-            if let Err(error) = shared.store.record_worker(beat, shared.clock.now()).await {
+            if let Err(error) = shared
+                .exec()
+                .store
+                .record_worker(beat, shared.exec().clock.now())
+                .await
+            {
                 tracing::debug!(%error, "worker heartbeat not recorded");
             }
             // Real time: the heartbeat tells people whether the process is alive.
-            tokio::time::sleep(shared.claim_refresh_interval).await;
+            tokio::time::sleep(shared.exec().claim_refresh_interval).await;
         }
     }));
     Heartbeat {

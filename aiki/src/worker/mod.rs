@@ -1,95 +1,29 @@
 //! Workers: claim runs, execute them, keep their claims fresh, run the timer daemons.
 //!
-//! This module holds the worker and its claim loop; the builder is in `builder`, one run's
-//! execution in `execute`, the daemons in `daemon`, the clock read as the store's in
-//! `store_clock`, the check against the store's runtime configuration in `config`.
+//! This module holds the worker and its claim loop; the builder is in `builder`, the daemons
+//! in `daemon`, the worker's heartbeat in `heartbeat`, the wait for the store's runtime
+//! configuration to fit in `config`. One run's execution is the [`Executor`]'s.
 
 mod builder;
 mod config;
 mod daemon;
-mod execute;
 mod heartbeat;
 mod store;
-mod store_clock;
 
-use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{ClaimRequest, ExecutorStore, Millis, Namespace, StoreError, Sweeper};
-use serde_json::Value;
-use tokio::sync::{Notify, watch};
+use aiki_store::{ClaimRequest, Namespace, StoreError, Sweeper};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::clock::Clock;
-use crate::error::WorkflowError;
-use crate::retry::RetryPolicy;
-use crate::run::Run;
-use crate::schema::Schema;
+use crate::executor::{Executor, Parts};
+use crate::registry::Registry;
 use crate::subscriber::Subscriber;
-use crate::task::StateMap;
-use crate::workflow::Workflow;
 
 pub use builder::WorkerBuilder;
 pub use store::WorkerStore;
-
-use execute::execute;
-
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// A registered workflow version with its types erased.
-pub(crate) trait Registered: Send + Sync {
-    /// The workflow's future; it borrows the run, which the execution owns.
-    fn execute<'a>(
-        &self,
-        run: &'a Run,
-        input: Value,
-    ) -> BoxFuture<'a, Result<(Value, String), WorkflowError>>;
-    fn retry(&self) -> RetryPolicy;
-    /// The version's catalog entry, with the tasks the worker declares.
-    fn catalog_entry(&self, tasks: &[aiki_store::TaskDeclaration]) -> aiki_store::CatalogEntry;
-}
-
-struct Erased<W>(Arc<W>);
-
-impl<W: Workflow> Registered for Erased<W> {
-    fn execute<'a>(
-        &self,
-        run: &'a Run,
-        input: Value,
-    ) -> BoxFuture<'a, Result<(Value, String), WorkflowError>> {
-        let workflow = self.0.clone();
-        Box::pin(async move {
-            // Recorded without a fingerprint: checked at every execution.
-            let input =
-                crate::schema::decode_recorded::<W::Input>(input, None).map_err(|mismatch| {
-                    WorkflowError::InputSchemaMismatch {
-                        namespace: W::namespace().to_string(),
-                        mismatch,
-                    }
-                })?;
-            let output = workflow.run(run, input).await?;
-            let json = serde_json::to_value(&output).map_err(|error| {
-                WorkflowError::InputNotSerializable {
-                    what: format!("output of {}", W::namespace()),
-                    message: error.to_string(),
-                }
-            })?;
-            Ok((json, Schema::of::<W::Output>().fingerprint().to_owned()))
-        })
-    }
-
-    fn retry(&self) -> RetryPolicy {
-        self.0.retry()
-    }
-
-    fn catalog_entry(&self, tasks: &[aiki_store::TaskDeclaration]) -> aiki_store::CatalogEntry {
-        crate::catalog::entry(&*self.0, tasks)
-    }
-}
 
 /// Executes runs of the workflow versions it serves.
 ///
@@ -112,63 +46,28 @@ pub struct Worker {
 impl fmt::Debug for Worker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Worker")
-            .field("worker_id", &self.shared.worker_id)
+            .field("worker_id", &self.id())
             .field("pool", &self.shared.pool)
             .finish_non_exhaustive()
     }
 }
 
 struct Shared {
-    store: Arc<dyn ExecutorStore>,
-    /// The worker's clock read as the store's: `store_clock`.
-    clock: Arc<dyn Clock>,
-    /// Learns the store's time from claims and leases (see [`store_clock`]).
-    store_clock: Arc<store_clock::StoreClock>,
-    registry: HashMap<Namespace, Arc<dyn Registered>>,
-    /// The registry's namespaces, for the runs this worker executes.
-    served: Arc<std::collections::HashSet<Namespace>>,
-    state: Arc<StateMap>,
+    /// Executes what the claim loop claims.
+    executor: Executor,
     pool: String,
-    worker_id: String,
     /// The entries of the registered versions, published with the first heartbeat.
     catalog: Vec<aiki_store::CatalogEntry>,
-    /// The tasks its runs were seen calling: added to their versions' catalog entries.
-    called: Arc<crate::called::CalledTasks>,
-    claim_refresh_interval: Duration,
-    /// The claim idle timeout in force, as the store last told it (the runtime configuration's
-    /// [`ConfigKey::ClaimIdleTimeout`](aiki_store::ConfigKey::ClaimIdleTimeout)).
-    claim_idle_timeout_ms: std::sync::atomic::AtomicI64,
-    /// When the daemons last pruned the worker list (by `clock`).
+    /// When the daemons last pruned the worker list (by the executor's clock).
     pruned_at: std::sync::atomic::AtomicI64,
-    /// An execution ended: there is room to claim more.
-    ended: Notify,
-    /// How work is discovered; also kept alive per run with its own heartbeat.
+    /// How work is discovered.
     subscriber: Arc<dyn Subscriber>,
-    /// Set on a graceful shutdown: every execution drains (finishes the tasks in flight, starts
-    /// no new one) and releases its run.
-    draining: watch::Sender<bool>,
-    /// Runs this worker released because their history holds values only a newer release
-    /// understands, and until when it leaves them to other workers.
-    unreadable: std::sync::Mutex<HashMap<aiki_store::RunId, Millis>>,
 }
 
-/// How long a worker leaves a run it cannot read (a record from a newer release) to others.
-const UNREADABLE_BACKOFF: Millis = 5 * 60 * 1000;
-
 impl Shared {
-    /// The runs to leave unclaimed now.
-    fn skipped(&self) -> Vec<aiki_store::RunId> {
-        let now = self.clock.now();
-        let mut unreadable = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
-        unreadable.retain(|_, until| *until > now);
-        unreadable.keys().copied().collect()
-    }
-
-    /// Leaves `run` to other workers for a while.
-    fn back_off_from(&self, run: aiki_store::RunId) {
-        let until = self.clock.now().saturating_add(UNREADABLE_BACKOFF);
-        let mut unreadable = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
-        unreadable.insert(run, until);
+    /// The executor's parts: its store, its clock, its identity.
+    fn exec(&self) -> &Arc<Parts> {
+        self.executor.parts()
     }
 }
 
@@ -178,47 +77,24 @@ impl Worker {
         WorkerBuilder::new(store.into())
     }
 
-    /// This worker's identity.
+    /// This worker's identity: its executor's, which its claims are held under.
     pub fn id(&self) -> &str {
-        &self.shared.worker_id
+        self.shared.executor.id()
     }
 
-    /// The workflow versions this worker registers.
-    pub fn registered(&self) -> impl Iterator<Item = &Namespace> {
-        self.shared.registry.keys()
+    /// The workflow versions and tasks this worker serves.
+    pub fn registry(&self) -> &Registry {
+        self.shared.executor.registry()
     }
 
-    /// Another handle on this (unstarted) worker's registry and store, for an impact probe
-    /// spawned on a tokio task of its own.
-    pub(crate) fn clone_for_check(&self) -> Worker {
-        Worker {
-            shared: self.shared.clone(),
-            max_concurrent_runs: self.max_concurrent_runs,
-            shutdown_timeout: self.shutdown_timeout,
-            sweeper: self.sweeper.clone(),
-        }
-    }
-
-    /// The registered version `namespace`, for the impact check.
-    pub(crate) fn workflow(&self, namespace: &Namespace) -> Option<&Arc<dyn Registered>> {
-        self.shared.registry.get(namespace)
+    /// The executor its claim loop feeds.
+    pub fn executor(&self) -> &Executor {
+        &self.shared.executor
     }
 
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub(crate) fn pool(&self) -> &str {
         &self.shared.pool
-    }
-
-    pub(crate) fn store(&self) -> &Arc<dyn ExecutorStore> {
-        &self.shared.store
-    }
-
-    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
-        &self.shared.clock
-    }
-
-    pub(crate) fn served(&self) -> &Arc<std::collections::HashSet<Namespace>> {
-        &self.shared.served
     }
 
     /// Starts the claim loop on the current tokio runtime. A worker whose claim refresh
@@ -240,7 +116,8 @@ impl Worker {
         if !self.admitted(&mut stop).await {
             return;
         }
-        let namespaces: Vec<Namespace> = self.shared.registry.keys().cloned().collect();
+        let namespaces: Vec<Namespace> = self.registry().namespaces().cloned().collect();
+        let exec = self.shared.exec();
         let heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
         let mut executions = JoinSet::new();
         let mut backoff = Duration::from_millis(50);
@@ -256,45 +133,42 @@ impl Worker {
                 log_join_error(joined);
             }
             // Register interest before looking, so that a notification in between is not lost.
-            let ended = self.shared.ended.notified();
-            let jumped = self.shared.clock.jumped();
-            tokio::pin!(ended);
+            let jumped = exec.clock.jumped();
             let mut busy = false;
             let pass = async {
                 let free = self.max_concurrent_runs.saturating_sub(executions.len());
                 if free > 0 && !namespaces.is_empty() {
-                    let local_sent = self.shared.store_clock.local_now();
-                    let claimed = self
-                        .shared
+                    let local_sent = exec.store_clock.local_now();
+                    let claimed = exec
                         .store
                         .claim(
                             ClaimRequest::new(
-                                self.shared.worker_id.clone(),
+                                exec.id.clone(),
                                 namespaces.clone(),
                                 self.shared.pool.clone(),
                                 free.min(64) as u32,
-                                self.shared.clock.now(),
+                                exec.clock.now(),
                             )
-                            .skip(self.shared.skipped()),
+                            .skip(exec.skipped()),
                         )
                         .await
                         .inspect_err(|error| crate::metrics::store_error("claim", error))?;
                     if let Some(store_now) = claimed.now() {
-                        self.shared.store_clock.observe(local_sent, store_now);
+                        exec.store_clock.observe(local_sent, store_now);
                     }
                     busy |= claimed.runs.len() == free.min(64);
                     if let Some(idle_ms) = claimed.claim_idle_timeout_ms {
-                        self.shared.check_idle_timeout(idle_ms);
+                        exec.check_idle_timeout(idle_ms);
                     }
-                    let now = self.shared.clock.now();
+                    let now = exec.clock.now();
                     for run in claimed.runs {
                         let queued_at = run.queued_at.unwrap_or(run.created_at);
                         let waited = u64::try_from(now.saturating_sub(queued_at)).unwrap_or(0);
                         crate::metrics::claimed(&run.namespace, Duration::from_millis(waited));
-                        executions.spawn(crate::trace::in_current_dispatch(execute(
-                            self.shared.clone(),
-                            run,
-                        )));
+                        let executor = self.shared.executor.clone();
+                        executions.spawn(crate::trace::in_current_dispatch(async move {
+                            executor.execute(run).await;
+                        }));
                     }
                 }
                 Ok::<(), StoreError>(())
@@ -323,7 +197,6 @@ impl Worker {
             }
             tokio::select! {
                 _ = self.shared.subscriber.next_signal() => {}
-                _ = &mut ended => {}
                 _ = jumped => {}
                 _ = stop.changed() => {}
             }
@@ -339,7 +212,7 @@ impl Worker {
         // Gracefully: each execution finishes the tasks in flight, starts no new one, and
         // releases its run (or suspends it, if that is where it stands); the daemons' lease
         // goes to another worker at once.
-        self.shared.draining.send_replace(true);
+        self.shared.executor.drain();
         if let Some(daemons) = daemons {
             log_join_error(daemons.await);
         }

@@ -12,7 +12,7 @@ fn main() -> ExitCode {
     let app = if std::env::var_os("AIKI_CHECK_APP_BARE").is_some() {
         aiki_cli::App::new()
     } else {
-        aiki_cli::App::new().workflows(aiki_tests::check_app::next)
+        aiki_cli::App::new().registry(aiki_tests::check_app::next())
     };
     app.main(std::env::args_os().skip(1))
 }

@@ -25,7 +25,7 @@ pub(super) const DEAD_BAND: Millis = 500;
 
 /// The worker's clock moved by the offset of the store's clock (see the module docs).
 #[derive(Debug)]
-pub(super) struct StoreClock {
+pub(crate) struct StoreClock {
     local: Arc<dyn Clock>,
     offset: AtomicI64,
 }
@@ -40,7 +40,7 @@ impl StoreClock {
 
     /// The local clock's time now: what a call to the store is sent at, for
     /// [`observe`](Self::observe).
-    pub(super) fn local_now(&self) -> Millis {
+    pub(crate) fn local_now(&self) -> Millis {
         self.local.now()
     }
 
@@ -52,7 +52,7 @@ impl StoreClock {
     /// store's by at most the answer's travel time, never ahead, so a timer set by it never
     /// fires before the store finds it due. Setting the offset, rather than adding to it,
     /// keeps answers that arrive together from correcting twice.
-    pub(super) fn observe(&self, local_sent: Millis, store_now: Millis) {
+    pub(crate) fn observe(&self, local_sent: Millis, store_now: Millis) {
         let low = store_now.saturating_sub(self.local.now());
         let high = store_now.saturating_sub(local_sent);
         let agrees = |offset: Millis| {

@@ -9,7 +9,8 @@ use aiki_store::{Failure, Millis, RunRecord, RunStatus, StoreError, Transition};
 use serde_json::Value;
 use tracing::{Instrument, Span};
 
-use super::Shared;
+use super::Parts;
+use super::refresh::refresh_claim;
 use crate::clock::millis;
 use crate::direct::{DirectCalls, poll_workflow_code};
 use crate::error::WorkflowError;
@@ -27,9 +28,9 @@ enum Outcome {
 
 /// Executes one claimed run until it completes, fails, suspends or is lost, inside its
 /// execution span.
-pub(super) async fn execute(shared: Arc<Shared>, claimed: RunRecord) {
-    let span = crate::trace::execution_span(&claimed, &shared.worker_id);
-    drive(shared, claimed).instrument(span).await;
+pub(super) async fn execute(executor: Arc<Parts>, claimed: RunRecord) {
+    let span = crate::trace::execution_span(&claimed, &executor.id);
+    drive(executor, claimed).instrument(span).await;
 }
 
 /// Records how the current execution ended on its span.
@@ -46,29 +47,29 @@ fn moved(record: &RunRecord) {
     }
 }
 
-async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
+async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
     let id = claimed.id;
-    let Some(workflow) = shared.registry.get(&claimed.namespace).cloned() else {
+    let Some(workflow) = executor.registry.workflow(&claimed.namespace).cloned() else {
         tracing::error!(run_id = %id, "BUG: claimed a run of an unregistered namespace");
         return;
     };
-    let history = match shared.store.load_history(id).await {
+    let history = match executor.store.load_history(id).await {
         Ok(history) if history.run.revision == claimed.revision => history,
         Ok(_) => return outcome("lost"),
         Err(error) => {
             crate::metrics::store_error("load_history", &error);
-            return unreadable_history(&shared, &claimed, error).await;
+            return unreadable_history(&executor, &claimed, error).await;
         }
     };
     let input = history.run.input.clone();
     let run = Run::from_history(
         history,
-        shared.store.clone(),
-        shared.clock.clone(),
-        shared.state.clone(),
-        shared.served.clone(),
+        executor.store.clone(),
+        executor.clock.clone(),
+        executor.registry.state().clone(),
+        executor.registry.served().clone(),
     )
-    .noting_calls(shared.called.clone());
+    .noting_calls(executor.called.clone());
     // A pause requested while an executor of an earlier release held it: drain at once.
     if claimed.pause_requested_at.is_some() {
         run.drain(Drain::Pause);
@@ -92,11 +93,11 @@ async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
     // execution, whether that completes, panics, or is dropped (a shutdown, a dropped worker).
     let outcome = tokio::select! {
         biased;
-        () = refresh_claim(&shared, &run) => Outcome::Lost,
+        () = refresh_claim(&executor, &run) => Outcome::Lost,
         outcome = driven => outcome,
     };
     drop(future);
-    let now = shared.clock.now();
+    let now = executor.clock.now();
     let result = match outcome {
         Outcome::Lost => return self::outcome("lost"),
         Outcome::Drained(reason) => match run.take_fatal() {
@@ -125,7 +126,7 @@ async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
                 transition.due_at = suspension.due_at;
                 finish(&run, transition).await;
                 if let Some(due) = suspension.due_at {
-                    crate::wake::timer_at(&shared.clock, due);
+                    crate::wake::timer_at(&executor.clock, due);
                 }
                 return;
             }
@@ -144,7 +145,7 @@ async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
             self::outcome("lost");
             tracing::warn!(run_id = %id, %error, "run lost by this executor; stopping");
         }
-        Err(error) => fail_or_retry(&shared, &run, workflow.retry(), error).await,
+        Err(error) => fail_or_retry(&executor, &run, workflow.retry(), error).await,
     }
 }
 
@@ -152,9 +153,9 @@ async fn drive(shared: Arc<Shared>, claimed: RunRecord) {
 /// every replay, so the run fails (`corrupt_history`) instead of cycling through claim and
 /// release; a record from a newer release is left to a worker that can read it; any other
 /// error (the store unreachable) leaves the claim to expire and the run to be recovered.
-async fn unreadable_history(shared: &Shared, claimed: &RunRecord, error: StoreError) {
+async fn unreadable_history(executor: &Parts, claimed: &RunRecord, error: StoreError) {
     let id = claimed.id;
-    let now = shared.clock.now();
+    let now = executor.clock.now();
     let transition = match error {
         StoreError::Corrupt { message } => {
             tracing::error!(run_id = %id, %message, "history is corrupt; failing the run");
@@ -173,7 +174,7 @@ async fn unreadable_history(shared: &Shared, claimed: &RunRecord, error: StoreEr
                 %message,
                 "history holds a record of a newer release; releasing the run for a newer worker"
             );
-            shared.back_off_from(id);
+            executor.back_off_from(id);
             Transition::to(RunStatus::Queued, now)
         }
         error => {
@@ -182,7 +183,7 @@ async fn unreadable_history(shared: &Shared, claimed: &RunRecord, error: StoreEr
             return;
         }
     };
-    match shared
+    match executor
         .store
         .transition(id, claimed.revision, transition)
         .await
@@ -198,8 +199,13 @@ async fn unreadable_history(shared: &Shared, claimed: &RunRecord, error: StoreEr
 /// Fails the run, or schedules a workflow retry. The retry replays every recorded entry as
 /// recorded except the task call whose unhandled failure failed this attempt, which runs again;
 /// a failure the workflow handled is history and replays as such.
-async fn fail_or_retry(shared: &Arc<Shared>, run: &Run, policy: RetryPolicy, error: WorkflowError) {
-    let now = shared.clock.now();
+async fn fail_or_retry(
+    executor: &Arc<Parts>,
+    run: &Run,
+    policy: RetryPolicy,
+    error: WorkflowError,
+) {
+    let now = executor.clock.now();
     let delay = if error.is_retryable() {
         policy.delay_after(run.attempt())
     } else {
@@ -228,7 +234,7 @@ async fn fail_or_retry(shared: &Arc<Shared>, run: &Run, policy: RetryPolicy, err
         .error(failure)
         .attempts(run.attempt() + 1);
     finish(run, transition).await;
-    crate::wake::timer_at(&shared.clock, due);
+    crate::wake::timer_at(&executor.clock, due);
 }
 
 /// The executor's last write for this execution.
@@ -251,78 +257,5 @@ async fn finish(run: &Run, transition: Transition) {
             outcome("lost");
             tracing::warn!(run_id = %id, %error, "final write refused; stopping");
         }
-    }
-}
-
-/// Refreshes the claim every interval on the workers' clock (and, separately, the subscriber's
-/// own heartbeat for the run); drains the run when a refresh says a pause was requested, or the
-/// worker shuts down gracefully; returns when the run is lost.
-///
-/// A refresh that fails for want of the store is tried again soon, not an interval later, and
-/// none waits longer than a bound: claim recovery confirms a stale claim one refresh interval
-/// (and a margin) after the store answers again, so a live executor must refresh within that
-/// window, however long its calls hung during the outage.
-async fn refresh_claim(shared: &Shared, run: &Run) {
-    let id = run.id();
-    let interval = millis(shared.claim_refresh_interval);
-    // Real time: these bound calls to the store, they are not run timing.
-    let bound = (shared.claim_refresh_interval / 4).clamp(
-        std::time::Duration::from_millis(200),
-        std::time::Duration::from_secs(5),
-    );
-    let mut draining = shared.draining.subscribe();
-    let mut shutting_down = false;
-    let mut sleep = shared
-        .clock
-        .sleep_until(shared.clock.now().saturating_add(interval));
-    loop {
-        if !shutting_down && *draining.borrow_and_update() {
-            shutting_down = true;
-            run.drain(Drain::Shutdown);
-        }
-        // The sleep is held while refreshing, so a manual clock does not move past its
-        // deadline before the refresh is written.
-        tokio::select! {
-            () = sleep.as_mut() => {}
-            Ok(()) = draining.changed(), if !shutting_down => continue,
-        }
-        let refresh =
-            shared
-                .store
-                .refresh_claim(id, &shared.worker_id, run.revision(), shared.clock.now());
-        let result = match tokio::time::timeout(bound, refresh).await {
-            Ok(result) => result,
-            Err(_) => Err(StoreError::Unavailable {
-                message: format!("the claim refresh took longer than {bound:?}"),
-                source: None,
-            }),
-        };
-        shared.subscriber.heartbeat(id).await;
-        if let Err(error) = &result {
-            crate::metrics::store_error("refresh_claim", error);
-        }
-        match result {
-            Ok(state) => {
-                if state.pause_requested {
-                    run.drain(Drain::Pause);
-                }
-            }
-            Err(error) if error.is_transient() => {
-                tracing::warn!(run_id = %id, %error, "claim refresh failed; trying again soon");
-                // Soon: the store may answer again any moment, and the executor must refresh
-                // within the confirmation window when it does.
-                tokio::time::sleep(bound).await;
-                sleep = shared.clock.sleep_until(shared.clock.now());
-                continue;
-            }
-            Err(error) => {
-                tracing::warn!(run_id = %id, %error, "claim lost");
-                return;
-            }
-        }
-        // The next sleep is taken before the last one is dropped.
-        sleep = shared
-            .clock
-            .sleep_until(shared.clock.now().saturating_add(interval));
     }
 }
