@@ -36,6 +36,7 @@ use crate::{
     SleepRecord, Store, StoreError, Transition, WaitSpec,
 };
 
+mod actions;
 mod claims;
 mod concurrency;
 mod config;
@@ -56,6 +57,7 @@ mod wakes;
 mod wire;
 mod workers;
 
+pub use actions::*;
 pub use claims::*;
 pub use concurrency::*;
 pub use config::*;
@@ -173,6 +175,8 @@ macro_rules! conformance_tests {
                 check_a_pause_request_fences_no_write_in_flight,
                 check_a_run_ends_whatever_its_pause_request,
                 check_runtime_config_is_set_one_key_at_a_time,
+                check_an_operator_action_applies_only_where_it_may,
+                check_operator_actions_race_without_repeating_a_move,
             ]);
         $crate::conformance_tests!(@group $factory; sweeper: [
                 check_a_lease_has_one_holder_at_a_time,

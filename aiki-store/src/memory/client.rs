@@ -6,8 +6,8 @@ use super::MemoryStore;
 use super::state::{self, Note};
 use crate::ClientStore;
 use crate::{
-    AppendOutcome, CreateOutcome, EventRecord, Millis, NewEvent, NewFork, NewRun, RunId, RunRecord,
-    RunStatus, StoreError,
+    AppendOutcome, CreateOutcome, EventRecord, Millis, NewEvent, NewFork, NewRun, RunAction, RunId,
+    RunRecord, RunStatus, StoreError,
 };
 
 #[async_trait]
@@ -92,6 +92,36 @@ impl ClientStore for MemoryStore {
             state.set_status(event.run_id, RunStatus::Queued, None, event.now, note);
         }
         Ok(AppendOutcome::Appended { index: next, woke })
+    }
+
+    async fn act(
+        &self,
+        id: RunId,
+        action: RunAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<RunRecord, StoreError> {
+        let mut state = self.lock();
+        let run = state
+            .runs
+            .get_mut(&id)
+            .ok_or_else(|| StoreError::run_not_found(id))?;
+        if !action.applies_to(run.status) {
+            return Err(StoreError::InvalidTransition {
+                run_id: id,
+                from: run.status,
+                to: action.to(),
+            });
+        }
+        if action == RunAction::Pause && run.status == RunStatus::Running {
+            if run.pause_requested_at.is_none() {
+                run.pause_requested_at = Some(now);
+                run.pause_requested_by = actor;
+            }
+            return Ok(run.clone());
+        }
+        let expected = run.revision;
+        state.transition(id, expected, action.transition(now, actor))
     }
 
     async fn request_pause(

@@ -1,5 +1,6 @@
 //! The records a run's history is made of.
 
+mod action;
 mod catalog;
 mod config;
 mod counts;
@@ -17,6 +18,7 @@ mod transition;
 mod wait;
 mod worker;
 
+pub use action::*;
 pub use catalog::*;
 pub use config::*;
 pub use counts::*;

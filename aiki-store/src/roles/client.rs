@@ -4,8 +4,8 @@ use async_trait::async_trait;
 
 use super::ReadStore;
 use crate::{
-    AppendOutcome, ConfigKey, CreateOutcome, Millis, Move, NewEvent, NewFork, NewRun, RunId,
-    RunRecord, RuntimeConfig, StoreError,
+    AppendOutcome, ConfigKey, CreateOutcome, Millis, Move, NewEvent, NewFork, NewRun, RunAction,
+    RunId, RunRecord, RuntimeConfig, StoreError,
 };
 
 /// The client role of the store contract: creating and forking runs, sending events, and the
@@ -29,6 +29,22 @@ pub trait ClientStore: ReadStore {
     /// [`StoreError::Invalid`] for a name in the runtime's own namespace (starting with
     /// [`RESERVED_EVENT_PREFIX`](crate::RESERVED_EVENT_PREFIX)), nothing written.
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError>;
+
+    /// Applies an operator's action to run `id` at `now`, recorded as done by `actor`, as one
+    /// compare-and-set: the run's status is read, checked against the action
+    /// ([`RunAction::applies_to`]) and the action written, in one atomic operation, whatever
+    /// executor or operator moves the run meanwhile. Pausing a `running` run requests the pause
+    /// (as [`request_pause`](Self::request_pause) does) and leaves its revision; every other
+    /// action is a transition that increments it. Returns the run as written.
+    /// [`StoreError::NotFound`] for an unknown run; [`StoreError::InvalidTransition`] (`from`
+    /// its status, `to` the action's) when the action does not apply, nothing written.
+    async fn act(
+        &self,
+        id: RunId,
+        action: RunAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<RunRecord, StoreError>;
 
     /// Asks to pause a `running` run without changing its revision, so that no write of its
     /// executor is fenced: the run's next new task attempt or child start is refused

@@ -173,6 +173,16 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         self.append_event(event).await
     }
 
+    async fn act(
+        &self,
+        id: crate::RunId,
+        action: crate::RunAction,
+        actor: Option<String>,
+        now: crate::Millis,
+    ) -> Result<crate::RunRecord, crate::StoreError> {
+        self.act(id, action, actor, now).await
+    }
+
     async fn request_pause(
         &self,
         id: crate::RunId,

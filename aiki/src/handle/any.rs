@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use aiki_store::{AppendOutcome, NewEvent, RunId, RunRecord, RunStatus, StoreError, Transition};
+use aiki_store::{AppendOutcome, NewEvent, RunAction, RunId, RunRecord, StoreError};
 use serde_json::Value;
 
 use crate::client::Client;
@@ -23,59 +23,8 @@ impl fmt::Debug for AnyRun {
     }
 }
 
-/// An operator action that moves a run from some statuses to another.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Action {
-    Wakeup,
-    Pause,
-    Resume,
-    Requeue,
-    Cancel,
-}
-
-impl Action {
-    fn name(self) -> &'static str {
-        match self {
-            Action::Wakeup => "wake up",
-            Action::Pause => "pause",
-            Action::Resume => "resume",
-            Action::Requeue => "requeue",
-            Action::Cancel => "cancel",
-        }
-    }
-
-    /// The statuses the action applies to.
-    pub(super) fn from(self) -> Vec<RunStatus> {
-        match self {
-            Action::Wakeup => vec![RunStatus::Sleeping],
-            Action::Pause => RunStatus::ALL
-                .into_iter()
-                .filter(|status| status.can_move_to(RunStatus::Paused))
-                .collect(),
-            Action::Resume => vec![RunStatus::Paused],
-            Action::Requeue => vec![RunStatus::Stalled],
-            Action::Cancel => RunStatus::ALL
-                .into_iter()
-                .filter(|status| !status.is_terminal())
-                .collect(),
-        }
-    }
-
-    fn transition(self) -> Transition {
-        match self {
-            Action::Wakeup => Transition::to(RunStatus::Queued, 0).cancel_sleeps(),
-            Action::Pause => Transition::to(RunStatus::Paused, 0),
-            Action::Resume => Transition::to(RunStatus::Queued, 0),
-            Action::Requeue => Transition::to(RunStatus::Queued, 0),
-            Action::Cancel => Transition::to(RunStatus::Cancelled, 0),
-        }
-    }
-}
-
-/// No check: any workflow's run.
-fn any_workflow(_: &RunRecord) -> Result<(), ClientError> {
-    Ok(())
-}
+/// A typed handle's check of the run it acts on.
+pub(super) type Check<'a> = dyn Fn(&RunRecord) -> Result<(), ClientError> + Sync + 'a;
 
 impl AnyRun {
     pub(crate) fn new(client: Client, id: RunId) -> Self {
@@ -99,21 +48,22 @@ impl AnyRun {
     /// Waits until the run has ended (`completed`, `failed` or `cancelled`) and returns it.
     /// A store that is briefly unreachable does not end the wait.
     pub async fn wait_until_ended(&self) -> Result<RunRecord, ClientError> {
-        self.poll_until(&any_workflow, |run| run.status.is_terminal())
-            .await
+        self.poll_until(None, |run| run.status.is_terminal()).await
     }
 
     /// Polls the run (at the client's poll interval) until `done` accepts it; `check` may
     /// refuse it. A transient store error is waited out, not returned.
     pub(super) async fn poll_until(
         &self,
-        check: &(dyn Fn(&RunRecord) -> Result<(), ClientError> + Sync),
+        check: Option<&Check<'_>>,
         done: impl Fn(&RunRecord) -> bool,
     ) -> Result<RunRecord, ClientError> {
         loop {
             match self.record().await {
                 Ok(run) => {
-                    check(&run)?;
+                    if let Some(check) = check {
+                        check(&run)?;
+                    }
                     if done(&run) {
                         return Ok(run);
                     }
@@ -129,28 +79,28 @@ impl AnyRun {
 
     /// Ends the run's current durable sleep early (see [`RunHandle::wakeup`](super::RunHandle::wakeup)).
     pub async fn wakeup(&self) -> Result<RunRecord, ClientError> {
-        self.act(Action::Wakeup, &any_workflow).await
+        self.act(RunAction::Wakeup, None).await
     }
 
     /// Pauses the run (see [`RunHandle::pause`](super::RunHandle::pause)).
     pub async fn pause(&self) -> Result<RunRecord, ClientError> {
-        self.act(Action::Pause, &any_workflow).await
+        self.act(RunAction::Pause, None).await
     }
 
     /// Resumes a paused run.
     pub async fn resume(&self) -> Result<RunRecord, ClientError> {
-        self.act(Action::Resume, &any_workflow).await
+        self.act(RunAction::Resume, None).await
     }
 
     /// Puts a stalled run back into delivery.
     pub async fn requeue(&self) -> Result<RunRecord, ClientError> {
-        self.act(Action::Requeue, &any_workflow).await
+        self.act(RunAction::Requeue, None).await
     }
 
     /// Cancels the run and its children that have not ended (see
     /// [`RunHandle::cancel`](super::RunHandle::cancel)).
     pub async fn cancel(&self) -> Result<RunRecord, ClientError> {
-        self.cancel_checked(&any_workflow).await
+        self.cancel_checked(None).await
     }
 
     /// Sends an event as JSON, validated against the schema that the run's workflow version
@@ -212,13 +162,12 @@ impl AnyRun {
     /// Cancels the run if `check` accepts it, then its children that have not ended.
     pub(super) async fn cancel_checked(
         &self,
-        check: &(dyn Fn(&RunRecord) -> Result<(), ClientError> + Sync),
+        check: Option<&Check<'_>>,
     ) -> Result<RunRecord, ClientError> {
-        let run = match self.act(Action::Cancel, check).await {
+        let run = match self.act(RunAction::Cancel, check).await {
             Err(ClientError::InvalidAction { status, .. }) if status.is_terminal() => {
-                let run = self.record().await?;
-                check(&run)?;
-                return Ok(run);
+                // Already over: the run as it ended (checked above, if asked).
+                return self.record().await;
             }
             other => other?,
         };
@@ -235,7 +184,7 @@ impl AnyRun {
                 pending.push(child.id);
                 if !child.status.is_terminal() {
                     let child = AnyRun::new(self.client.clone(), child.id);
-                    match child.act(Action::Cancel, &any_workflow).await {
+                    match child.act(RunAction::Cancel, None).await {
                         // It ended meanwhile: nothing left to cancel.
                         Ok(_) | Err(ClientError::InvalidAction { .. }) => {}
                         Err(error) => return Err(error),
@@ -246,53 +195,35 @@ impl AnyRun {
         Ok(run)
     }
 
-    /// Applies an operator action with a compare-and-set loop on the revision; the run must be
-    /// in one of the action's statuses, and `check` may refuse it.
+    /// Applies an operator action: one compare-and-set in the store ([`ClientStore::act`]),
+    /// which checks the run's status and writes the action atomically. `check` (a typed
+    /// handle's: the run is of its workflow version, which never changes) reads the run first.
+    ///
+    /// [`ClientStore::act`]: aiki_store::ClientStore::act
     pub(super) async fn act(
         &self,
-        action: Action,
-        check: &(dyn Fn(&RunRecord) -> Result<(), ClientError> + Sync),
+        action: RunAction,
+        check: Option<&Check<'_>>,
     ) -> Result<RunRecord, ClientError> {
-        let from = action.from();
-        loop {
-            let run = self.client.store.get_run(self.id).await?;
-            check(&run)?;
-            if !from.contains(&run.status) {
-                return Err(ClientError::InvalidAction {
-                    run_id: self.id,
+        if let Some(check) = check {
+            check(&self.record().await?)?;
+        }
+        let actor = self.client.actor.clone();
+        let now = self.client.clock.now();
+        match self.client.store.act(self.id, action, actor, now).await {
+            Ok(run) => {
+                crate::wake::work_available();
+                Ok(run)
+            }
+            Err(StoreError::InvalidTransition { run_id, from, .. }) => {
+                Err(ClientError::InvalidAction {
+                    run_id,
                     action: action.name(),
-                    status: run.status,
-                    expected: from,
-                });
+                    status: from,
+                    expected: action.applies_from(),
+                })
             }
-            if let (Action::Pause, RunStatus::Running) = (action, run.status) {
-                // Never fence a task in flight: the executor pauses the run at its next durable
-                // point (an older schema knows no request: the pause moves the run at once).
-                let now = self.client.clock.now();
-                let actor = self.client.actor.clone();
-                match self.client.store.request_pause(self.id, actor, now).await {
-                    Ok(Some(requested)) => return Ok(requested),
-                    // It left `running` meanwhile: pause it where it is now.
-                    Ok(None) => continue,
-                    Err(StoreError::Schema { .. }) => {}
-                    Err(error) => return Err(error.into()),
-                }
-            }
-            let mut change = action.transition().by(self.client.actor.clone());
-            change.now = self.client.clock.now();
-            match self
-                .client
-                .store
-                .transition(self.id, run.revision, change)
-                .await
-            {
-                Ok(run) => {
-                    crate::wake::work_available();
-                    return Ok(run);
-                }
-                Err(StoreError::RevisionConflict { .. }) => continue,
-                Err(error) => return Err(error.into()),
-            }
+            Err(error) => Err(error.into()),
         }
     }
 }

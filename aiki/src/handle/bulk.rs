@@ -9,12 +9,12 @@ use std::ops::ControlFlow;
 use std::pin::pin;
 use std::time::Duration;
 
-use aiki_store::{RunFilter, RunId, RunRecord, RunStatus, StoreError};
+use aiki_store::{RunAction, RunFilter, RunId, RunRecord, RunStatus, StoreError};
 use futures_util::StreamExt;
 use futures_util::future::join_all;
 use futures_util::stream::FuturesUnordered;
 
-use super::any::{Action, AnyRun};
+use super::any::AnyRun;
 use super::recover::RetryOptions;
 use crate::client::Client;
 use crate::error::ClientError;
@@ -37,10 +37,10 @@ impl BulkAction {
     /// The statuses the action applies to.
     pub fn applies_to(self) -> Vec<RunStatus> {
         match self {
-            BulkAction::Cancel => Action::Cancel.from(),
+            BulkAction::Cancel => RunAction::Cancel.applies_from(),
             BulkAction::Retry(_) => vec![RunStatus::Failed],
-            BulkAction::Requeue => Action::Requeue.from(),
-            BulkAction::Resume => Action::Resume.from(),
+            BulkAction::Requeue => RunAction::Requeue.applies_from(),
+            BulkAction::Resume => RunAction::Resume.applies_from(),
         }
     }
 

@@ -17,7 +17,7 @@ mod fork;
 mod recover;
 mod release;
 
-use any::Action;
+use aiki_store::RunAction;
 pub use any::AnyRun;
 pub use bulk::{BulkAction, BulkOutcome};
 pub use fork::ForkOptions;
@@ -117,7 +117,7 @@ impl<W: Workflow> RunHandle<W> {
     pub async fn wait_for_status(&self, status: RunStatus) -> Result<RunRecord, ClientError> {
         let run = self
             .any()
-            .poll_until(&|run| self.check(run), |run| {
+            .poll_until(Some(&|run| self.check(run)), |run| {
                 run.status == status || run.status.is_terminal()
             })
             .await?;
@@ -236,7 +236,9 @@ impl<W: Workflow> RunHandle<W> {
 
     /// Ends the run's current durable sleep early: the sleep returns `cancelled = true`.
     pub async fn wakeup(&self) -> Result<RunRecord, ClientError> {
-        self.any().act(Action::Wakeup, &|run| self.check(run)).await
+        self.any()
+            .act(RunAction::Wakeup, Some(&|run| self.check(run)))
+            .await
     }
 
     /// Pauses the run; `resume` brings it back. A run that is not `running` is paused at
@@ -246,12 +248,16 @@ impl<W: Workflow> RunHandle<W> {
     /// now: `paused`, or `running` with [`pause_requested_at`](RunRecord::pause_requested_at)
     /// set.
     pub async fn pause(&self) -> Result<RunRecord, ClientError> {
-        self.any().act(Action::Pause, &|run| self.check(run)).await
+        self.any()
+            .act(RunAction::Pause, Some(&|run| self.check(run)))
+            .await
     }
 
     /// Resumes a paused run.
     pub async fn resume(&self) -> Result<RunRecord, ClientError> {
-        self.any().act(Action::Resume, &|run| self.check(run)).await
+        self.any()
+            .act(RunAction::Resume, Some(&|run| self.check(run)))
+            .await
     }
 
     /// Moves a `failed` run back to delivery after a fix: see [`AnyRun::retry`] for the rule
@@ -272,7 +278,7 @@ impl<W: Workflow> RunHandle<W> {
     /// Puts a stalled run back into delivery, with a fresh `max_age` clock.
     pub async fn requeue(&self) -> Result<RunRecord, ClientError> {
         self.any()
-            .act(Action::Requeue, &|run| self.check(run))
+            .act(RunAction::Requeue, Some(&|run| self.check(run)))
             .await
     }
 
@@ -280,7 +286,9 @@ impl<W: Workflow> RunHandle<W> {
     /// that has already ended (`completed`, `failed` or `cancelled`) changes nothing and
     /// returns it as it is.
     pub async fn cancel(&self) -> Result<RunRecord, ClientError> {
-        self.any().cancel_checked(&|run| self.check(run)).await
+        self.any()
+            .cancel_checked(Some(&|run| self.check(run)))
+            .await
     }
 
     /// The same run, without its workflow type.

@@ -220,6 +220,16 @@ impl aiki::store::ClientStore for Counting {
             .release_claim(id, expected, now, confirm_ms, actor)
             .await
     }
+    async fn act(
+        &self,
+        id: RunId,
+        action: aiki::store::RunAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<RunRecord, StoreError> {
+        self.count("act");
+        self.inner.act(id, action, actor, now).await
+    }
     async fn request_pause(
         &self,
         id: RunId,
