@@ -183,9 +183,9 @@ fn timeline(changes: &[StatusChange]) -> Table {
 /// An event queue's name for people: the runtime's own queue of a child wait (its timeout, or
 /// the child outcome the run recorded) says so.
 fn event_label(name: &str) -> String {
-    match name.strip_prefix("\u{1}child:") {
-        Some(address) => format!("(wait on child {address})"),
-        None => runtime_name(name).unwrap_or_else(|| name.to_owned()),
+    match aiki_store::Queue::parse(name) {
+        aiki_store::Queue::ChildWait(address) => format!("(wait on child {address})"),
+        _ => runtime_name(name).unwrap_or_else(|| name.to_owned()),
     }
 }
 

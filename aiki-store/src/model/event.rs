@@ -115,7 +115,7 @@ impl NewEvent {
     /// (a wait's timeout, a child's observed outcome) are named with
     /// [`RESERVED_EVENT_PREFIX`], and a sent event must never fill their slots.
     pub(crate) fn check_name(&self) -> Result<(), StoreError> {
-        if self.name.starts_with(RESERVED_EVENT_PREFIX) {
+        if super::Queue::parse(&self.name).is_runtime() {
             return Err(StoreError::Invalid {
                 message: format!(
                     "event name {:?} starts with U+0001, which the runtime reserves for the \

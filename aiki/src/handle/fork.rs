@@ -15,7 +15,8 @@
 use std::collections::HashSet;
 
 use aiki_store::{
-    CreateOutcome, EntryKind, EntryStatus, History, Lineage, NewFork, NewRun, RunRecord, RunStatus,
+    CreateOutcome, EntryKind, EntryStatus, History, Lineage, NewFork, NewRun, Queue, RunRecord,
+    RunStatus,
 };
 use serde::Serialize;
 
@@ -174,7 +175,7 @@ fn carried(history: &History, options: &ForkOptions, run: NewRun) -> Result<NewF
     };
     let mut entries = Vec::new();
     // The child starts the fork starts again: their waits' records stay behind too.
-    let mut restarted: HashSet<String> = HashSet::new();
+    let mut restarted: HashSet<Queue> = HashSet::new();
     for entry in &history.entries {
         if entry.status != EntryStatus::Completed {
             continue;
@@ -189,11 +190,11 @@ fn carried(history: &History, options: &ForkOptions, run: NewRun) -> Result<NewF
                         reference_id,
                     });
                 }
-                restarted.insert(crate::run::outcome_queue(&entry.address));
+                restarted.insert(Queue::ChildWait(entry.address.clone()));
                 continue;
             }
             if !child.is_some_and(|child| child.status.is_terminal()) {
-                restarted.insert(crate::run::outcome_queue(&entry.address));
+                restarted.insert(Queue::ChildWait(entry.address.clone()));
                 continue;
             }
         } else if dropped(entry) {
@@ -207,7 +208,7 @@ fn carried(history: &History, options: &ForkOptions, run: NewRun) -> Result<NewF
         .sleeps
         .iter()
         .filter(|sleep| before_cutoff(sleep.wake_at.saturating_sub(sleep.duration_ms)))
-        .filter(|sleep| !restarted.contains(&sleep.name))
+        .filter(|sleep| !restarted.contains(&sleep.queue()))
         .map(|sleep| {
             let mut sleep = sleep.clone();
             sleep.run_id = id;
@@ -218,7 +219,7 @@ fn carried(history: &History, options: &ForkOptions, run: NewRun) -> Result<NewF
         .events
         .iter()
         .filter(|event| before_cutoff(event.received_at))
-        .filter(|event| !restarted.contains(&event.name))
+        .filter(|event| !restarted.contains(&event.queue()))
         .map(|event| {
             let mut event = event.clone();
             event.run_id = id;

@@ -233,17 +233,16 @@ impl AnyRun {
             }
             if let Some(parent) = &run.parent {
                 // A parent records each child outcome it observes, in the child wait's queue.
-                let queue = crate::run::outcome_queue(&parent.address);
+                let queue = aiki_store::Queue::ChildWait(parent.address.clone());
                 let events = self
                     .client()
                     .store
                     .load_history(parent.run_id)
                     .await?
                     .events;
-                if events
-                    .iter()
-                    .any(|event| event.name == queue && crate::run::holds_outcome_of(event, run.id))
-                {
+                if events.iter().any(|event| {
+                    event.queue() == queue && crate::run::holds_outcome_of(event, run.id)
+                }) {
                     plan.observed_by = Some(parent.run_id);
                 }
             }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use aiki_store::{EntryStatus, History, Millis, RunRecord, RunStatus, StoreError};
+use aiki_store::{EntryStatus, History, Millis, Queue, RunRecord, RunStatus, StoreError};
 
 use super::report::{NewWork, RunImpact, SleepChange, Verdict};
 use crate::client::Client;
@@ -205,12 +205,10 @@ fn read_findings(impact: &mut RunImpact, seen: &Probe, now: Millis) {
 
 /// A sleep's name for people: the timers of waits have names of their own.
 fn sleep_name(name: &str) -> String {
-    if let Some(event) = name.strip_prefix("\u{1}event:") {
-        format!("timeout of event `{event}`")
-    } else if let Some(child) = name.strip_prefix("\u{1}child:") {
-        format!("timeout of the wait for child `{child}`")
-    } else {
-        name.to_owned()
+    match Queue::parse(name) {
+        Queue::EventTimeout(event) => format!("timeout of event `{event}`"),
+        Queue::ChildWait(child) => format!("timeout of the wait for child `{child}`"),
+        other => other.to_string(),
     }
 }
 

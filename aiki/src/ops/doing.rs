@@ -1,7 +1,7 @@
 //! What a run is doing, in words: its wait set, who holds it, why it failed and the command
 //! that retries it, or its status.
 
-use aiki_store::{History, Millis, RunId, RunRecord, RunStatus, WaitSpec, WorkerRecord};
+use aiki_store::{History, Millis, Queue, RunId, RunRecord, RunStatus, WaitSpec, WorkerRecord};
 
 use super::words::{relative, span, timestamp};
 use crate::handle::RetryPlan;
@@ -192,13 +192,11 @@ pub fn retry_command(id: RunId, plan: &RetryPlan) -> Result<String, String> {
 /// The name of a runtime timer or queue for people (a wait's timeout, a child wait's
 /// records), or `None` for a name of the workflow's own.
 pub fn runtime_name(name: &str) -> Option<String> {
-    if let Some(event) = name.strip_prefix("\u{1}event:") {
-        Some(format!("event `{event}`"))
-    } else if let Some(address) = name.strip_prefix("\u{1}child:") {
-        Some(format!("child `{address}`"))
-    } else {
-        name.strip_prefix('\u{1}')
-            .map(|rest| format!("runtime `{rest}`"))
+    match Queue::parse(name) {
+        Queue::Named(_) => None,
+        Queue::EventTimeout(event) => Some(format!("event `{event}`")),
+        Queue::ChildWait(address) => Some(format!("child `{address}`")),
+        other => Some(other.to_string()),
     }
 }
 

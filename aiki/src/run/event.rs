@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use aiki_store::EventRecord;
+use aiki_store::{EventRecord, Queue};
 use serde_json::Value;
 
 use super::Run;
@@ -93,7 +93,7 @@ impl Run {
             None => None,
             Some(timeout) => {
                 match self
-                    .sleep_until(&format!("\u{1}event:{name}"), timeout)
+                    .sleep_until(&Queue::EventTimeout(name.to_owned()).stored_name(), timeout)
                     .await?
                 {
                     SleepState::Until(deadline) => Some(deadline),

@@ -16,7 +16,7 @@ mod task_call;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use outcome::{holds_outcome_of, observed as observed_outcomes, queue as outcome_queue};
+pub(crate) use outcome::{holds_outcome_of, observed as observed_outcomes};
 pub(crate) use probe::{Found, Probe};
 
 use std::collections::{HashMap, HashSet};

@@ -3,17 +3,17 @@
 //! every later replay returns that record, never the child's live row, which a retry of the
 //! child could change under the parent's feet.
 
-use aiki_store::{EventRecord, Failure, RunId, RunRecord, RunStatus};
+use aiki_store::{EventRecord, Failure, Queue, RunId, RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Run;
 use crate::error::WorkflowError;
 
-/// The queue of a child wait's records (its timeout, or the outcome it observed), by the
-/// child start's address.
+/// The stored name of a child wait's queue (its timer, its timeout, or the outcome it
+/// observed), by the child start's address.
 pub(crate) fn queue(address: &str) -> String {
-    format!("\u{1}child:{address}")
+    Queue::ChildWait(address.to_owned()).stored_name()
 }
 
 /// Whether `record` (of a child wait's queue) holds the outcome of `child` its parent observed.
@@ -24,10 +24,9 @@ pub(crate) fn holds_outcome_of(record: &EventRecord, child: RunId) -> bool {
 /// The child outcomes a run has recorded: where each is (its slot) and the child's id and
 /// status, in the order of the records.
 pub(crate) fn observed(events: &[EventRecord]) -> Vec<(aiki_store::SlotRef, RunId, RunStatus)> {
-    let prefix = queue("");
     events
         .iter()
-        .filter(|record| record.name.starts_with(&prefix) && !record.timed_out)
+        .filter(|record| matches!(record.queue(), Queue::ChildWait(_)) && !record.timed_out)
         .filter_map(|record| {
             let outcome: Outcome = serde_json::from_value(record.data.clone()?).ok()?;
             let slot = aiki_store::SlotRef::new(record.name.clone(), record.index);
