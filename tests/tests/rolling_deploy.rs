@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use aiki::store::RunAction;
 use aiki::store::postgres::{PostgresOptions, PostgresStore};
 use aiki::store::sqlite::{SqliteOptions, SqliteStore};
 use aiki::{BoxStore, Client, MigrationMode, Run, RunStatus, TaskError, Worker, WorkflowError};
@@ -131,9 +132,9 @@ async fn releases_side_by_side(backend: Backend) {
     assert_eq!(reasons.first().map(String::as_str), Some("started"));
     assert_eq!(reasons.last().map(String::as_str), Some("completed"));
     let refused = check
-        .request_pause(before.id(), None, 0)
+        .release_claim(before.id(), 0, 0, None, None)
         .await
-        .expect_err("a pause request needs N+1's schema");
+        .expect_err("an operator's release needs N+1's schema");
     assert!(refused.to_string().contains("aiki migrate"), "{refused}");
 
     // A run N starts sleeps when N+1 is deployed: N+1 migrates, N's worker goes, N+1's
@@ -260,7 +261,7 @@ async fn the_previous_releases_writes_keep_the_new_records_true(backend: Backend
         "{:?}",
         new.get_run(paused.id()).await.unwrap()
     );
-    new.request_pause(paused.id(), Some("ops".to_owned()), now())
+    new.act(paused.id(), RunAction::Pause, Some("ops".to_owned()), now())
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1_200)).await;

@@ -2,7 +2,6 @@
 //! run's status in the same atomic operation.
 
 use super::*;
-use crate::RunAction;
 
 fn refused(result: Result<RunRecord, StoreError>, from: RunStatus, action: RunAction) {
     match result {

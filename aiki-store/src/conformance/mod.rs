@@ -32,8 +32,8 @@ use serde_json::{Value, json};
 use crate::prelude::*;
 use crate::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryKind, EntryRecord, EntryStatus, EventRecord,
-    Failure, Millis, Namespace, NewEvent, NewRun, ParentLink, RunId, RunRecord, RunStatus,
-    SleepRecord, Store, StoreError, Transition, WaitSpec,
+    Failure, Millis, Namespace, NewEvent, NewRun, ParentLink, RunAction, RunId, RunRecord,
+    RunStatus, SleepRecord, Store, StoreError, Transition, WaitSpec,
 };
 
 mod actions;

@@ -17,18 +17,21 @@ pub async fn check_a_pause_request_fences_no_write_in_flight(store: &dyn Store) 
         .await
         .expect("the attempt starts");
     let requested = store
-        .request_pause(run.id, Some("ops".to_owned()), now + 1)
+        .act(run.id, RunAction::Pause, Some("ops".to_owned()), now + 1)
         .await
-        .expect("request")
         .expect("a running run takes the request");
     assert_eq!(requested.status, RunStatus::Running);
     assert_eq!(requested.revision, run.revision, "no revision change");
     assert_eq!(requested.pause_requested_at, Some(now + 1));
     assert_eq!(requested.pause_requested_by.as_deref(), Some("ops"));
     let again = store
-        .request_pause(run.id, Some("someone else".to_owned()), now + 2)
+        .act(
+            run.id,
+            RunAction::Pause,
+            Some("someone else".to_owned()),
+            now + 2,
+        )
         .await
-        .expect("request")
         .expect("still running");
     assert_eq!(
         (
@@ -111,15 +114,17 @@ pub async fn check_a_pause_request_fences_no_write_in_flight(store: &dyn Store) 
         (change.to, change.reason.as_str(), change.actor.as_deref()),
         (RunStatus::Paused, "paused", Some("ops"))
     );
-    assert_eq!(
-        store
-            .request_pause(run.id, None, now + 7)
-            .await
-            .expect("request"),
-        None,
-        "a run not running is paused by a transition"
+    assert!(
+        matches!(
+            store.act(run.id, RunAction::Pause, None, now + 7).await,
+            Err(StoreError::InvalidTransition {
+                from: RunStatus::Paused,
+                ..
+            })
+        ),
+        "a paused run is not paused again"
     );
-    assert_not_found(store.request_pause(RunId::new(), None, now).await);
+    assert_not_found(store.act(RunId::new(), RunAction::Pause, None, now).await);
 }
 
 /// An executor ending the run ends it, request or not.
@@ -127,7 +132,7 @@ pub async fn check_a_run_ends_whatever_its_pause_request(store: &dyn Store) {
     let now = LOCAL_TIME;
     let run = running(store, "worker", now).await;
     store
-        .request_pause(run.id, None, now + 1)
+        .act(run.id, RunAction::Pause, None, now + 1)
         .await
         .expect("request");
     let done = store
@@ -148,7 +153,7 @@ pub async fn check_recovery_pauses_a_run_with_a_pause_request(store: &dyn Store)
     let now = GLOBAL_TIME;
     let run = running(store, "dead-worker", now).await;
     store
-        .request_pause(run.id, Some("ops".to_owned()), now + 1)
+        .act(run.id, RunAction::Pause, Some("ops".to_owned()), now + 1)
         .await
         .expect("request");
     let released = release_confirmed(store, now + 100_000).await;

@@ -124,27 +124,6 @@ impl ClientStore for MemoryStore {
         state.transition(id, expected, action.transition(now, actor))
     }
 
-    async fn request_pause(
-        &self,
-        id: RunId,
-        actor: Option<String>,
-        now: Millis,
-    ) -> Result<Option<RunRecord>, StoreError> {
-        let mut state = self.lock();
-        let run = state
-            .runs
-            .get_mut(&id)
-            .ok_or_else(|| StoreError::run_not_found(id))?;
-        if run.status != RunStatus::Running {
-            return Ok(None);
-        }
-        if run.pause_requested_at.is_none() {
-            run.pause_requested_at = Some(now);
-            run.pause_requested_by = actor;
-        }
-        Ok(Some(run.clone()))
-    }
-
     async fn release_claim(
         &self,
         id: RunId,

@@ -33,9 +33,14 @@ pub trait ClientStore: ReadStore {
     /// Applies an operator's action to run `id` at `now`, recorded as done by `actor`, as one
     /// compare-and-set: the run's status is read, checked against the action
     /// ([`RunAction::applies_to`]) and the action written, in one atomic operation, whatever
-    /// executor or operator moves the run meanwhile. Pausing a `running` run requests the pause
-    /// (as [`request_pause`](Self::request_pause) does) and leaves its revision; every other
-    /// action is a transition that increments it. Returns the run as written.
+    /// executor or operator moves the run meanwhile. Returns the run as written.
+    ///
+    /// Pausing a `running` run asks for the pause without changing its revision, so that no
+    /// write of its executor is fenced: the run's next new task attempt or child start is
+    /// refused ([`StoreError::PauseRequested`]), its claim refresh says so, and its leaving
+    /// `running` other than by ending lands in `paused` (recorded as done by `actor`; the
+    /// first request stands). On a schema older than pause requests it pauses the run at once.
+    /// Every other action is a transition that increments the revision.
     /// [`StoreError::NotFound`] for an unknown run; [`StoreError::InvalidTransition`] (`from`
     /// its status, `to` the action's) when the action does not apply, nothing written.
     async fn act(
@@ -45,18 +50,6 @@ pub trait ClientStore: ReadStore {
         actor: Option<String>,
         now: Millis,
     ) -> Result<RunRecord, StoreError>;
-
-    /// Asks to pause a `running` run without changing its revision, so that no write of its
-    /// executor is fenced: the run's next new task attempt or child start is refused
-    /// ([`StoreError::PauseRequested`]), and its leaving `running` other than by ending lands
-    /// in `paused` (recorded as done by `actor`). Returns the run with the request, or `None`
-    /// when it is not `running` (pause it with a transition).
-    async fn request_pause(
-        &self,
-        id: RunId,
-        actor: Option<String>,
-        now: Millis,
-    ) -> Result<Option<RunRecord>, StoreError>;
 
     /// An operator's release of a `running` run's claim (its executor is gone), at revision
     /// `expected`, fenced as claim recovery's release is: back to `queued` (to `paused` when a

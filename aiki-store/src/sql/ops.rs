@@ -389,32 +389,6 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
-    pub(crate) async fn request_pause(
-        &self,
-        id: RunId,
-        actor: Option<String>,
-        now: Millis,
-    ) -> Result<Option<RunRecord>, StoreError> {
-        let Some(request) = &self.sql.request_pause else {
-            return Err(StoreError::Schema {
-                message: format!(
-                    "pausing running run {id} needs the schema of this release (the database's \
-                     is older: run `aiki migrate`)"
-                ),
-            });
-        };
-        match self
-            .fetch_text(On::Write, request, &params![id, actor, now])
-            .await?
-        {
-            Some(doc) => decode::run_from_json(&doc).map(Some),
-            None => {
-                self.get_run(id).await?;
-                Ok(None)
-            }
-        }
-    }
-
     pub(crate) async fn put_entry(
         &self,
         expected: u64,

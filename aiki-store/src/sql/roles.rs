@@ -183,15 +183,6 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         self.act(id, action, actor, now).await
     }
 
-    async fn request_pause(
-        &self,
-        id: crate::RunId,
-        actor: Option<String>,
-        now: crate::Millis,
-    ) -> Result<Option<crate::RunRecord>, crate::StoreError> {
-        self.request_pause(id, actor, now).await
-    }
-
     async fn release_claim(
         &self,
         id: crate::RunId,

@@ -230,15 +230,6 @@ impl aiki::store::ClientStore for Counting {
         self.count("act");
         self.inner.act(id, action, actor, now).await
     }
-    async fn request_pause(
-        &self,
-        id: RunId,
-        actor: Option<String>,
-        now: Millis,
-    ) -> Result<Option<RunRecord>, StoreError> {
-        self.count("request_pause");
-        self.inner.request_pause(id, actor, now).await
-    }
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
         self.count("append_event");
         self.inner.append_event(event).await
