@@ -138,6 +138,13 @@ impl Dialect for SqliteDialect {
                  ORDER BY queued_at, id LIMIT $5) RETURNING {run}, {idle}",
                 idle = render_for_sqlite(&claim_idle_column(level)),
             ),
+            claim_run: format!(
+                "UPDATE aiki_runs SET status = 'running', owner = $1, heartbeat_at = $2, \
+                 revision = revision + 1, due_at = NULL, updated_at = $2 \
+                 WHERE id = $3 AND status = 'queued' \
+                 AND namespace IN (SELECT value FROM json_each($4)) RETURNING {run}, {idle}",
+                idle = render_for_sqlite(&claim_idle_column(level)),
+            ),
             // One `UPDATE … FROM (is the awaited thing already there?)`; a terminal move wakes
             // a waiting parent through the `aiki_runs_wake_parent` trigger inside it.
             transition: format!(

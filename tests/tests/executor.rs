@@ -1,5 +1,5 @@
 //! An executor without a worker: a run claimed by another route (as a push endpoint will claim
-//! one) is executed by an `Executor` built from a registry, to the same end as by a worker,
+//! one, or by its name) is executed by an `Executor` built from a registry, as by a worker,
 //! and a drained executor releases what it is handed without starting work.
 
 use aiki::store::{ClaimRequest, RunRecord};
@@ -56,9 +56,11 @@ async fn an_executor_runs_what_another_route_claimed(backend: Backend) {
     assert_eq!(released.status, RunStatus::Queued, "{released:?}");
     assert_eq!(h.executions.count("exec-double"), 0, "no task started");
 
-    // Another executor of the same registry takes it to the end.
+    // Another executor of the same registry, handed the run by name (as a push hands it),
+    // takes it to the end; a duplicated delivery claims nothing.
     let other = executor(&h, &registry, "route-b");
-    other.execute(claim_for(&h, &other).await).await;
+    assert!(other.claim_and_execute(run.id()).await.unwrap());
+    assert!(!other.claim_and_execute(run.id()).await.unwrap());
     let ended = run.record().await.unwrap();
     assert_eq!(ended.status, RunStatus::Completed, "{ended:?}");
     assert_eq!(run.result().await.unwrap(), 12);

@@ -309,3 +309,56 @@ pub async fn check_an_operator_releases_a_claim_once_confirmed_stale(store: &dyn
             .await,
     );
 }
+
+/// A run claimed by name (delivered to one executor by a push): only while it is `queued` and
+/// of a version the claimer serves, by one claimer however many race for it.
+pub async fn check_a_run_is_claimed_by_name_once(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let (served, other) = (namespace(), namespace());
+    let run = create(store, new_run(&served, RunStatus::Queued, now)).await;
+    let unserved = store
+        .claim_run(claim_request(&other, "push-a", 1, now + 1), run.id)
+        .await
+        .expect("claim_run");
+    assert!(unserved.runs.is_empty(), "not of a served version");
+    let untouched = store.get_run(run.id).await.expect("get_run");
+    assert_eq!(
+        (untouched.status, untouched.revision),
+        (RunStatus::Queued, run.revision)
+    );
+
+    let claimed = store
+        .claim_run(claim_request(&served, "push-a", 1, now + 2), run.id)
+        .await
+        .expect("claim_run");
+    let [got] = claimed.runs.as_slice() else {
+        panic!("the queued run is claimed: {claimed:?}")
+    };
+    assert_eq!(got.id, run.id);
+    assert_eq!(got.status, RunStatus::Running);
+    assert_eq!(got.owner.as_deref(), Some("push-a"));
+    assert_eq!(got.revision, run.revision + 1);
+    assert!(claimed.claim_idle_timeout_ms.is_some());
+    let again = store
+        .claim_run(claim_request(&served, "push-b", 1, now + 3), run.id)
+        .await
+        .expect("claim_run");
+    assert!(
+        again.runs.is_empty(),
+        "a duplicated delivery claims nothing"
+    );
+
+    // Two executors handed the same run at once: one gets it.
+    let raced = create(store, new_run(&served, RunStatus::Queued, now)).await;
+    let (a, b) = tokio::join!(
+        store.claim_run(claim_request(&served, "push-a", 1, now + 4), raced.id),
+        store.claim_run(claim_request(&served, "push-b", 1, now + 4), raced.id),
+    );
+    let won = a.expect("claim_run").runs.len() + b.expect("claim_run").runs.len();
+    assert_eq!(won, 1, "one claimer gets the run");
+    assert_not_found(
+        store
+            .claim_run(claim_request(&served, "push-a", 1, now), RunId::new())
+            .await,
+    );
+}

@@ -149,6 +149,7 @@ macro_rules! conformance_tests {
                 check_cancel_sleeps,
                 check_claim_filters_orders_and_limits,
                 check_claim_skips_the_runs_it_is_told_to,
+                check_a_run_is_claimed_by_name_once,
                 check_a_claim_tells_the_idle_timeout_in_force,
                 check_refresh_claim,
                 check_put_entry,

@@ -41,6 +41,24 @@ impl MemoryStore {
 
 #[async_trait]
 impl ExecutorStore for MemoryStore {
+    async fn claim_run(&self, request: ClaimRequest, id: RunId) -> Result<Claimed, StoreError> {
+        let mut state = self.lock();
+        let run = state
+            .runs
+            .get(&id)
+            .ok_or_else(|| StoreError::run_not_found(id))?;
+        let idle = state.config.claim_idle_timeout_ms;
+        if run.status != RunStatus::Queued || !request.namespaces.contains(&run.namespace) {
+            return Ok(Claimed::new(Vec::new(), idle));
+        }
+        let note = Note::by(Some(request.owner.clone()));
+        state.set_status(id, RunStatus::Running, None, request.now, note);
+        let run = state.runs.get_mut(&id).expect("BUG: claimed run vanished");
+        run.owner = Some(request.owner.clone());
+        run.heartbeat_at = Some(request.now);
+        Ok(Claimed::new(vec![run.clone()], idle))
+    }
+
     async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
         let mut state = self.lock();
         let mut candidates: Vec<(Millis, RunId)> = state

@@ -176,6 +176,14 @@ impl Dialect for PgDialect {
                 now = self.claim_time("$2"),
                 idle = claim_idle_column(level),
             ),
+            claim_run: format!(
+                "UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = {now}, \
+                 revision = r.revision + 1, due_at = NULL, updated_at = {now} \
+                 WHERE r.id = $3::uuid AND r.status = 'queued' AND r.namespace = ANY($4::text[]) \
+                 RETURNING {run}::text, {idle}",
+                now = self.claim_time("$2"),
+                idle = claim_idle_column(level),
+            ),
             transition: format!(
                 "WITH v AS (SELECT \
                    $12 AND EXISTS (SELECT 1 FROM unnest($13::text[], $14::bigint[]) \

@@ -64,6 +64,14 @@ pub trait ExecutorStore: ReadStore {
             .await
     }
 
+    /// Claims run `id` by name, for an executor it was delivered to (a push): as
+    /// [`claim`](ExecutorStore::claim) claims, if the run is `queued` and of one of
+    /// `request`'s namespaces (`request`'s pool, limit and skip list do not apply). Returns it
+    /// in [`Claimed::runs`], or no run when it is not claimable now (another executor has it,
+    /// it moved on, or it is of a version the caller does not serve). [`StoreError::NotFound`]
+    /// for an unknown run.
+    async fn claim_run(&self, request: ClaimRequest, id: RunId) -> Result<Claimed, StoreError>;
+
     /// Claims up to `limit` `queued` runs of the given namespaces and pool, oldest first: each
     /// becomes `running` with `owner` set, its heartbeat at `now` and its revision incremented.
     /// Concurrent claimers never get the same run.

@@ -268,6 +268,9 @@ pub(crate) struct DialectStatements {
     /// Claims queued runs: `$1` owner, `$2` now, `$3` pool, `$4` namespaces (a list), `$5`
     /// limit, `$6` runs to skip (a list); returns run documents (see [`super::statements::run_doc`]).
     pub(crate) claim: String,
+    /// Claims run `$3` if it is queued and of the namespaces `$4` (a list): `$1` owner, `$2`
+    /// now; returns its document and the idle timeout, as `claim` does.
+    pub(crate) claim_run: String,
     /// The guarded update of a transition (parameters: `binds::transition`), returning the
     /// run document.
     pub(crate) transition: String,

@@ -13,7 +13,7 @@ use crate::{
 };
 
 use super::decode::{self, revision};
-use super::dialect::{Dialect, On, Param, Tx, params};
+use super::dialect::{Dialect, On, Param, Row, Tx, params};
 use super::{SqlStore, binds};
 
 impl<D: Dialect> SqlStore<D> {
@@ -272,19 +272,29 @@ impl<D: Dialect> SqlStore<D> {
                 ],
             )
             .await?;
-        let idle = ConfigKey::ClaimIdleTimeout;
-        let mut idle_ms = idle.default_value();
-        let mut runs = Vec::with_capacity(rows.len());
-        for mut row in rows {
-            if let Some(stored) = row.int(1)?.and_then(|value| idle.check(value).ok()) {
-                idle_ms = stored;
-            }
-            runs.push(decode::run_from_json(
-                &row.take_text(0)?.unwrap_or_default(),
-            )?);
+        claimed(rows)
+    }
+
+    pub(crate) async fn claim_run(
+        &self,
+        request: ClaimRequest,
+        id: RunId,
+    ) -> Result<Claimed, StoreError> {
+        let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
+        let params = [
+            Param::from(&request.owner),
+            Param::from(request.now),
+            id.into(),
+            Param::List(namespaces),
+        ];
+        let rows = self
+            .fetch(On::Write, &self.sql.own.claim_run, &params)
+            .await?;
+        if rows.is_empty() {
+            // Not claimable now, or not there at all.
+            self.get_run(id).await?;
         }
-        decode::sort_claimed(&mut runs);
-        Ok(Claimed::new(runs, idle_ms))
+        claimed(rows)
     }
 
     pub(crate) async fn refresh_claim(
@@ -681,4 +691,21 @@ impl<D: Dialect> SqlStore<D> {
         );
         self.execute(On::Write, &self.sql.stall, &params).await
     }
+}
+
+/// The runs a claim's rows return (the run document, the idle timeout in force), oldest first.
+fn claimed(rows: Vec<Row>) -> Result<Claimed, StoreError> {
+    let idle = ConfigKey::ClaimIdleTimeout;
+    let mut idle_ms = idle.default_value();
+    let mut runs = Vec::with_capacity(rows.len());
+    for mut row in rows {
+        if let Some(stored) = row.int(1)?.and_then(|value| idle.check(value).ok()) {
+            idle_ms = stored;
+        }
+        runs.push(decode::run_from_json(
+            &row.take_text(0)?.unwrap_or_default(),
+        )?);
+    }
+    decode::sort_claimed(&mut runs);
+    Ok(Claimed::new(runs, idle_ms))
 }

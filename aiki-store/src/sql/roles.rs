@@ -115,6 +115,14 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
         self.record_event_slot(expected, slot).await
     }
 
+    async fn claim_run(
+        &self,
+        request: crate::ClaimRequest,
+        id: crate::RunId,
+    ) -> Result<crate::Claimed, crate::StoreError> {
+        self.claim_run(request, id).await
+    }
+
     async fn transition(
         &self,
         id: crate::RunId,

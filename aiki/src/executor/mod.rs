@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
-use aiki_store::{ExecutorStore, Millis, RunId, RunRecord};
+use aiki_store::{ClaimRequest, ExecutorStore, Millis, RunId, RunRecord};
 use tokio::sync::watch;
 
 use crate::called::CalledTasks;
@@ -123,6 +123,30 @@ impl Executor {
     /// to its claim's expiry (claim only the registry's versions).
     pub async fn execute(&self, claimed: RunRecord) {
         run::execute(self.parts.clone(), claimed).await;
+    }
+
+    /// Claims run `id` by name under this executor's [`id`](Self::id) and executes it, as
+    /// [`execute`](Self::execute) does: for a run delivered to this executor alone (a push).
+    /// `false` when the run was not claimable: another executor has it, it moved on, or it is
+    /// of a version the registry does not serve. A duplicated delivery is harmless: only one
+    /// claim succeeds.
+    pub async fn claim_and_execute(&self, id: RunId) -> Result<bool, ClientError> {
+        let parts = self.parts();
+        let namespaces = parts.registry.namespaces().cloned().collect();
+        let local_sent = parts.store_clock.local_now();
+        let request = ClaimRequest::new(parts.id.clone(), namespaces, "", 1, parts.clock.now());
+        let claimed = parts.store.claim_run(request, id).await?;
+        if let Some(store_now) = claimed.now() {
+            parts.store_clock.observe(local_sent, store_now);
+        }
+        if let Some(idle_ms) = claimed.claim_idle_timeout_ms {
+            parts.check_idle_timeout(idle_ms);
+        }
+        let Some(run) = claimed.runs.into_iter().next() else {
+            return Ok(false);
+        };
+        self.execute(run).await;
+        Ok(true)
     }
 
     /// Asks every execution in progress, and every later one, to drain: finish the tasks in

@@ -114,6 +114,14 @@ impl aiki::store::ExecutorStore for Counting {
         self.count("transition");
         self.inner.transition(id, expected, transition).await
     }
+    async fn claim_run(
+        &self,
+        request: aiki::store::ClaimRequest,
+        id: RunId,
+    ) -> Result<aiki::store::Claimed, StoreError> {
+        self.count("claim_run");
+        self.inner.claim_run(request, id).await
+    }
     async fn claim(&self, request: ClaimRequest) -> Result<aiki::store::Claimed, StoreError> {
         self.count("claim");
         self.fault("claim")?;
