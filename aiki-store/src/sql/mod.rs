@@ -9,8 +9,10 @@
 //! (a transition's locking, an event's insert-and-wake). `SqliteStore` and `PostgresStore` are
 //! `SqlStore` over their dialect; [`roles`] implements the store contract for it once.
 
+mod actions;
 pub(crate) mod batch;
 pub(crate) mod binds;
+mod claims;
 mod config;
 pub(crate) mod decode;
 pub(crate) mod dialect;

@@ -1,19 +1,19 @@
-//! The operations of the [`Store`](crate::Store) contract, written once for both databases.
-//! Each is one statement or one transaction; their costs in statements are pinned by the
-//! backends' tests.
+//! The operations of the [`Store`](crate::Store) contract, written once for both databases
+//! (claims are in `claims`, the operator's actions in `actions`). Each is one statement or one
+//! transaction; their costs in statements are pinned by the backends' tests.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::{
-    AppendOutcome, ChangeFacts, ClaimRequest, Claimed, ConfigKey, CreateOutcome, EntryRecord,
-    EventRecord, History, Lease, Millis, Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord,
-    RunStatus, SleepRecord, StatusChange, StoreError, Transition, WaitSpec,
+    AppendOutcome, ChangeFacts, CreateOutcome, EntryRecord, EventRecord, History, Lease, Millis,
+    Namespace, NewEvent, NewRun, RunCounts, RunId, RunRecord, RunStatus, SleepRecord, StatusChange,
+    StoreError, Transition, WaitSpec,
 };
 
-use super::decode::{self, revision};
-use super::dialect::{Dialect, On, Param, Row, Tx, params};
+use super::decode;
+use super::dialect::{Dialect, On, Param, Tx, params};
 use super::{SqlStore, binds};
 
 impl<D: Dialect> SqlStore<D> {
@@ -189,7 +189,7 @@ impl<D: Dialect> SqlStore<D> {
     /// A transition's statements inside an open transaction: the locks its outcome depends
     /// on, the guarded update, and the steps a dialect runs apart (cancelled sleeps, entries
     /// to run again, event records to forget). `None` when the guard matched no row.
-    async fn transition_in(
+    pub(super) async fn transition_in(
         &self,
         tx: &mut Tx<D>,
         id: RunId,
@@ -251,152 +251,6 @@ impl<D: Dialect> SqlStore<D> {
                 .await?;
         }
         Ok(Some(doc))
-    }
-
-    pub(crate) async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
-        if request.limit == 0 || request.namespaces.is_empty() {
-            return Ok(Claimed::default());
-        }
-        let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
-        let rows = self
-            .fetch(
-                On::Write,
-                &self.sql.own.claim,
-                &[
-                    Param::from(&request.owner),
-                    Param::from(request.now),
-                    Param::from(&request.pool),
-                    Param::List(namespaces),
-                    Param::from(i64::from(request.limit)),
-                    Param::List(request.skip.iter().map(RunId::to_string).collect()),
-                ],
-            )
-            .await?;
-        claimed(rows)
-    }
-
-    pub(crate) async fn claim_run(
-        &self,
-        request: ClaimRequest,
-        id: RunId,
-    ) -> Result<Claimed, StoreError> {
-        let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
-        let params = [
-            Param::from(&request.owner),
-            Param::from(request.now),
-            id.into(),
-            Param::List(namespaces),
-        ];
-        let rows = self
-            .fetch(On::Write, &self.sql.own.claim_run, &params)
-            .await?;
-        if rows.is_empty() {
-            // Not claimable now, or not there at all.
-            self.get_run(id).await?;
-        }
-        claimed(rows)
-    }
-
-    pub(crate) async fn refresh_claim(
-        &self,
-        id: RunId,
-        owner: &str,
-        expected: u64,
-        now: Millis,
-    ) -> Result<crate::ClaimState, StoreError> {
-        let refreshed = self
-            .fetch_optional(
-                On::Write,
-                &self.sql.refresh_claim,
-                &params![id, revision(expected), owner, now],
-            )
-            .await?;
-        let Some(row) = refreshed else {
-            return Err(self.check_failed(On::Write, id, expected).await);
-        };
-        Ok(crate::ClaimState {
-            pause_requested: row.int(0)? == Some(1),
-        })
-    }
-
-    pub(crate) async fn release_claim(
-        &self,
-        id: RunId,
-        expected: u64,
-        now: Millis,
-        confirm_ms: Option<i64>,
-        actor: Option<String>,
-    ) -> Result<Option<RunRecord>, StoreError> {
-        let Some(release) = &self.sql.release_claim else {
-            return Err(StoreError::Schema {
-                message: format!(
-                    "releasing run {id}'s claim needs the schema of this release (the \
-                     database's is older: run `aiki migrate`)"
-                ),
-            });
-        };
-        let params = params![id, revision(expected), now, confirm_ms, actor];
-        if let Some(doc) = self.fetch_text(On::Write, release, &params).await? {
-            return decode::run_from_json(&doc).map(Some);
-        }
-        let run = self.get_run(id).await?;
-        if run.status == RunStatus::Running && run.revision == expected {
-            return Ok(None);
-        }
-        Err(self.explain_refusal(id, expected, RunStatus::Queued).await)
-    }
-
-    pub(crate) async fn act(
-        &self,
-        id: RunId,
-        action: crate::RunAction,
-        actor: Option<String>,
-        now: Millis,
-    ) -> Result<RunRecord, StoreError> {
-        let mut tx = self.begin().await?;
-        // The run locked before it is read (SQLite's transaction holds the write lock already),
-        // so that what is checked is what is written over.
-        if let Some((_, lock_run)) = &self.sql.own.lock_first {
-            self.execute(On::Tx(&mut tx), lock_run, &[id.into()])
-                .await?;
-        }
-        let doc = self
-            .fetch_text(On::Tx(&mut tx), &self.sql.get_run, &[id.into()])
-            .await?
-            .ok_or_else(|| StoreError::run_not_found(id))?;
-        let run = decode::run_from_json(&doc)?;
-        if !action.applies_to(run.status) {
-            return Err(StoreError::InvalidTransition {
-                run_id: id,
-                from: run.status,
-                to: action.to(),
-            });
-        }
-        // Never fence a task in flight: a running run is asked to pause at its executor's next
-        // durable point (a schema without requests pauses it at once).
-        if let (crate::RunAction::Pause, RunStatus::Running, Some(request)) =
-            (action, run.status, &self.sql.request_pause)
-        {
-            let params = params![id, actor.clone(), now];
-            if let Some(doc) = self.fetch_text(On::Tx(&mut tx), request, &params).await? {
-                self.commit(tx).await?;
-                return decode::run_from_json(&doc);
-            }
-        }
-        let transition = action.transition(now, actor);
-        match self
-            .transition_in(&mut tx, id, run.revision, &transition)
-            .await?
-        {
-            Some(doc) => {
-                self.commit(tx).await?;
-                decode::run_from_json(&doc)
-            }
-            None => {
-                drop(tx);
-                Err(self.explain_refusal(id, run.revision, transition.to).await)
-            }
-        }
     }
 
     pub(crate) async fn put_entry(
@@ -691,21 +545,4 @@ impl<D: Dialect> SqlStore<D> {
         );
         self.execute(On::Write, &self.sql.stall, &params).await
     }
-}
-
-/// The runs a claim's rows return (the run document, the idle timeout in force), oldest first.
-fn claimed(rows: Vec<Row>) -> Result<Claimed, StoreError> {
-    let idle = ConfigKey::ClaimIdleTimeout;
-    let mut idle_ms = idle.default_value();
-    let mut runs = Vec::with_capacity(rows.len());
-    for mut row in rows {
-        if let Some(stored) = row.int(1)?.and_then(|value| idle.check(value).ok()) {
-            idle_ms = stored;
-        }
-        runs.push(decode::run_from_json(
-            &row.take_text(0)?.unwrap_or_default(),
-        )?);
-    }
-    decode::sort_claimed(&mut runs);
-    Ok(Claimed::new(runs, idle_ms))
 }

@@ -1,0 +1,120 @@
+//! Claims: taking queued runs (by the oldest first, or one by its name), refreshing a claim,
+//! and an operator's release of one whose executor is gone.
+
+use crate::{ClaimRequest, Claimed, ConfigKey, Millis, RunId, RunRecord, RunStatus, StoreError};
+
+use super::SqlStore;
+use super::decode::{self, revision};
+use super::dialect::{Dialect, On, Param, Row, params};
+
+impl<D: Dialect> SqlStore<D> {
+    pub(crate) async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
+        if request.limit == 0 || request.namespaces.is_empty() {
+            return Ok(Claimed::default());
+        }
+        let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
+        let rows = self
+            .fetch(
+                On::Write,
+                &self.sql.own.claim,
+                &[
+                    Param::from(&request.owner),
+                    Param::from(request.now),
+                    Param::from(&request.pool),
+                    Param::List(namespaces),
+                    Param::from(i64::from(request.limit)),
+                    Param::List(request.skip.iter().map(RunId::to_string).collect()),
+                ],
+            )
+            .await?;
+        claimed(rows)
+    }
+
+    pub(crate) async fn claim_run(
+        &self,
+        request: ClaimRequest,
+        id: RunId,
+    ) -> Result<Claimed, StoreError> {
+        let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
+        let params = [
+            Param::from(&request.owner),
+            Param::from(request.now),
+            id.into(),
+            Param::List(namespaces),
+        ];
+        let rows = self
+            .fetch(On::Write, &self.sql.own.claim_run, &params)
+            .await?;
+        if rows.is_empty() {
+            // Not claimable now, or not there at all.
+            self.get_run(id).await?;
+        }
+        claimed(rows)
+    }
+
+    pub(crate) async fn refresh_claim(
+        &self,
+        id: RunId,
+        owner: &str,
+        expected: u64,
+        now: Millis,
+    ) -> Result<crate::ClaimState, StoreError> {
+        let refreshed = self
+            .fetch_optional(
+                On::Write,
+                &self.sql.refresh_claim,
+                &params![id, revision(expected), owner, now],
+            )
+            .await?;
+        let Some(row) = refreshed else {
+            return Err(self.check_failed(On::Write, id, expected).await);
+        };
+        Ok(crate::ClaimState {
+            pause_requested: row.int(0)? == Some(1),
+        })
+    }
+
+    pub(crate) async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let Some(release) = &self.sql.release_claim else {
+            return Err(StoreError::Schema {
+                message: format!(
+                    "releasing run {id}'s claim needs the schema of this release (the \
+                     database's is older: run `aiki migrate`)"
+                ),
+            });
+        };
+        let params = params![id, revision(expected), now, confirm_ms, actor];
+        if let Some(doc) = self.fetch_text(On::Write, release, &params).await? {
+            return decode::run_from_json(&doc).map(Some);
+        }
+        let run = self.get_run(id).await?;
+        if run.status == RunStatus::Running && run.revision == expected {
+            return Ok(None);
+        }
+        Err(self.explain_refusal(id, expected, RunStatus::Queued).await)
+    }
+}
+
+/// The runs a claim's rows return (the run document, the idle timeout in force), oldest first.
+fn claimed(rows: Vec<Row>) -> Result<Claimed, StoreError> {
+    let idle = ConfigKey::ClaimIdleTimeout;
+    let mut idle_ms = idle.default_value();
+    let mut runs = Vec::with_capacity(rows.len());
+    for mut row in rows {
+        if let Some(stored) = row.int(1)?.and_then(|value| idle.check(value).ok()) {
+            idle_ms = stored;
+        }
+        runs.push(decode::run_from_json(
+            &row.take_text(0)?.unwrap_or_default(),
+        )?);
+    }
+    decode::sort_claimed(&mut runs);
+    Ok(Claimed::new(runs, idle_ms))
+}
