@@ -2,7 +2,7 @@
 //! line with their count, not one identical line per run; `-o json` still lists every run.
 //!
 //! This file is the test and the app it runs: started with `aiki` as its first argument, it
-//! is a service's binary with its next build compiled in (`aiki_cli::App::workflows`), as a
+//! is a service's binary with its next build compiled in (`aiki_cli::App::registry`), as a
 //! real process; started otherwise (by `cargo test`), it makes runs under the build deployed
 //! now and runs itself as that app against them.
 

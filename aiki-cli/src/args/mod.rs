@@ -114,7 +114,7 @@ pub enum Command {
     Config(ConfigArgs),
     /// The pre-deploy impact report: replays every run that has not ended against the
     /// workflows compiled into this binary, writing nothing, and says which would break
-    /// (exit 6) — from a binary of your own built with `aiki_cli::App::workflows`.
+    /// (exit 6) — from a binary of your own built with `aiki_cli::App::registry`.
     Check(CheckArgs),
 }
 

@@ -56,7 +56,7 @@ pub enum RunsCommand {
         #[arg(long, value_name = "ADDRESS")]
         drop_from: Option<String>,
         /// Fork onto this version of the workflow, after checking that what the fork carries
-        /// replays on its code (from a binary built with `aiki_cli::App::workflows`).
+        /// replays on its code (from a binary built with `aiki_cli::App::registry`).
         #[arg(long)]
         version: Option<String>,
     },
