@@ -128,22 +128,23 @@ impl Dialect for SqliteDialect {
         let terminal = status_list(RunStatus::is_terminal);
         let unsuccessful = status_list(RunStatus::is_unsuccessful);
         let set = render_for_sqlite(&transition_set(level));
+        // A claim's move, by owner `$1` at `$2`, and what it returns.
+        let claim = "UPDATE aiki_runs SET status = 'running', owner = $1, heartbeat_at = $2, \
+                     revision = revision + 1, due_at = NULL, updated_at = $2";
+        let claimed = format!(
+            "RETURNING {run}, {}",
+            render_for_sqlite(&claim_idle_column(level))
+        );
         DialectStatements {
             claim: format!(
-                "UPDATE aiki_runs SET status = 'running', owner = $1, heartbeat_at = $2, \
-                 revision = revision + 1, due_at = NULL, updated_at = $2 \
-                 WHERE id IN (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
+                "{claim} WHERE id IN (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
                  AND namespace IN (SELECT value FROM json_each($4)) \
                  AND id NOT IN (SELECT value FROM json_each($6)) \
-                 ORDER BY queued_at, id LIMIT $5) RETURNING {run}, {idle}",
-                idle = render_for_sqlite(&claim_idle_column(level)),
+                 ORDER BY queued_at, id LIMIT $5) {claimed}"
             ),
             claim_run: format!(
-                "UPDATE aiki_runs SET status = 'running', owner = $1, heartbeat_at = $2, \
-                 revision = revision + 1, due_at = NULL, updated_at = $2 \
-                 WHERE id = $3 AND status = 'queued' \
-                 AND namespace IN (SELECT value FROM json_each($4)) RETURNING {run}, {idle}",
-                idle = render_for_sqlite(&claim_idle_column(level)),
+                "{claim} WHERE id = $3 AND status = 'queued' \
+                 AND namespace IN (SELECT value FROM json_each($4)) {claimed}"
             ),
             // One `UPDATE … FROM (is the awaited thing already there?)`; a terminal move wakes
             // a waiting parent through the `aiki_runs_wake_parent` trigger inside it.

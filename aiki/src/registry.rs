@@ -102,9 +102,10 @@ struct Parts {
     /// The declared tasks, sorted by name, for the catalog.
     declarations: Vec<TaskDeclaration>,
     state: Arc<StateMap>,
-    /// What built it, so that a builder can take it in again (see
-    /// [`RegistryBuilder::registry`]).
-    source: RegistryBuilder,
+    /// The declared task types, and the state each reads, checked again when a builder takes
+    /// the registry in (see [`RegistryBuilder::registry`]).
+    tasks: Vec<(&'static str, TypeId, &'static str)>,
+    state_needs: Vec<(&'static str, StateNeed)>,
 }
 
 impl fmt::Debug for Registry {
@@ -169,7 +170,7 @@ impl Registry {
 }
 
 /// Builds a [`Registry`]: what it serves, checked at [`build`](Self::build).
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct RegistryBuilder {
     workflows: Vec<(Namespace, Arc<dyn Registered>)>,
     state: StateMap,
@@ -228,8 +229,13 @@ impl RegistryBuilder {
     /// Adds everything `registry` registers, declares and holds, checked with the rest at
     /// [`build`](Self::build) (a version registered in both is registered twice).
     pub fn registry(mut self, registry: &Registry) -> Self {
-        let source = &registry.parts.source;
-        self.workflows.extend(source.workflows.iter().cloned());
+        let source = &registry.parts;
+        self.workflows.extend(
+            source
+                .workflows
+                .iter()
+                .map(|(namespace, workflow)| (namespace.clone(), workflow.clone())),
+        );
         self.state.extend(&source.state);
         self.tasks.extend(source.tasks.iter().copied());
         for declaration in &source.declarations {
@@ -271,25 +277,23 @@ impl RegistryBuilder {
             }
         }
         let mut workflows = HashMap::new();
-        for (namespace, workflow) in &self.workflows {
-            if workflows
-                .insert(namespace.clone(), workflow.clone())
-                .is_some()
-            {
+        for (namespace, workflow) in self.workflows {
+            if workflows.insert(namespace.clone(), workflow).is_some() {
                 return Err(ClientError::Config(format!(
                     "workflow {namespace} is registered twice; register each version once"
                 )));
             }
         }
-        let mut declarations = self.declarations.clone();
+        let mut declarations = self.declarations;
         declarations.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Registry {
             parts: Arc::new(Parts {
                 served: Arc::new(workflows.keys().cloned().collect()),
                 workflows,
                 declarations,
-                state: Arc::new(self.state.clone()),
-                source: self,
+                state: Arc::new(self.state),
+                tasks: self.tasks,
+                state_needs: self.state_needs,
             }),
         })
     }

@@ -244,7 +244,7 @@ pub(crate) type MockFn = Arc<
 pub(crate) struct Mocks(pub(crate) HashMap<&'static str, MockFn>);
 
 /// The shared state tasks read, by type.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub(crate) struct StateMap {
     values: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
 }

@@ -3,7 +3,7 @@
 //! and a drained executor releases what it is handed without starting work.
 
 use aiki::store::{ClaimRequest, RunRecord};
-use aiki::{Clock, Executor, Registry, Run, RunStatus, State, TaskError, WorkflowError};
+use aiki::{Clock, Executor, Registry, Run, RunStatus, State, TaskError, Workflow, WorkflowError};
 use aiki_tests::{Backend, Executions, Harness, on_every_backend};
 
 #[aiki::task(name = "exec-double")]
@@ -16,6 +16,11 @@ async fn double(n: u64, State(executions): State<Executions>) -> Result<u64, Tas
 async fn twice(run: &Run, n: u64) -> Result<u64, WorkflowError> {
     let once = Double.start(run, n).await?;
     Double.start(run, once).await
+}
+
+#[aiki::workflow(name = "exec-elsewhere", version = "1")]
+async fn elsewhere(_run: &Run, n: u64) -> Result<u64, WorkflowError> {
+    Ok(n)
 }
 
 /// Claims the one queued run for `executor`, as another route would.
@@ -67,4 +72,28 @@ async fn an_executor_runs_what_another_route_claimed(backend: Backend) {
     assert_eq!(h.executions.count("exec-double"), 2);
 }
 
-on_every_backend!(an_executor_runs_what_another_route_claimed);
+async fn a_run_the_registry_does_not_serve_is_released_at_once(backend: Backend) {
+    let h = Harness::new(backend).await;
+    let registry = Registry::builder().register(Twice).build().unwrap();
+    let run = h.client.start::<Elsewhere>(1).await.unwrap();
+    let executor = executor(&h, &registry, "route-a");
+    // Claimed for it by a route that did not ask which versions it serves.
+    let request = ClaimRequest::new(
+        executor.id(),
+        vec![Elsewhere::namespace()],
+        "default",
+        1,
+        h.clock.now(),
+    );
+    let claimed = h.store.claim(request).await.unwrap().runs.remove(0);
+    executor.execute(claimed.clone()).await;
+    let released = run.record().await.unwrap();
+    assert_eq!(released.status, RunStatus::Queued, "{released:?}");
+    assert_eq!(released.revision, claimed.revision + 1);
+    assert_eq!(released.owner, None);
+}
+
+on_every_backend!(
+    an_executor_runs_what_another_route_claimed,
+    a_run_the_registry_does_not_serve_is_released_at_once
+);

@@ -10,7 +10,7 @@ mod read;
 mod state;
 mod sweeper;
 
-use state::{Note, State};
+use state::State;
 
 use crate::ExecutorStore;
 use crate::{
@@ -51,12 +51,8 @@ impl ExecutorStore for MemoryStore {
         if run.status != RunStatus::Queued || !request.namespaces.contains(&run.namespace) {
             return Ok(Claimed::new(Vec::new(), idle));
         }
-        let note = Note::by(Some(request.owner.clone()));
-        state.set_status(id, RunStatus::Running, None, request.now, note);
-        let run = state.runs.get_mut(&id).expect("BUG: claimed run vanished");
-        run.owner = Some(request.owner.clone());
-        run.heartbeat_at = Some(request.now);
-        Ok(Claimed::new(vec![run.clone()], idle))
+        let run = state.claim(id, &request.owner, request.now);
+        Ok(Claimed::new(vec![run], idle))
     }
 
     async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
@@ -74,15 +70,10 @@ impl ExecutorStore for MemoryStore {
             .collect();
         candidates.sort();
         candidates.truncate(request.limit as usize);
-        let mut claimed = Vec::with_capacity(candidates.len());
-        for (_, id) in candidates {
-            let note = Note::by(Some(request.owner.clone()));
-            state.set_status(id, RunStatus::Running, None, request.now, note);
-            let run = state.runs.get_mut(&id).expect("BUG: claimed run vanished");
-            run.owner = Some(request.owner.clone());
-            run.heartbeat_at = Some(request.now);
-            claimed.push(run.clone());
-        }
+        let claimed = candidates
+            .into_iter()
+            .map(|(_, id)| state.claim(id, &request.owner, request.now))
+            .collect();
         Ok(Claimed::new(claimed, state.config.claim_idle_timeout_ms))
     }
 

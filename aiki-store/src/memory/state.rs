@@ -165,6 +165,16 @@ impl State {
     /// Sets a run's status, incrementing its revision and keeping the bookkeeping columns
     /// consistent, and appends the change to its timeline. The caller has checked the
     /// transition.
+    /// Claims queued run `id` for `owner` at `now`: `running`, owned, its heartbeat now.
+    pub(super) fn claim(&mut self, id: RunId, owner: &str, now: Millis) -> RunRecord {
+        let note = Note::by(Some(owner.to_owned()));
+        self.set_status(id, RunStatus::Running, None, now, note);
+        let run = self.runs.get_mut(&id).expect("BUG: claimed run vanished");
+        run.owner = Some(owner.to_owned());
+        run.heartbeat_at = Some(now);
+        run.clone()
+    }
+
     pub(super) fn set_status(
         &mut self,
         id: RunId,

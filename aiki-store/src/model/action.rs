@@ -104,4 +104,14 @@ mod tests {
         let json = serde_json::to_string(&RunAction::ALL).unwrap();
         assert_eq!(json, r#"["wakeup","pause","resume","requeue","cancel"]"#);
     }
+
+    #[test]
+    fn an_unknown_action_is_refused() {
+        for bad in [r#""explode""#, r#""Pause""#, r#""""#, "3", "null"] {
+            assert!(
+                serde_json::from_str::<RunAction>(bad).is_err(),
+                "{bad} is refused"
+            );
+        }
+    }
 }

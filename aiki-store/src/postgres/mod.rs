@@ -163,26 +163,24 @@ impl Dialect for PgDialect {
         let set = transition_set(level);
         let terminal = status_list(RunStatus::is_terminal);
         let unsuccessful = status_list(RunStatus::is_unsuccessful);
+        // A claim's move, by owner `$1` at `$2` (by the claim clock), and what it returns.
+        let claim = format!(
+            "UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = {now}, \
+             revision = r.revision + 1, due_at = NULL, updated_at = {now}",
+            now = self.claim_time("$2"),
+        );
+        let claimed = format!("RETURNING {run}::text, {}", claim_idle_column(level));
         DialectStatements {
             claim: format!(
                 "WITH picked AS (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
                  AND namespace = ANY($4::text[]) AND NOT (id = ANY($6::uuid[])) \
                  ORDER BY queued_at, id LIMIT $5 \
                  FOR UPDATE SKIP LOCKED) \
-                 UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = {now}, \
-                 revision = r.revision + 1, due_at = NULL, updated_at = {now} \
-                 FROM picked WHERE r.id = picked.id AND r.status = 'queued' \
-                 RETURNING {run}::text, {idle}",
-                now = self.claim_time("$2"),
-                idle = claim_idle_column(level),
+                 {claim} FROM picked WHERE r.id = picked.id AND r.status = 'queued' {claimed}"
             ),
             claim_run: format!(
-                "UPDATE aiki_runs r SET status = 'running', owner = $1, heartbeat_at = {now}, \
-                 revision = r.revision + 1, due_at = NULL, updated_at = {now} \
-                 WHERE r.id = $3::uuid AND r.status = 'queued' AND r.namespace = ANY($4::text[]) \
-                 RETURNING {run}::text, {idle}",
-                now = self.claim_time("$2"),
-                idle = claim_idle_column(level),
+                "{claim} WHERE r.id = $3::uuid AND r.status = 'queued' \
+                 AND r.namespace = ANY($4::text[]) {claimed}"
             ),
             transition: format!(
                 "WITH v AS (SELECT \

@@ -14,7 +14,7 @@ impl Parts {
     /// Takes the claim idle timeout the store told: an error (once per value) when this
     /// executor's refresh interval is not below half of it, for its claims may then be taken
     /// from it while it lives.
-    pub(crate) fn check_idle_timeout(&self, idle_ms: Millis) {
+    pub(super) fn check_idle_timeout(&self, idle_ms: Millis) {
         let before = self.claim_idle_timeout_ms.swap(idle_ms, Ordering::Relaxed);
         if before != idle_ms
             && let Err(error) = refresh_fits(self.claim_refresh_interval, idle_ms)

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
-use aiki_store::{ClaimRequest, ExecutorStore, Millis, RunId, RunRecord};
+use aiki_store::{ClaimRequest, Claimed, ExecutorStore, Millis, RunId, RunRecord};
 use tokio::sync::watch;
 
 use crate::called::CalledTasks;
@@ -119,8 +119,8 @@ impl Executor {
     /// Executes `claimed`, a run claimed under this executor's [`id`](Self::id), until it
     /// completes, fails, suspends, is released or is lost (its claim taken by claim recovery,
     /// or the store refusing a write), refreshing its claim meanwhile. Whatever happens is
-    /// written to the store or logged; a run of a version the registry does not serve is left
-    /// to its claim's expiry (claim only the registry's versions).
+    /// written to the store or logged; a run of a version the registry does not serve is
+    /// released back to `queued` at once (claim only the registry's versions).
     pub async fn execute(&self, claimed: RunRecord) {
         run::execute(self.parts.clone(), claimed).await;
     }
@@ -136,13 +136,7 @@ impl Executor {
         let local_sent = parts.store_clock.local_now();
         let request = ClaimRequest::new(parts.id.clone(), namespaces, "", 1, parts.clock.now());
         let claimed = parts.store.claim_run(request, id).await?;
-        if let Some(store_now) = claimed.now() {
-            parts.store_clock.observe(local_sent, store_now);
-        }
-        if let Some(idle_ms) = claimed.claim_idle_timeout_ms {
-            parts.check_idle_timeout(idle_ms);
-        }
-        let Some(run) = claimed.runs.into_iter().next() else {
+        let Some(run) = parts.took(local_sent, claimed).into_iter().next() else {
             return Ok(false);
         };
         self.execute(run).await;
@@ -162,6 +156,18 @@ impl Executor {
 }
 
 impl Parts {
+    /// Takes note of what a claim sent at `local_sent` (by the local clock) tells: the store's
+    /// time, and the claim idle timeout in force. Returns the runs claimed.
+    pub(crate) fn took(&self, local_sent: Millis, claimed: Claimed) -> Vec<RunRecord> {
+        if let Some(store_now) = claimed.now() {
+            self.store_clock.observe(local_sent, store_now);
+        }
+        if let Some(idle_ms) = claimed.claim_idle_timeout_ms {
+            self.check_idle_timeout(idle_ms);
+        }
+        claimed.runs
+    }
+
     /// The runs to leave unclaimed now.
     pub(crate) fn skipped(&self) -> Vec<RunId> {
         let now = self.clock.now();

@@ -50,8 +50,15 @@ fn moved(record: &RunRecord) {
 async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
     let id = claimed.id;
     let Some(workflow) = executor.registry.workflow(&claimed.namespace).cloned() else {
-        tracing::error!(run_id = %id, "BUG: claimed a run of an unregistered namespace");
-        return;
+        // Handed a run it cannot execute: back to delivery at once, not after the claim's
+        // idle timeout.
+        tracing::error!(
+            run_id = %id,
+            namespace = %claimed.namespace,
+            "handed a run of a version this executor's registry does not serve; releasing it"
+        );
+        let release = Transition::to(RunStatus::Queued, executor.clock.now());
+        return move_unexecuted(&executor, &claimed, release).await;
     };
     let history = match executor.store.load_history(id).await {
         Ok(history) if history.run.revision == claimed.revision => history,
@@ -183,6 +190,13 @@ async fn unreadable_history(executor: &Parts, claimed: &RunRecord, error: StoreE
             return;
         }
     };
+    move_unexecuted(executor, claimed, transition).await;
+}
+
+/// Moves a claimed run this execution does not execute (released, or failed as unreadable),
+/// at the revision it was claimed at.
+async fn move_unexecuted(executor: &Parts, claimed: &RunRecord, transition: Transition) {
+    let id = claimed.id;
     match executor
         .store
         .transition(id, claimed.revision, transition)
@@ -191,7 +205,7 @@ async fn unreadable_history(executor: &Parts, claimed: &RunRecord, error: StoreE
         Ok(record) => moved(&record),
         Err(error) => {
             outcome("lost");
-            tracing::warn!(run_id = %id, %error, "could not record the unreadable history; the claim will expire");
+            tracing::warn!(run_id = %id, %error, "could not move the run; the claim will expire");
         }
     }
 }

@@ -153,15 +153,10 @@ impl Worker {
                         )
                         .await
                         .inspect_err(|error| crate::metrics::store_error("claim", error))?;
-                    if let Some(store_now) = claimed.now() {
-                        exec.store_clock.observe(local_sent, store_now);
-                    }
-                    busy |= claimed.runs.len() == free.min(64);
-                    if let Some(idle_ms) = claimed.claim_idle_timeout_ms {
-                        exec.check_idle_timeout(idle_ms);
-                    }
+                    let runs = exec.took(local_sent, claimed);
+                    busy |= runs.len() == free.min(64);
                     let now = exec.clock.now();
-                    for run in claimed.runs {
+                    for run in runs {
                         let queued_at = run.queued_at.unwrap_or(run.created_at);
                         let waited = u64::try_from(now.saturating_sub(queued_at)).unwrap_or(0);
                         crate::metrics::claimed(&run.namespace, Duration::from_millis(waited));
