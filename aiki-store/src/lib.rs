@@ -14,9 +14,12 @@
 //! executor makes carries the revision it last saw, and the store checks it (and, for run
 //! transitions, increments it) in the same statement or transaction that applies the write.
 
+pub mod api;
 pub mod batch;
 mod connect;
 mod error;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod memory;
 mod migration;
 mod model;

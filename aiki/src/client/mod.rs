@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aiki_store::{
-    BoxStore, ConfigKey, ListRuns, Namespace, RunCursor, RunFilter, RunId, RunPage, RuntimeConfig,
+    ClientStore, ConfigKey, ListRuns, Namespace, RunCursor, RunFilter, RunId, RunPage,
+    RuntimeConfig,
 };
 use serde_json::Value;
 
@@ -22,7 +23,7 @@ pub use start::{ConflictPolicy, Start, StartJson};
 /// Cheap to clone; share one per process.
 #[derive(Clone, Debug)]
 pub struct Client {
-    pub(crate) store: BoxStore,
+    pub(crate) store: Arc<dyn ClientStore>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) poll_interval: Duration,
     /// Who acts through this client: recorded on the timeline of every run it starts, forks,
@@ -31,8 +32,10 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client on a store, reading time from the system clock.
-    pub fn new(store: BoxStore) -> Self {
+    /// A client on a store's client and read roles (any [`BoxStore`](aiki_store::BoxStore)
+    /// coerces, as does a remote store such as `aiki_store::http::HttpStore`), reading time from
+    /// the system clock.
+    pub fn new(store: Arc<dyn ClientStore>) -> Self {
         Client {
             store,
             clock: Arc::new(SystemClock),
@@ -67,8 +70,8 @@ impl Client {
         self
     }
 
-    /// The store.
-    pub fn store(&self) -> &BoxStore {
+    /// The store's client and read roles.
+    pub fn store(&self) -> &Arc<dyn ClientStore> {
         &self.store
     }
 

@@ -71,7 +71,7 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
     let input = history.run.input.clone();
     let run = Run::from_history(
         history,
-        executor.store.clone(),
+        crate::run::RunStore::Executor(executor.store.clone()),
         executor.clock.clone(),
         executor.registry.state().clone(),
         executor.registry.served().clone(),

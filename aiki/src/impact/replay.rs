@@ -89,7 +89,7 @@ pub(super) async fn replay(
     let input = history.run.input.clone();
     let probe = Run::from_history(
         history,
-        client.store.clone(),
+        crate::run::RunStore::Reader(client.store.clone()),
         client.clock.clone(),
         Arc::new(StateMap::default()),
         registry.served().clone(),

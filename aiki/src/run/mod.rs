@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use aiki_store::{
-    EntryRecord, EventRecord, ExecutorStore, History, Millis, Namespace, RunId, RunRecord,
-    SleepRecord, StoreError,
+    EntryRecord, EventRecord, ExecutorStore, History, Millis, Namespace, ReadStore, RunId,
+    RunRecord, SleepRecord, StoreError,
 };
 
 use crate::clock::Clock;
@@ -72,7 +72,7 @@ struct Inner {
     served: Arc<HashSet<Namespace>>,
     attempt: u32,
     revision: u64,
-    store: Arc<dyn ExecutorStore>,
+    store: RunStore,
     clock: Arc<dyn Clock>,
     state: Arc<StateMap>,
     /// Where the executing worker notes the tasks its runs call (for its catalog); `None` for
@@ -154,7 +154,7 @@ struct Replay {
 impl Run {
     pub(crate) fn from_history(
         history: History,
-        store: Arc<dyn ExecutorStore>,
+        store: RunStore,
         clock: Arc<dyn Clock>,
         state: Arc<StateMap>,
         served: Arc<HashSet<Namespace>>,
@@ -353,10 +353,13 @@ impl Run {
     /// A store read, retried as writes are; the impact check's replay may make it.
     pub(crate) async fn read<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
     where
-        F: Fn(Arc<dyn ExecutorStore>) -> Fut,
+        F: Fn(Arc<dyn ReadStore>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
-        self.store_op(op).await
+        let reader = self.inner.store.reader();
+        self.retried(reader, op)
+            .await
+            .map_err(|error| self.lost(error))
     }
 
     async fn store_op<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
@@ -364,24 +367,34 @@ impl Run {
         F: Fn(Arc<dyn ExecutorStore>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
-        self.store_op_raw(op).await.map_err(|error| {
-            crate::metrics::store_error("write", &error);
-            self.fail_fatally(WorkflowError::Lost(error))
-        })
+        self.store_op_raw(op)
+            .await
+            .map_err(|error| self.lost(error))
     }
 
-    /// A store operation retried while the store is unreachable; any other error is returned
-    /// as it is, for the caller to decide.
+    /// A store write retried while the store is unreachable; any other error is returned as it
+    /// is, for the caller to decide.
     async fn store_op_raw<F, Fut, T>(&self, op: F) -> Result<T, StoreError>
     where
         F: Fn(Arc<dyn ExecutorStore>) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let writer = self.inner.store.writer()?;
+        self.retried(writer, op).await
+    }
+
+    /// A store operation on `store`, retried while the store is unreachable.
+    async fn retried<S, F, Fut, T>(&self, store: Arc<S>, op: F) -> Result<T, StoreError>
+    where
+        S: ?Sized,
+        F: Fn(Arc<S>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
         let _in_flight = self.in_flight();
         let mut delay = Duration::from_millis(50);
         let mut attempt: u64 = 1;
         loop {
-            match op(self.inner.store.clone()).await {
+            match op(store.clone()).await {
                 Ok(value) => return Ok(value),
                 // An outage never fails the run by itself: the write is retried for as long as
                 // it takes. The claim stays this executor's until the store answers another's
@@ -489,6 +502,35 @@ impl Run {
             .await
             .into_iter()
             .collect()
+    }
+}
+
+/// The store a run reads and writes through: its executor's, or, for the impact check's replay,
+/// a reader's, which has no write to make.
+#[derive(Clone, Debug)]
+pub(crate) enum RunStore {
+    /// An executor's: reads and writes.
+    Executor(Arc<dyn ExecutorStore>),
+    /// A reader's (the impact check's replay, through a client): reads only.
+    Reader(Arc<dyn ReadStore>),
+}
+
+impl RunStore {
+    fn reader(&self) -> Arc<dyn ReadStore> {
+        match self {
+            RunStore::Executor(store) => store.clone(),
+            RunStore::Reader(store) => store.clone(),
+        }
+    }
+
+    /// The executor's store; a reader's refuses (the probe's fence refuses every write first).
+    fn writer(&self) -> Result<Arc<dyn ExecutorStore>, StoreError> {
+        match self {
+            RunStore::Executor(store) => Ok(store.clone()),
+            RunStore::Reader(_) => Err(StoreError::Invalid {
+                message: "BUG: the impact check's replay tried to write to the store".to_owned(),
+            }),
+        }
     }
 }
 

@@ -19,7 +19,7 @@ async fn fresh_run() -> Run {
         NewRun::new(Namespace::new("w", "1"), Value::Null, "hash".to_owned(), 0).into_record();
     Run::from_history(
         History::new(record),
-        store,
+        super::RunStore::Executor(store),
         Arc::new(ManualClock::new(0)),
         Arc::new(StateMap::default()),
         Arc::default(),

@@ -1,0 +1,75 @@
+//! How a server is set up: its clock, its request limits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aiki::{Clock, SystemClock};
+use aiki_store::Millis;
+
+/// What a server is set up with; [`ServerConfig::default`] is the standalone server's.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub(crate) time: Time,
+    pub(crate) body_limit: usize,
+    pub(crate) request_timeout: Duration,
+}
+
+/// Whose clock stamps a request's time.
+#[derive(Clone, Debug)]
+pub(crate) enum Time {
+    /// The server's: every `now` a request carries is replaced by it, so a remote machine's
+    /// skewed clock never dates a run, an event or a claim.
+    Server(Arc<dyn Clock>),
+    /// The caller's, as sent: only for a caller that shares the server's clock (a test in the
+    /// same process).
+    Caller,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            time: Time::Server(Arc::new(SystemClock)),
+            body_limit: 4 << 20,
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Stamps requests by `clock` instead of the system clock (a
+    /// [`ManualClock`](aiki::ManualClock) shared with the test's workers).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.time = Time::Server(Arc::new(clock));
+        self
+    }
+
+    /// Takes every request's `now` as sent. Only for callers in this process that read the
+    /// server's own clock (the conformance suite, whose checks pass their times): a remote
+    /// caller's clock may be hours off.
+    pub fn trust_caller_time(mut self) -> Self {
+        self.time = Time::Caller;
+        self
+    }
+
+    /// Refuses request bodies over `bytes` with 413 (default 4 MiB).
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// Answers 408 to a request not done within `timeout` (default 30 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+}
+
+impl Time {
+    /// The time of a request that says it is `caller`'s `now`.
+    pub(crate) fn stamp(&self, caller: Millis) -> Millis {
+        match self {
+            Time::Server(clock) => clock.now(),
+            Time::Caller => caller,
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! What the API answers when a request fails: the store's [`ErrorBody`] with its status, and
+//! the extractors that turn a malformed request into one, never into axum's plain-text
+//! rejection.
+
+use aiki_store::api::status_of;
+use aiki_store::{ErrorBody, RunId, StoreError};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// An error answer: a status and the contract's error body.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    body: ErrorBody,
+}
+
+impl ApiError {
+    /// A request the API refuses before the store sees it (`invalid_request`).
+    pub fn invalid(status: StatusCode, message: impl Into<String>) -> Self {
+        let message = message.into();
+        ApiError {
+            status,
+            body: ErrorBody::new(
+                "invalid_request",
+                message.clone(),
+                json!({ "message": message }),
+            ),
+        }
+    }
+
+    /// The status answered.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        let status =
+            StatusCode::from_u16(status_of(&error)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if status.is_server_error() {
+            tracing::warn!(%error, "a request failed in the store");
+        }
+        ApiError {
+            status,
+            body: error.to_body(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(self.body)).into_response()
+    }
+}
+
+/// A JSON request body of type `T`; a body that is not one is answered with the error body:
+/// 400 for JSON that does not parse, 422 for JSON of the wrong shape, 415 without a JSON
+/// content type, 413 over the body limit.
+#[derive(Debug)]
+pub(crate) struct Body<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(request, state).await {
+            Ok(axum::Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(rejected(rejection)),
+        }
+    }
+}
+
+fn rejected(rejection: JsonRejection) -> ApiError {
+    let status = rejection.status();
+    let message = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            "the request body is over the server's limit: send less, or raise the server's body limit".to_owned()
+        }
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            "the request body must be JSON, sent with `content-type: application/json`".to_owned()
+        }
+        _ => format!("the request body is not what this route takes: {}", rejection.body_text()),
+    };
+    ApiError::invalid(status, message)
+}
+
+/// The run id of a `/runs/{id}…` path; one that is not a run id is 400.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunPath(pub(crate) RunId);
+
+impl<S: Send + Sync> FromRequestParts<S> for RunPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(text) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|rejection| {
+                ApiError::invalid(StatusCode::BAD_REQUEST, rejection.body_text())
+            })?;
+        text.parse::<RunId>().map(RunPath).map_err(|_| {
+            ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                format!("`{text}` is not a run id (a UUID such as 0191d7c8-…)"),
+            )
+        })
+    }
+}
+
+/// Refuses a body whose run id is not the path's: the route names the run it writes.
+pub(crate) fn same_run(path: RunId, body: RunId) -> Result<(), ApiError> {
+    if path == body {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            StatusCode::BAD_REQUEST,
+            format!("the path names run {path} but the body's record belongs to run {body}"),
+        ))
+    }
+}
+
+/// The answer to a route that is not one of the API's.
+pub(crate) async fn no_route() -> ApiError {
+    ApiError {
+        status: StatusCode::NOT_FOUND,
+        body: ErrorBody::new(
+            "no_route",
+            "no such route: the API's routes are under /api/v1 (see the API reference)",
+            json!({}),
+        ),
+    }
+}

@@ -1,0 +1,109 @@
+//! The Aiki store contract over HTTP.
+//!
+//! [`router`] serves a store's executor, client and read roles as the JSON API whose routes
+//! and bodies [`aiki_store::api`] names, so that workers and clients on other machines use the
+//! store through `aiki_store::http::HttpStore` exactly as they would use it directly. Mount it
+//! in an axum app of your own, or run [`serve`]. A server holds no state of its own: several
+//! can front one PostgreSQL database.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = aiki_store::connect("sqlite://aiki.db").await?;
+//! let app = aiki_server::router(store, aiki_server::ServerConfig::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:9850").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Every error is answered with the contract's [`ErrorBody`](aiki_store::ErrorBody)
+//! (`{code, message, details}`) and the status [`aiki_store::api::status_of`] gives it; a
+//! malformed request is `invalid_request` with 400 (415, 422 or 413 for a body of the wrong
+//! type, shape or size), and nothing is written.
+
+use std::sync::Arc;
+
+use aiki_store::BoxStore;
+use aiki_store::api::{PREFIX, path};
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
+use tower_http::timeout::TimeoutLayer;
+
+mod config;
+mod error;
+mod routes;
+
+pub use config::ServerConfig;
+pub use error::ApiError;
+
+/// What every handler reads: the store and whose clock stamps requests.
+#[derive(Clone, Debug)]
+pub(crate) struct AppState {
+    store: BoxStore,
+    time: Arc<config::Time>,
+}
+
+/// The API's routes on `store`, under [`PREFIX`], set up by `config`.
+pub fn router(store: BoxStore, config: ServerConfig) -> Router {
+    let state = AppState {
+        store,
+        time: Arc::new(config.time),
+    };
+    let api = Router::new()
+        .route(path::HEALTH, get(routes::health))
+        .route(path::READY, get(routes::ready))
+        .route(path::RUNS, post(routes::create_run))
+        .route(path::RUNS_LIST, post(routes::list_runs))
+        .route(path::RUNS_COUNTS, get(routes::run_counts))
+        .route(path::RUN, get(routes::get_run))
+        .route(path::HISTORY, get(routes::load_history))
+        .route(path::TIMELINE, get(routes::timeline))
+        .route(path::ENTRIES, post(routes::put_entry))
+        .route(path::CHILDREN, post(routes::start_child))
+        .route(path::SLEEPS, post(routes::put_sleep))
+        .route(path::EVENT_SLOTS, post(routes::record_event_slot))
+        .route(path::CLAIM_RUN, post(routes::claim_run))
+        .route(path::REFRESH, post(routes::refresh_claim))
+        .route(path::TRANSITION, post(routes::transition))
+        .route(path::EVENTS, post(routes::append_event))
+        .route(path::ACTIONS, post(routes::act))
+        .route(path::RELEASE, post(routes::release_claim))
+        .route(path::FORKS, post(routes::fork_run))
+        .route(path::TRANSITIONS, post(routes::transition_all))
+        .route(path::CLAIMS, post(routes::claim))
+        .route(
+            path::WORKERS,
+            get(routes::list_workers).post(routes::record_worker),
+        )
+        .route(
+            path::CATALOG,
+            get(routes::catalog).post(routes::publish_catalog),
+        )
+        .route(path::CATALOG_TASKS, post(routes::add_catalog_tasks))
+        .route(path::CHANGES, post(routes::changes_since))
+        .route(path::CONFIG, get(routes::runtime_config))
+        .route(path::CONFIG_KEY, put(routes::set_config))
+        .with_state(state);
+    Router::new()
+        .nest(PREFIX, api)
+        .fallback(error::no_route)
+        .layer(DefaultBodyLimit::max(config.body_limit))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ))
+}
+
+/// Serves [`router`] on `listener` until `shutdown` completes, then lets requests in flight
+/// finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    store: BoxStore,
+    config: ServerConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(store, config))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,81 @@
+//! The client role's routes: starts, forks, events and the operator's actions.
+
+use aiki_store::api::{Act, ReleaseClaim, SetConfig};
+use aiki_store::{
+    AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord,
+    RuntimeConfig,
+};
+use axum::Json;
+use axum::extract::{Path, State};
+
+use super::Answer;
+use crate::AppState;
+use crate::error::{Body, RunPath, same_run};
+
+pub(crate) async fn create_run(
+    State(app): State<AppState>,
+    Body(mut run): Body<NewRun>,
+) -> Answer<CreateOutcome> {
+    run.now = app.time.stamp(run.now);
+    Ok(Json(app.store.create_run(run).await?))
+}
+
+pub(crate) async fn fork_run(
+    State(app): State<AppState>,
+    Body(mut fork): Body<NewFork>,
+) -> Answer<CreateOutcome> {
+    fork.run.now = app.time.stamp(fork.run.now);
+    Ok(Json(app.store.fork_run(fork).await?))
+}
+
+pub(crate) async fn append_event(
+    State(app): State<AppState>,
+    RunPath(id): RunPath,
+    Body(mut event): Body<NewEvent>,
+) -> Answer<AppendOutcome> {
+    same_run(id, event.run_id)?;
+    event.now = app.time.stamp(event.now);
+    Ok(Json(app.store.append_event(event).await?))
+}
+
+pub(crate) async fn act(
+    State(app): State<AppState>,
+    RunPath(id): RunPath,
+    Body(body): Body<Act>,
+) -> Answer<RunRecord> {
+    let now = app.time.stamp(body.now);
+    Ok(Json(app.store.act(id, body.action, body.actor, now).await?))
+}
+
+pub(crate) async fn release_claim(
+    State(app): State<AppState>,
+    RunPath(id): RunPath,
+    Body(body): Body<ReleaseClaim>,
+) -> Answer<Option<RunRecord>> {
+    let now = app.time.stamp(body.now);
+    Ok(Json(
+        app.store
+            .release_claim(id, body.expected, now, body.confirm_ms, body.actor)
+            .await?,
+    ))
+}
+
+pub(crate) async fn transition_all(
+    State(app): State<AppState>,
+    Body(mut moves): Body<Vec<Move>>,
+) -> Answer<Vec<RunRecord>> {
+    for each in &mut moves {
+        each.transition.now = app.time.stamp(each.transition.now);
+    }
+    Ok(Json(app.store.transition_all(moves).await?))
+}
+
+pub(crate) async fn set_config(
+    State(app): State<AppState>,
+    Path(key): Path<String>,
+    Body(body): Body<SetConfig>,
+) -> Answer<RuntimeConfig> {
+    let key = key.parse::<ConfigKey>()?;
+    let now = app.time.stamp(body.now);
+    Ok(Json(app.store.set_config(key, body.value, now).await?))
+}

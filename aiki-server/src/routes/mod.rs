@@ -1,0 +1,32 @@
+//! The handlers, one per operation of the contract, by role; each is one call to the store.
+
+mod client;
+mod executor;
+mod read;
+
+pub(crate) use client::*;
+pub(crate) use executor::*;
+pub(crate) use read::*;
+
+use axum::Json;
+use axum::extract::State;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// What a handler answers: the operation's result as JSON, or the error body.
+pub(crate) type Answer<T> = Result<Json<T>, ApiError>;
+
+/// `GET /health`: the server answers.
+pub(crate) async fn health() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// `GET /ready`: the store answers (one cheap read); 503 with the error body when it does not.
+pub(crate) async fn ready(State(app): State<AppState>) -> Answer<serde_json::Value> {
+    app.store.runtime_config().await?;
+    Ok(Json(serde_json::json!({
+        "status": "ready",
+        "backend": app.store.backend(),
+    })))
+}

@@ -1,0 +1,82 @@
+//! The read role's routes.
+
+use aiki_store::api::{ChangesSince, WorkersQuery};
+use aiki_store::{
+    CatalogEntry, ChangePage, History, ListRuns, RunCounts, RunPage, RunRecord, RuntimeConfig,
+    StatusChange, WorkerRecord,
+};
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+
+use super::Answer;
+use crate::AppState;
+use crate::error::{ApiError, Body, RunPath};
+
+pub(crate) async fn get_run(
+    State(app): State<AppState>,
+    RunPath(id): RunPath,
+) -> Answer<RunRecord> {
+    Ok(Json(app.store.get_run(id).await?))
+}
+
+pub(crate) async fn load_history(
+    State(app): State<AppState>,
+    RunPath(id): RunPath,
+) -> Answer<History> {
+    Ok(Json(app.store.load_history(id).await?))
+}
+
+pub(crate) async fn list_runs(
+    State(app): State<AppState>,
+    Body(request): Body<ListRuns>,
+) -> Answer<RunPage> {
+    Ok(Json(app.store.list_runs(request).await?))
+}
+
+pub(crate) async fn run_counts(State(app): State<AppState>) -> Answer<Vec<RunCounts>> {
+    Ok(Json(app.store.run_counts().await?))
+}
+
+pub(crate) async fn timeline(
+    State(app): State<AppState>,
+    RunPath(id): RunPath,
+) -> Answer<Vec<StatusChange>> {
+    Ok(Json(app.store.timeline(id).await?))
+}
+
+pub(crate) async fn catalog(State(app): State<AppState>) -> Answer<Vec<CatalogEntry>> {
+    Ok(Json(app.store.catalog().await?))
+}
+
+pub(crate) async fn list_workers(
+    State(app): State<AppState>,
+    query: Result<Query<WorkersQuery>, axum::extract::rejection::QueryRejection>,
+) -> Answer<Vec<WorkerRecord>> {
+    let Query(query) = query.map_err(|rejection| {
+        ApiError::invalid(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "this route takes `?now=<ms>&within_ms=<ms>`: {}",
+                rejection.body_text()
+            ),
+        )
+    })?;
+    let now = app.time.stamp(query.now);
+    Ok(Json(app.store.list_workers(now, query.within_ms).await?))
+}
+
+pub(crate) async fn changes_since(
+    State(app): State<AppState>,
+    Body(request): Body<ChangesSince>,
+) -> Answer<ChangePage> {
+    Ok(Json(
+        app.store
+            .changes_since(&request.cursor, request.limit)
+            .await?,
+    ))
+}
+
+pub(crate) async fn runtime_config(State(app): State<AppState>) -> Answer<RuntimeConfig> {
+    Ok(Json(app.store.runtime_config().await?))
+}

@@ -1,0 +1,81 @@
+//! The conformance suite through `HttpStore` and a real server, on every backend: memory,
+//! a SQLite file, and PostgreSQL (skipped without a server unless `CI=true`). The server trusts
+//! the checks' times (they pass their own clocks' readings, as the server's in-process callers
+//! may); the sweeper group goes to the backing store.
+
+mod support;
+
+use aiki_server::ServerConfig;
+use support::remote::Remote;
+
+fn config() -> ServerConfig {
+    ServerConfig::default().trust_caller_time()
+}
+
+mod memory {
+    use super::*;
+
+    aiki_store::conformance_tests!(async {
+        Remote::start(aiki_store::connect("memory:").await.unwrap(), config()).await
+    });
+}
+
+mod sqlite {
+    use super::*;
+
+    /// A SQLite file removed when the test ends, behind a server.
+    struct FileBehindServer {
+        remote: Remote,
+        path: std::path::PathBuf,
+    }
+
+    impl aiki_store::conformance::Fixture for FileBehindServer {
+        fn store(&self) -> Option<&dyn aiki_store::Store> {
+            self.remote.store()
+        }
+    }
+
+    impl Drop for FileBehindServer {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut path = self.path.clone().into_os_string();
+                path.push(suffix);
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+
+    async fn file_behind_server() -> FileBehindServer {
+        let path = std::env::temp_dir().join(format!(
+            "aiki-server-conformance-{}.db",
+            aiki_store::RunId::new()
+        ));
+        let store = aiki_store::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .expect("the SQLite store opens");
+        FileBehindServer {
+            remote: Remote::start(store, config()).await,
+            path,
+        }
+    }
+
+    aiki_store::conformance_tests!(file_behind_server());
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use aiki_store::postgres::{ClaimClock, PostgresOptions, PostgresStore};
+
+    async fn database_behind_server() -> Option<Remote> {
+        let url = support::postgres::shared_database().await?;
+        // The suite passes its own times; the database's clock would not follow them.
+        let store =
+            PostgresStore::connect_with(PostgresOptions::new(url).claim_clock(ClaimClock::Caller))
+                .await
+                .expect("the PostgreSQL store opens");
+        Some(Remote::start(std::sync::Arc::new(store), config()).await)
+    }
+
+    aiki_store::conformance_tests!(database_behind_server());
+}

@@ -1,0 +1,272 @@
+//! A store reached through a real server: [`HttpStore`] in front of `aiki_server::router` on a
+//! free port of 127.0.0.1, serving a backing store. The executor, client and read roles go over
+//! HTTP; the sweeper role, which the API does not serve (the server's leader sweeps), goes to
+//! the backing store, as the server's own daemons would.
+
+use std::net::SocketAddr;
+
+use aiki_store::conformance::Fixture;
+use aiki_store::http::HttpStore;
+use aiki_store::prelude::*;
+use aiki_store::*;
+use async_trait::async_trait;
+
+/// The server's task and the two ways to the store.
+#[derive(Debug)]
+pub struct Remote {
+    http: HttpStore,
+    backing: BoxStore,
+    server: tokio::task::JoinHandle<()>,
+    addr: SocketAddr,
+}
+
+impl Remote {
+    /// Serves `backing` with `config` on a free port; the server stops when this is dropped.
+    pub async fn start(backing: BoxStore, config: aiki_server::ServerConfig) -> Remote {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port");
+        let addr = listener.local_addr().expect("its address");
+        let serving = aiki_server::serve(listener, backing.clone(), config, std::future::pending());
+        let server = tokio::spawn(async move {
+            serving.await.expect("the server serves");
+        });
+        let http = HttpStore::new(&format!("http://{addr}")).expect("an http URL");
+        Remote {
+            http,
+            backing,
+            server,
+            addr,
+        }
+    }
+
+    /// The server's base URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The store behind the server.
+    pub fn backing(&self) -> &BoxStore {
+        &self.backing
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl Fixture for Remote {
+    fn store(&self) -> Option<&dyn Store> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl ReadStore for Remote {
+    fn backend(&self) -> &'static str {
+        self.http.backend()
+    }
+    async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        self.http.get_run(id).await
+    }
+    async fn load_history(&self, id: RunId) -> Result<History, StoreError> {
+        self.http.load_history(id).await
+    }
+    async fn list_runs(&self, request: ListRuns) -> Result<RunPage, StoreError> {
+        self.http.list_runs(request).await
+    }
+    async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
+        self.http.run_counts().await
+    }
+    async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError> {
+        self.http.timeline(id).await
+    }
+    async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError> {
+        self.http.catalog().await
+    }
+    async fn list_workers(
+        &self,
+        now: Millis,
+        within_ms: i64,
+    ) -> Result<Vec<WorkerRecord>, StoreError> {
+        self.http.list_workers(now, within_ms).await
+    }
+    async fn changes_since(
+        &self,
+        cursor: &ChangeCursor,
+        limit: u32,
+    ) -> Result<ChangePage, StoreError> {
+        self.http.changes_since(cursor, limit).await
+    }
+    async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError> {
+        self.http.runtime_config().await
+    }
+}
+
+#[async_trait]
+impl ExecutorStore for Remote {
+    async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
+        self.http.put_entry(expected, entry).await
+    }
+    async fn start_child(
+        &self,
+        expected: u64,
+        entry: EntryRecord,
+        child: NewRun,
+    ) -> Result<RunRecord, StoreError> {
+        self.http.start_child(expected, entry, child).await
+    }
+    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
+        self.http.put_sleep(expected, sleep).await
+    }
+    async fn record_event_slot(
+        &self,
+        expected: u64,
+        slot: EventRecord,
+    ) -> Result<EventRecord, StoreError> {
+        self.http.record_event_slot(expected, slot).await
+    }
+    async fn claim_run(&self, request: ClaimRequest, id: RunId) -> Result<Claimed, StoreError> {
+        self.http.claim_run(request, id).await
+    }
+    async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
+        self.http.claim(request).await
+    }
+    async fn refresh_claim(
+        &self,
+        id: RunId,
+        owner: &str,
+        expected: u64,
+        now: Millis,
+    ) -> Result<ClaimState, StoreError> {
+        self.http.refresh_claim(id, owner, expected, now).await
+    }
+    async fn transition(
+        &self,
+        id: RunId,
+        expected: u64,
+        transition: Transition,
+    ) -> Result<RunRecord, StoreError> {
+        self.http.transition(id, expected, transition).await
+    }
+    async fn record_worker(
+        &self,
+        worker: WorkerRecord,
+        now: Millis,
+    ) -> Result<WorkerRecord, StoreError> {
+        self.http.record_worker(worker, now).await
+    }
+    async fn publish_catalog(
+        &self,
+        entry: CatalogEntry,
+        now: Millis,
+    ) -> Result<CatalogEntry, StoreError> {
+        self.http.publish_catalog(entry, now).await
+    }
+    async fn add_catalog_tasks(
+        &self,
+        namespace: &Namespace,
+        fingerprint: &str,
+        tasks: Vec<TaskDeclaration>,
+    ) -> Result<(), StoreError> {
+        self.http
+            .add_catalog_tasks(namespace, fingerprint, tasks)
+            .await
+    }
+}
+
+#[async_trait]
+impl ClientStore for Remote {
+    async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        self.http.create_run(run).await
+    }
+    async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
+        self.http.fork_run(fork).await
+    }
+    async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+        self.http.append_event(event).await
+    }
+    async fn act(
+        &self,
+        id: RunId,
+        action: RunAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<RunRecord, StoreError> {
+        self.http.act(id, action, actor, now).await
+    }
+    async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        self.http
+            .release_claim(id, expected, now, confirm_ms, actor)
+            .await
+    }
+    async fn transition_all(&self, moves: Vec<Move>) -> Result<Vec<RunRecord>, StoreError> {
+        self.http.transition_all(moves).await
+    }
+    async fn set_config(
+        &self,
+        key: ConfigKey,
+        value: i64,
+        now: Millis,
+    ) -> Result<RuntimeConfig, StoreError> {
+        self.http.set_config(key, value, now).await
+    }
+}
+
+#[async_trait]
+impl Sweeper for Remote {
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl_ms: i64,
+        now: Millis,
+    ) -> Result<Lease, StoreError> {
+        self.backing.acquire_lease(name, holder, ttl_ms, now).await
+    }
+    async fn release_lease(&self, lease: &Lease, now: Millis) -> Result<(), StoreError> {
+        self.backing.release_lease(lease, now).await
+    }
+    async fn wake_due(&self, lease: &Lease, now: Millis, limit: u32) -> Result<u64, StoreError> {
+        self.backing.wake_due(lease, now, limit).await
+    }
+    async fn release_stale_claims(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        timing: ClaimTiming,
+        limit: u32,
+    ) -> Result<Vec<RunId>, StoreError> {
+        self.backing
+            .release_stale_claims(lease, now, timing, limit)
+            .await
+    }
+    async fn stall_undelivered(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        max_age_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        self.backing
+            .stall_undelivered(lease, now, max_age_ms, limit)
+            .await
+    }
+    async fn prune_workers(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        older_than_ms: i64,
+    ) -> Result<u64, StoreError> {
+        self.backing.prune_workers(lease, now, older_than_ms).await
+    }
+}

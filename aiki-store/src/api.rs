@@ -1,0 +1,258 @@
+//! The HTTP API's wire shapes: the path of every route and the body of every request that is
+//! not one of the contract's own records. `aiki-server` serves them and
+//! [`HttpStore`](crate::http::HttpStore) (feature `http`) calls them, so both sides name each
+//! route and field once, here.
+//!
+//! Every route is under [`PREFIX`]; a request body and a success body are JSON; an error is an
+//! [`ErrorBody`](crate::ErrorBody) with the status [`status_of`] gives. A route's role (what an
+//! API key's scope will have to allow) is the role trait its operation belongs to.
+//!
+//! Times: a request that carries the caller's `now` (an operation's own or a record's) is
+//! stamped by the server's clock instead, unless the server was built to trust its callers'
+//! clocks (tests that share one injected clock with the server do).
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    CatalogEntry, ChangeCursor, EntryRecord, EventRecord, Millis, Namespace, NewRun, RunAction,
+    SleepRecord, StoreError, TaskDeclaration, Transition, WorkerRecord,
+};
+
+/// The prefix of every route of this version of the API.
+pub const PREFIX: &str = "/api/v1";
+
+/// The routes, relative to [`PREFIX`], in axum's path syntax (`{id}` is a run id).
+pub mod path {
+    /// `GET`: the server answers (no store access). Liveness.
+    pub const HEALTH: &str = "/health";
+    /// `GET`: the store answers. Readiness.
+    pub const READY: &str = "/ready";
+    /// `POST` [`NewRun`](crate::NewRun) → [`CreateOutcome`](crate::CreateOutcome) (client).
+    pub const RUNS: &str = "/runs";
+    /// `POST` [`ListRuns`](crate::ListRuns) → [`RunPage`](crate::RunPage) (read).
+    pub const RUNS_LIST: &str = "/runs/list";
+    /// `GET` → `[RunCounts]` (read).
+    pub const RUNS_COUNTS: &str = "/runs/counts";
+    /// `GET` → [`RunRecord`](crate::RunRecord) (read).
+    pub const RUN: &str = "/runs/{id}";
+    /// `GET` → [`History`](crate::History) (read).
+    pub const HISTORY: &str = "/runs/{id}/history";
+    /// `GET` → `[StatusChange]` (read).
+    pub const TIMELINE: &str = "/runs/{id}/timeline";
+    /// `POST` [`PutEntry`](super::PutEntry) → `null` (executor).
+    pub const ENTRIES: &str = "/runs/{id}/entries";
+    /// `POST` [`StartChild`](super::StartChild) → the child's [`RunRecord`](crate::RunRecord)
+    /// (executor).
+    pub const CHILDREN: &str = "/runs/{id}/children";
+    /// `POST` [`PutSleep`](super::PutSleep) → `null` (executor).
+    pub const SLEEPS: &str = "/runs/{id}/sleeps";
+    /// `POST` [`RecordEventSlot`](super::RecordEventSlot) → [`EventRecord`](crate::EventRecord)
+    /// (executor).
+    pub const EVENT_SLOTS: &str = "/runs/{id}/event-slots";
+    /// `POST` [`ClaimRequest`](crate::ClaimRequest) → [`Claimed`](crate::Claimed): the claim of
+    /// this run by name (executor).
+    pub const CLAIM_RUN: &str = "/runs/{id}/claim";
+    /// `POST` [`RefreshClaim`](super::RefreshClaim) → [`ClaimState`](crate::ClaimState)
+    /// (executor).
+    pub const REFRESH: &str = "/runs/{id}/refresh";
+    /// `POST` [`TransitionRun`](super::TransitionRun) → [`RunRecord`](crate::RunRecord)
+    /// (executor).
+    pub const TRANSITION: &str = "/runs/{id}/transition";
+    /// `POST` [`NewEvent`](crate::NewEvent) → [`AppendOutcome`](crate::AppendOutcome) (client).
+    pub const EVENTS: &str = "/runs/{id}/events";
+    /// `POST` [`Act`](super::Act) → [`RunRecord`](crate::RunRecord) (client).
+    pub const ACTIONS: &str = "/runs/{id}/actions";
+    /// `POST` [`ReleaseClaim`](super::ReleaseClaim) → `RunRecord | null` (client).
+    pub const RELEASE: &str = "/runs/{id}/release";
+    /// `POST` [`NewFork`](crate::NewFork) → [`CreateOutcome`](crate::CreateOutcome) (client).
+    pub const FORKS: &str = "/forks";
+    /// `POST` `[Move]` → `[RunRecord]`: several transitions, all or none (client).
+    pub const TRANSITIONS: &str = "/transitions";
+    /// `POST` [`ClaimRequest`](crate::ClaimRequest) → [`Claimed`](crate::Claimed) (executor).
+    pub const CLAIMS: &str = "/claims";
+    /// `GET` with [`WorkersQuery`](super::WorkersQuery) → `[WorkerRecord]` (read); `POST`
+    /// [`RecordWorker`](super::RecordWorker) → [`WorkerRecord`](crate::WorkerRecord)
+    /// (executor).
+    pub const WORKERS: &str = "/workers";
+    /// `GET` → `[CatalogEntry]` (read); `POST` [`PublishCatalog`](super::PublishCatalog) →
+    /// [`CatalogEntry`](crate::CatalogEntry) (executor).
+    pub const CATALOG: &str = "/catalog";
+    /// `POST` [`AddCatalogTasks`](super::AddCatalogTasks) → `null` (executor).
+    pub const CATALOG_TASKS: &str = "/catalog/tasks";
+    /// `POST` [`ChangesSince`](super::ChangesSince) → [`ChangePage`](crate::ChangePage) (read).
+    pub const CHANGES: &str = "/changes";
+    /// `GET` → [`RuntimeConfig`](crate::RuntimeConfig) (read).
+    pub const CONFIG: &str = "/config";
+    /// `PUT` [`SetConfig`](super::SetConfig) → [`RuntimeConfig`](crate::RuntimeConfig): one key,
+    /// by its product name (client).
+    pub const CONFIG_KEY: &str = "/config/{key}";
+}
+
+/// The body of [`path::ENTRIES`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PutEntry {
+    /// The revision the executor last saw.
+    pub expected: u64,
+    /// The entry.
+    pub entry: EntryRecord,
+}
+
+/// The body of [`path::CHILDREN`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StartChild {
+    /// The parent's revision the executor last saw.
+    pub expected: u64,
+    /// The parent's entry of the child start.
+    pub entry: EntryRecord,
+    /// The child.
+    pub child: NewRun,
+}
+
+/// The body of [`path::SLEEPS`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PutSleep {
+    /// The revision the executor last saw.
+    pub expected: u64,
+    /// The sleep.
+    pub sleep: SleepRecord,
+}
+
+/// The body of [`path::EVENT_SLOTS`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordEventSlot {
+    /// The revision the executor last saw.
+    pub expected: u64,
+    /// The slot.
+    pub slot: EventRecord,
+}
+
+/// The body of [`path::REFRESH`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshClaim {
+    /// The claim's owner.
+    pub owner: String,
+    /// The revision the executor last saw.
+    pub expected: u64,
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
+}
+
+/// The body of [`path::TRANSITION`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransitionRun {
+    /// The revision the executor last saw.
+    pub expected: u64,
+    /// The move.
+    pub transition: Transition,
+}
+
+/// The body of [`path::ACTIONS`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Act {
+    /// The action (`wakeup`, `pause`, `resume`, `requeue`, `cancel`).
+    pub action: RunAction,
+    /// Who acts.
+    #[serde(default)]
+    pub actor: Option<String>,
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
+}
+
+/// The body of [`path::RELEASE`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseClaim {
+    /// The revision the operator last saw.
+    pub expected: u64,
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
+    /// Release only a claim marked stale at least this long ago; `null` forces.
+    #[serde(default)]
+    pub confirm_ms: Option<i64>,
+    /// Who releases.
+    #[serde(default)]
+    pub actor: Option<String>,
+}
+
+/// The body of a `POST` to [`path::WORKERS`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordWorker {
+    /// The worker's row.
+    pub worker: WorkerRecord,
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
+}
+
+/// The query of a `GET` of [`path::WORKERS`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkersQuery {
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
+    /// Workers seen within this many ms before `now`.
+    pub within_ms: i64,
+}
+
+/// The body of a `POST` to [`path::CATALOG`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PublishCatalog {
+    /// The entry.
+    pub entry: CatalogEntry,
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
+}
+
+/// The body of [`path::CATALOG_TASKS`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddCatalogTasks {
+    /// The workflow version.
+    pub namespace: Namespace,
+    /// The build's fingerprint.
+    pub fingerprint: String,
+    /// The tasks to add.
+    pub tasks: Vec<TaskDeclaration>,
+}
+
+/// The body of [`path::CHANGES`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangesSince {
+    /// Where the reader stands (`""` is the start).
+    #[serde(default)]
+    pub cursor: ChangeCursor,
+    /// At most this many changes.
+    pub limit: u32,
+}
+
+/// The body of [`path::CONFIG_KEY`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetConfig {
+    /// The key's new value.
+    pub value: i64,
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
+}
+
+/// `/runs/{id}…`: `template` (one of [`path`]'s) with the run id in place of `{id}`.
+pub fn run_path(template: &str, id: crate::RunId) -> String {
+    template.replace("{id}", &id.to_string())
+}
+
+/// The HTTP status an error is answered with: 404 for an unknown run or version, 409 for a
+/// revision, status or reference conflict, 400 for a request the store refuses as invalid,
+/// 503 while the store is unavailable, 500 for the rest.
+pub fn status_of(error: &StoreError) -> u16 {
+    match error {
+        StoreError::NotFound { .. } => 404,
+        StoreError::RevisionConflict { .. }
+        | StoreError::PauseRequested { .. }
+        | StoreError::InvalidTransition { .. }
+        | StoreError::AlreadyExists { .. } => 409,
+        StoreError::Invalid { .. } => 400,
+        StoreError::Unavailable { .. } => 503,
+        StoreError::Migration { .. }
+        | StoreError::Schema { .. }
+        | StoreError::UnsupportedUrl { .. }
+        | StoreError::CannotOpen { .. }
+        | StoreError::Incompatible { .. }
+        | StoreError::Corrupt { .. }
+        | StoreError::Backend { .. } => 500,
+    }
+}

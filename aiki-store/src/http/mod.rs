@@ -1,0 +1,130 @@
+//! A store on the other side of an `aiki-server`: the executor, client and read roles of the
+//! contract, each operation one HTTP request (feature `http`).
+//!
+//! It never sweeps: the server's leader does. A [`Worker`](https://docs.rs/aiki) on it runs no
+//! daemons; give it as `WorkerStore::executor(Arc::new(store))`.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::api::PREFIX;
+use crate::{ErrorBody, StoreError};
+
+mod roles;
+
+/// A store reached over HTTP: an `aiki-server`'s API at a base URL such as
+/// `http://127.0.0.1:9850`.
+///
+/// A request the server never answered (refused, reset, timed out) is
+/// [`StoreError::Unavailable`], retried by the runtime as it retries a database outage; an
+/// answered error comes back as the kind the server's store returned.
+#[derive(Clone, Debug)]
+pub struct HttpStore {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl HttpStore {
+    /// A store at `url` (`http://host:port`, a path prefix allowed), with a 30 s timeout per
+    /// request. [`StoreError::UnsupportedUrl`] for a URL that is not `http://` (or `https://`
+    /// with the `http-tls` feature).
+    pub fn new(url: &str) -> Result<Self, StoreError> {
+        Self::with_timeout(url, Duration::from_secs(30))
+    }
+
+    /// A store at `url` whose requests each give up after `timeout`.
+    pub fn with_timeout(url: &str, timeout: Duration) -> Result<Self, StoreError> {
+        let unsupported = |reason: String| StoreError::UnsupportedUrl {
+            url: crate::error::redact(url),
+            reason,
+        };
+        let tls = cfg!(feature = "http-tls");
+        if !(url.starts_with("http://") || (tls && url.starts_with("https://"))) {
+            return Err(unsupported(if url.starts_with("https://") {
+                "HTTPS needs the `http-tls` feature of aiki-store".to_owned()
+            } else {
+                "an aiki server's URL starts with http://".to_owned()
+            }));
+        }
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|error| unsupported(error.to_string()))?;
+        Ok(HttpStore {
+            client,
+            base: format!("{}{PREFIX}", url.trim_end_matches('/')),
+        })
+    }
+
+    /// Sends `body` (if any) to `path` (under the API's prefix) and reads the answer as `R`.
+    pub(crate) async fn call<B, R>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<R, StoreError>
+    where
+        B: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(unanswered)?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(unanswered)?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|error| StoreError::Corrupt {
+                message: format!(
+                    "the server's answer to {path} is not what this release reads: {error}"
+                ),
+            });
+        }
+        Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
+            Ok(body) => StoreError::from_body(&body),
+            Err(_) => answered_without_body(status, &bytes),
+        })
+    }
+
+    /// `GET path` read as `R`.
+    pub(crate) async fn get<R: DeserializeOwned>(&self, path: &str) -> Result<R, StoreError> {
+        self.call::<(), R>(Method::GET, path, None).await
+    }
+
+    /// `POST body` to `path`, read as `R`.
+    pub(crate) async fn post<B: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<R, StoreError> {
+        self.call(Method::POST, path, Some(body)).await
+    }
+}
+
+/// A request the server did not answer: the store is out of reach, as in a database outage.
+fn unanswered(error: reqwest::Error) -> StoreError {
+    StoreError::Unavailable {
+        message: format!("the aiki server did not answer: {error}"),
+        source: Some(Box::new(error)),
+    }
+}
+
+/// An error status without the API's error body (a proxy's page, an overloaded server).
+fn answered_without_body(status: StatusCode, bytes: &[u8]) -> StoreError {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+    let message = format!("the server answered {status} without an error body: {text}");
+    if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        StoreError::Unavailable {
+            message,
+            source: None,
+        }
+    } else {
+        StoreError::Backend {
+            source: message.into(),
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The role traits over HTTP: each operation one request to the route [`crate::api`] names.
+
+use async_trait::async_trait;
+use reqwest::Method;
+
+use super::HttpStore;
+use crate::api::{self, path, run_path};
+use crate::{
+    AppendOutcome, CatalogEntry, ChangeCursor, ChangePage, ClaimRequest, ClaimState, Claimed,
+    ClientStore, ConfigKey, CreateOutcome, EntryRecord, EventRecord, ExecutorStore, History,
+    ListRuns, Millis, Move, Namespace, NewEvent, NewFork, NewRun, ReadStore, RunAction, RunCounts,
+    RunId, RunPage, RunRecord, RuntimeConfig, SleepRecord, StatusChange, StoreError,
+    TaskDeclaration, Transition, WorkerRecord,
+};
+
+#[async_trait]
+impl ReadStore for HttpStore {
+    fn backend(&self) -> &'static str {
+        "http"
+    }
+
+    async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        self.get(&run_path(path::RUN, id)).await
+    }
+
+    async fn load_history(&self, id: RunId) -> Result<History, StoreError> {
+        self.get(&run_path(path::HISTORY, id)).await
+    }
+
+    async fn list_runs(&self, request: ListRuns) -> Result<RunPage, StoreError> {
+        self.post(path::RUNS_LIST, &request).await
+    }
+
+    async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
+        self.get(path::RUNS_COUNTS).await
+    }
+
+    async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError> {
+        self.get(&run_path(path::TIMELINE, id)).await
+    }
+
+    async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError> {
+        self.get(path::CATALOG).await
+    }
+
+    async fn list_workers(
+        &self,
+        now: Millis,
+        within_ms: i64,
+    ) -> Result<Vec<WorkerRecord>, StoreError> {
+        self.get(&format!(
+            "{}?now={now}&within_ms={within_ms}",
+            path::WORKERS
+        ))
+        .await
+    }
+
+    async fn changes_since(
+        &self,
+        cursor: &ChangeCursor,
+        limit: u32,
+    ) -> Result<ChangePage, StoreError> {
+        let body = api::ChangesSince {
+            cursor: cursor.clone(),
+            limit,
+        };
+        self.post(path::CHANGES, &body).await
+    }
+
+    async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError> {
+        self.get(path::CONFIG).await
+    }
+}
+
+#[async_trait]
+impl ExecutorStore for HttpStore {
+    async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
+        let path = run_path(path::ENTRIES, entry.run_id);
+        self.post(&path, &api::PutEntry { expected, entry }).await
+    }
+
+    async fn start_child(
+        &self,
+        expected: u64,
+        entry: EntryRecord,
+        child: NewRun,
+    ) -> Result<RunRecord, StoreError> {
+        let path = run_path(path::CHILDREN, entry.run_id);
+        let body = api::StartChild {
+            expected,
+            entry,
+            child,
+        };
+        self.post(&path, &body).await
+    }
+
+    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
+        let path = run_path(path::SLEEPS, sleep.run_id);
+        self.post(&path, &api::PutSleep { expected, sleep }).await
+    }
+
+    async fn record_event_slot(
+        &self,
+        expected: u64,
+        slot: EventRecord,
+    ) -> Result<EventRecord, StoreError> {
+        let path = run_path(path::EVENT_SLOTS, slot.run_id);
+        self.post(&path, &api::RecordEventSlot { expected, slot })
+            .await
+    }
+
+    async fn claim_run(&self, request: ClaimRequest, id: RunId) -> Result<Claimed, StoreError> {
+        self.post(&run_path(path::CLAIM_RUN, id), &request).await
+    }
+
+    async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
+        self.post(path::CLAIMS, &request).await
+    }
+
+    async fn refresh_claim(
+        &self,
+        id: RunId,
+        owner: &str,
+        expected: u64,
+        now: Millis,
+    ) -> Result<ClaimState, StoreError> {
+        let body = api::RefreshClaim {
+            owner: owner.to_owned(),
+            expected,
+            now,
+        };
+        self.post(&run_path(path::REFRESH, id), &body).await
+    }
+
+    async fn transition(
+        &self,
+        id: RunId,
+        expected: u64,
+        transition: Transition,
+    ) -> Result<RunRecord, StoreError> {
+        let body = api::TransitionRun {
+            expected,
+            transition,
+        };
+        self.post(&run_path(path::TRANSITION, id), &body).await
+    }
+
+    async fn record_worker(
+        &self,
+        worker: WorkerRecord,
+        now: Millis,
+    ) -> Result<WorkerRecord, StoreError> {
+        self.post(path::WORKERS, &api::RecordWorker { worker, now })
+            .await
+    }
+
+    async fn publish_catalog(
+        &self,
+        entry: CatalogEntry,
+        now: Millis,
+    ) -> Result<CatalogEntry, StoreError> {
+        self.post(path::CATALOG, &api::PublishCatalog { entry, now })
+            .await
+    }
+
+    async fn add_catalog_tasks(
+        &self,
+        namespace: &Namespace,
+        fingerprint: &str,
+        tasks: Vec<TaskDeclaration>,
+    ) -> Result<(), StoreError> {
+        let body = api::AddCatalogTasks {
+            namespace: namespace.clone(),
+            fingerprint: fingerprint.to_owned(),
+            tasks,
+        };
+        self.post(path::CATALOG_TASKS, &body).await
+    }
+}
+
+#[async_trait]
+impl ClientStore for HttpStore {
+    async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        self.post(path::RUNS, &run).await
+    }
+
+    async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
+        self.post(path::FORKS, &fork).await
+    }
+
+    async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+        self.post(&run_path(path::EVENTS, event.run_id), &event)
+            .await
+    }
+
+    async fn act(
+        &self,
+        id: RunId,
+        action: RunAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<RunRecord, StoreError> {
+        let body = api::Act { action, actor, now };
+        self.post(&run_path(path::ACTIONS, id), &body).await
+    }
+
+    async fn release_claim(
+        &self,
+        id: RunId,
+        expected: u64,
+        now: Millis,
+        confirm_ms: Option<i64>,
+        actor: Option<String>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let body = api::ReleaseClaim {
+            expected,
+            now,
+            confirm_ms,
+            actor,
+        };
+        self.post(&run_path(path::RELEASE, id), &body).await
+    }
+
+    async fn transition_all(&self, moves: Vec<Move>) -> Result<Vec<RunRecord>, StoreError> {
+        self.post(path::TRANSITIONS, &moves).await
+    }
+
+    async fn set_config(
+        &self,
+        key: ConfigKey,
+        value: i64,
+        now: Millis,
+    ) -> Result<RuntimeConfig, StoreError> {
+        let path = path::CONFIG_KEY.replace("{key}", key.as_str());
+        self.call(Method::PUT, &path, Some(&api::SetConfig { value, now }))
+            .await
+    }
+}
