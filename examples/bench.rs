@@ -761,10 +761,11 @@ async fn fan_out_phase(url: &str, n: u64) -> anyhow::Result<Value> {
 /// Records a `bench-replay` run of `n` steps with an in-process worker, leaving it suspended
 /// on `go`. Returns its handle and the time the recording execution spent in its tasks.
 async fn record_replay_run(
+    store: &aiki::BoxStore,
     client: &Client,
     n: u64,
 ) -> anyhow::Result<(RunHandle<ReplayV1>, Duration)> {
-    let worker = Worker::builder(client.store().clone())
+    let worker = Worker::builder(store.clone())
         .register(ReplayV1)
         .build()?
         .start();
@@ -785,7 +786,7 @@ async fn record_replay_run(
 async fn replay_phase(n: u64, changed: bool) -> anyhow::Result<Value> {
     let store = aiki::connect("memory:").await?;
     let client = Client::new(store.clone());
-    let (handle, recorded) = record_replay_run(&client, n).await?;
+    let (handle, recorded) = record_replay_run(&store, &client, n).await?;
     let builder = Worker::builder(store);
     let worker = if changed {
         builder.register(ReplayV2)
@@ -830,8 +831,8 @@ async fn wait_for_claim<W: Workflow>(handle: &RunHandle<W>) -> anyhow::Result<Op
 /// Phase 5: a run with 1,000 recorded tasks, finished by a fresh worker process.
 async fn recovery_phase(url: &str) -> anyhow::Result<Value> {
     let store = aiki::connect(url).await?;
-    let client = Client::new(store);
-    let (handle, _) = record_replay_run(&client, 1000).await?;
+    let client = Client::new(store.clone());
+    let (handle, _) = record_replay_run(&store, &client, 1000).await?;
     handle.send::<ReplayV1Go>(()).await?;
     let spawned = now_ms();
     let process = WorkerProcess::start(url).await?;

@@ -184,12 +184,16 @@ mod check;
 mod config;
 mod failure;
 mod filter;
+#[cfg(feature = "server")]
+mod keys;
 mod migrate;
 mod outcomes;
 mod output;
 mod result;
 mod runs;
 mod send;
+#[cfg(feature = "server")]
+mod server;
 mod show;
 mod workers;
 mod workflows;
@@ -301,6 +305,10 @@ impl App {
             args::Command::Migrate => migrate::migrate(&cli, format, &mut out).await,
             args::Command::Config(args) => config::config(&cli, args, format, &mut out).await,
             args::Command::Check(args) => check::check(self, &cli, args, format, &mut out).await,
+            #[cfg(feature = "server")]
+            args::Command::Server(args) => server::serve(&cli, args, &mut out).await,
+            #[cfg(feature = "server")]
+            args::Command::Keys(command) => keys::keys(&cli, command, format, &mut out).await,
         };
         let result = result.and_then(|code| {
             std::io::Write::flush(&mut out)?;
@@ -325,7 +333,7 @@ impl App {
                  (see the aiki-cli docs)"
             )));
         };
-        let store = aiki::connect_with_mode(cli.url()?, aiki::MigrationMode::Check).await?;
+        let store = aiki::connect_client(cli.url()?, aiki::MigrationMode::Check).await?;
         Ok((registry.clone(), aiki::Client::new(store)))
     }
 }

@@ -12,6 +12,7 @@ pub struct ServerConfig {
     pub(crate) time: Time,
     pub(crate) body_limit: usize,
     pub(crate) request_timeout: Duration,
+    pub(crate) auth: bool,
 }
 
 /// Whose clock stamps a request's time.
@@ -31,6 +32,7 @@ impl Default for ServerConfig {
             time: Time::Server(Arc::new(SystemClock)),
             body_limit: 4 << 20,
             request_timeout: Duration::from_secs(30),
+            auth: true,
         }
     }
 }
@@ -48,6 +50,14 @@ impl ServerConfig {
     /// caller's clock may be hours off.
     pub fn trust_caller_time(mut self) -> Self {
         self.time = Time::Caller;
+        self
+    }
+
+    /// Serves every route without an API key: anyone who reaches the server may do anything.
+    /// Only for a server no one else can reach (a test's, one inside a private network you
+    /// trust); `aiki server` asks for `--insecure-no-auth` to do this.
+    pub fn insecure_no_auth(mut self) -> Self {
+        self.auth = false;
         self
     }
 

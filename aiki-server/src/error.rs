@@ -135,3 +135,15 @@ pub(crate) async fn no_route() -> ApiError {
         ),
     }
 }
+
+/// The answer to a route of the API asked with a method it does not take.
+pub(crate) async fn wrong_method() -> ApiError {
+    ApiError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        body: ErrorBody::new(
+            "method_not_allowed",
+            "this route does not take this method (see the API reference)",
+            json!({}),
+        ),
+    }
+}

@@ -30,10 +30,17 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post, put};
 use tower_http::timeout::TimeoutLayer;
 
+mod auth;
 mod config;
 mod error;
+pub mod keys;
 mod routes;
 
+/// The API's reference: every route with its request, answer, scope and errors.
+#[doc = include_str!("../docs/api.md")]
+pub mod reference {}
+
+pub use auth::KEY_CACHE_TTL;
 pub use config::ServerConfig;
 pub use error::ApiError;
 
@@ -46,6 +53,7 @@ pub(crate) struct AppState {
 
 /// The API's routes on `store`, under [`PREFIX`], set up by `config`.
 pub fn router(store: BoxStore, config: ServerConfig) -> Router {
+    let keys = (store.clone(), Arc::new(auth::Keys::default()));
     let state = AppState {
         store,
         time: Arc::new(config.time),
@@ -84,7 +92,16 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::CHANGES, post(routes::changes_since))
         .route(path::CONFIG, get(routes::runtime_config))
         .route(path::CONFIG_KEY, put(routes::set_config))
+        .method_not_allowed_fallback(error::wrong_method)
         .with_state(state);
+    let api = if config.auth {
+        api.route_layer(axum::middleware::from_fn_with_state(
+            keys,
+            auth::require_key,
+        ))
+    } else {
+        api
+    };
     Router::new()
         .nest(PREFIX, api)
         .fallback(error::no_route)

@@ -1,7 +1,8 @@
 //! The conformance suite through `HttpStore` and a real server, on every backend: memory,
 //! a SQLite file, and PostgreSQL (skipped without a server unless `CI=true`). The server trusts
 //! the checks' times (they pass their own clocks' readings, as the server's in-process callers
-//! may); the sweeper group goes to the backing store.
+//! may) and checks no key (`auth.rs` tests the keys); the sweeper group goes to the backing
+//! store.
 
 mod support;
 
@@ -9,7 +10,9 @@ use aiki_server::ServerConfig;
 use support::remote::Remote;
 
 fn config() -> ServerConfig {
-    ServerConfig::default().trust_caller_time()
+    ServerConfig::default()
+        .trust_caller_time()
+        .insecure_no_auth()
 }
 
 mod memory {

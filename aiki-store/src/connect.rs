@@ -55,6 +55,34 @@ pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStor
     Err(unsupported("no enabled backend serves this scheme"))
 }
 
+/// Opens the client and read roles of the store a URL names: what [`connect_with_mode`] opens,
+/// or, for `http://host:port` (feature `http`; `https://` with `http-tls`), an
+/// [`HttpStore`](crate::http::HttpStore) on an `aiki-server`, whose schema is the server's
+/// business (`mode` does not apply), sending the API key in the `AIKI_API_KEY` environment
+/// variable if set.
+pub async fn connect_client(
+    url: &str,
+    mode: MigrationMode,
+) -> Result<Arc<dyn crate::ClientStore>, StoreError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        #[cfg(feature = "http")]
+        {
+            let store = crate::http::HttpStore::new(url)?;
+            return Ok(Arc::new(match std::env::var("AIKI_API_KEY") {
+                Ok(key) if !key.is_empty() => store.with_key(key),
+                _ => store,
+            }));
+        }
+        #[cfg(not(feature = "http"))]
+        return Err(StoreError::UnsupportedUrl {
+            url: crate::error::redact(url),
+            reason: "reaching an aiki server is off: enable the `http` feature of aiki-store"
+                .to_owned(),
+        });
+    }
+    Ok(connect_with_mode(url, mode).await?)
+}
+
 /// Brings the schema of the store a URL names up to this release's (what `aiki migrate`
 /// does), and says what it found and applied. A schema a newer release migrated is left as it
 /// is when it admits this release (see [`MigrationReport`](crate::MigrationReport)).

@@ -39,11 +39,13 @@ mod wire;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
-pub use connect::{connect, connect_with_mode, migrate};
+pub use connect::{connect, connect_client, connect_with_mode, migrate};
 pub use error::StoreError;
 pub use migration::{AppliedMigration, MigrationMode, MigrationReport};
 pub use model::*;
-pub use roles::{BoxStore, ClientStore, ExecutorStore, ReadStore, Store, Sweeper, prelude};
+pub use roles::{
+    BoxStore, ClientStore, ExecutorStore, KeyStore, ReadStore, Store, Sweeper, prelude,
+};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::SqlStore;
 pub use status::{RunStatus, UnknownStatus};

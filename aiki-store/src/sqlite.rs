@@ -262,6 +262,7 @@ impl Dialect for SqliteDialect {
     const LEASES: i64 = 12;
 
     const CONFIG: i64 = 16;
+    const KEYS: i64 = 17;
 
     async fn close(&self) {
         self.reader.close().await;

@@ -286,7 +286,8 @@ pub use aiki_macros::workflow;
 
 pub use aiki_store::{
     self as store, BoxStore, ConfigKey, Failure, MigrationMode, Millis, Namespace, RunId,
-    RunRecord, RunStatus, RuntimeConfig, Store, StoreError, WaitSpec, connect, connect_with_mode,
+    RunRecord, RunStatus, RuntimeConfig, Store, StoreError, WaitSpec, connect, connect_client,
+    connect_with_mode,
 };
 
 /// The input type of a task or workflow function that takes no input. It hashes as `{}`, like

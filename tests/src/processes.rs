@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aiki::store::StoreError;
-use aiki::{BoxStore, ClientError, RunHandle, RunId, RunRecord, RunStatus, Workflow};
+use aiki::{ClientError, RunHandle, RunId, RunRecord, RunStatus, Workflow};
 
 /// How long the helpers here ride out a store outage before they fail.
 pub const PATIENCE: Duration = Duration::from_secs(120);
@@ -102,7 +102,10 @@ pub async fn wait_for<W: Workflow>(run: &RunHandle<W>, status: RunStatus) -> Run
 }
 
 /// A run's history, riding out a store outage.
-pub async fn history(store: &BoxStore, id: RunId) -> aiki::store::History {
+pub async fn history<S: aiki::store::ReadStore + ?Sized>(
+    store: &std::sync::Arc<S>,
+    id: RunId,
+) -> aiki::store::History {
     ride_out(|| store.load_history(id), || format!("history of run {id}")).await
 }
 

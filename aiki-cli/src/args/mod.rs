@@ -19,7 +19,8 @@ pub(crate) use runs::{
 #[derive(Debug, Parser)]
 #[command(name = "aiki", version, about)]
 pub struct Cli {
-    /// The store: `sqlite://FILE`, `postgres://…` or `memory:`.
+    /// The store: `sqlite://FILE`, `postgres://…` or `memory:`, or an aiki server's
+    /// `http://host:port` (every command but `migrate` and `server`).
     #[arg(long, env = "AIKI_URL", global = true)]
     pub url: Option<String>,
     /// Output: `table` (the default on a terminal), `json` (the default otherwise) or `jsonl`.
@@ -116,6 +117,61 @@ pub enum Command {
     /// workflows compiled into this binary, writing nothing, and says which would break
     /// (exit 6) — from a binary of your own built with `aiki_cli::App::registry`.
     Check(CheckArgs),
+    /// Serves the store over HTTP, the API remote workers and clients use (`--url
+    /// http://…`), and runs the daemons (wake-ups, claim recovery, stalling) under the store's
+    /// leader lease. Several servers may front one PostgreSQL database. Stops on Ctrl-C or
+    /// SIGTERM, letting requests in flight finish.
+    #[cfg(feature = "server")]
+    Server(ServerArgs),
+    /// The API keys aiki servers check requests against: create one (its secret is shown once),
+    /// list them, revoke one. Works on the store directly (`--url sqlite://…` or
+    /// `postgres://…`), so the first key needs no server.
+    #[cfg(feature = "server")]
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+/// `keys` subcommands.
+#[cfg(feature = "server")]
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Creates a key and prints it once: `aiki_<id>_<secret>`, for `Authorization: Bearer`
+    /// (or `AIKI_API_KEY` for the CLI and `HttpStore::with_key`). The store keeps only its hash.
+    Create {
+        /// A name for people, e.g. `billing-workers`.
+        #[arg(long)]
+        name: String,
+        /// What the key may do, one or more of `executor` (workers), `operator` (start, send,
+        /// act) and `read` (list and show); comma-separated or repeated. Executor and operator
+        /// keys read too.
+        #[arg(long = "scope", value_delimiter = ',', required = true, value_parser = parse::scope)]
+        scopes: Vec<aiki::store::Scope>,
+    },
+    /// Lists the keys: id, name, scopes, when created and revoked (never a secret).
+    List,
+    /// Revokes a key: every server refuses it within a few seconds.
+    Revoke {
+        /// The key's id (the part after `aiki_`, before the next `_`).
+        id: String,
+    },
+}
+
+/// `server`.
+#[cfg(feature = "server")]
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// The address to listen on (`127.0.0.1:0` picks a free port; the first line printed
+    /// says which).
+    #[arg(long, default_value = "127.0.0.1:9850")]
+    pub listen: std::net::SocketAddr,
+    /// Leave the daemons to another process (a worker or another server on the same store).
+    #[arg(long)]
+    pub no_daemons: bool,
+    /// Serve every route without an API key: anyone who reaches the address may do anything.
+    /// Without it the server refuses to start until the store holds a key (`aiki keys
+    /// create`), on any address: a loopback one behind a TLS proxy is a public one.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
 }
 
 /// `config`.

@@ -167,3 +167,12 @@ mod tests {
         assert_eq!(parse_text(" x"), Ok(" x".to_owned()));
     }
 }
+
+/// A key scope: `executor`, `operator` or `read`.
+#[cfg(feature = "server")]
+pub(crate) fn scope(text: &str) -> Result<aiki::store::Scope, String> {
+    text.parse().map_err(|error: aiki::StoreError| match error {
+        aiki::StoreError::Invalid { message } => message,
+        other => other.to_string(),
+    })
+}

@@ -14,6 +14,7 @@ mod outage;
 mod recovery;
 mod release;
 mod scenes;
+mod server;
 mod show;
 mod support;
 mod workers;

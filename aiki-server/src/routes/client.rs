@@ -5,67 +5,88 @@ use aiki_store::{
     AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord,
     RuntimeConfig,
 };
+use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
 
 use super::Answer;
 use crate::AppState;
+use crate::auth::Caller;
 use crate::error::{Body, RunPath, same_run};
+
+/// The key a request came with, if the server checks keys.
+type Key = Option<Extension<Caller>>;
+
+fn actor(key: &Key, actor: Option<String>) -> Option<String> {
+    Caller::actor(key.as_ref().map(|Extension(caller)| caller), actor)
+}
 
 pub(crate) async fn create_run(
     State(app): State<AppState>,
+    key: Key,
     Body(mut run): Body<NewRun>,
 ) -> Answer<CreateOutcome> {
     run.now = app.time.stamp(run.now);
+    run.actor = actor(&key, run.actor);
     Ok(Json(app.store.create_run(run).await?))
 }
 
 pub(crate) async fn fork_run(
     State(app): State<AppState>,
+    key: Key,
     Body(mut fork): Body<NewFork>,
 ) -> Answer<CreateOutcome> {
     fork.run.now = app.time.stamp(fork.run.now);
+    fork.run.actor = actor(&key, fork.run.actor);
     Ok(Json(app.store.fork_run(fork).await?))
 }
 
 pub(crate) async fn append_event(
     State(app): State<AppState>,
     RunPath(id): RunPath,
+    key: Key,
     Body(mut event): Body<NewEvent>,
 ) -> Answer<AppendOutcome> {
     same_run(id, event.run_id)?;
     event.now = app.time.stamp(event.now);
+    event.actor = actor(&key, event.actor);
     Ok(Json(app.store.append_event(event).await?))
 }
 
 pub(crate) async fn act(
     State(app): State<AppState>,
     RunPath(id): RunPath,
+    key: Key,
     Body(body): Body<Act>,
 ) -> Answer<RunRecord> {
     let now = app.time.stamp(body.now);
-    Ok(Json(app.store.act(id, body.action, body.actor, now).await?))
+    let actor = actor(&key, body.actor);
+    Ok(Json(app.store.act(id, body.action, actor, now).await?))
 }
 
 pub(crate) async fn release_claim(
     State(app): State<AppState>,
     RunPath(id): RunPath,
+    key: Key,
     Body(body): Body<ReleaseClaim>,
 ) -> Answer<Option<RunRecord>> {
     let now = app.time.stamp(body.now);
+    let actor = actor(&key, body.actor);
     Ok(Json(
         app.store
-            .release_claim(id, body.expected, now, body.confirm_ms, body.actor)
+            .release_claim(id, body.expected, now, body.confirm_ms, actor)
             .await?,
     ))
 }
 
 pub(crate) async fn transition_all(
     State(app): State<AppState>,
+    key: Key,
     Body(mut moves): Body<Vec<Move>>,
 ) -> Answer<Vec<RunRecord>> {
     for each in &mut moves {
         each.transition.now = app.time.stamp(each.transition.now);
+        each.transition.actor = actor(&key, each.transition.actor.take());
     }
     Ok(Json(app.store.transition_all(moves).await?))
 }

@@ -1,7 +1,8 @@
 //! A store reached through a real server: [`HttpStore`] in front of `aiki_server::router` on a
 //! free port of 127.0.0.1, serving a backing store. The executor, client and read roles go over
 //! HTTP; the sweeper role, which the API does not serve (the server's leader sweeps), goes to
-//! the backing store, as the server's own daemons would.
+//! the backing store, as the server's own daemons would, and so does the key role (`aiki keys`
+//! works on the store directly).
 
 use std::net::SocketAddr;
 
@@ -219,6 +220,22 @@ impl ClientStore for Remote {
         now: Millis,
     ) -> Result<RuntimeConfig, StoreError> {
         self.http.set_config(key, value, now).await
+    }
+}
+
+#[async_trait]
+impl KeyStore for Remote {
+    async fn create_key(&self, key: ApiKeyRecord) -> Result<(), StoreError> {
+        self.backing.create_key(key).await
+    }
+    async fn key(&self, id: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
+        self.backing.key(id).await
+    }
+    async fn keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        self.backing.keys().await
+    }
+    async fn revoke_key(&self, id: &str, now: Millis) -> Result<ApiKeyRecord, StoreError> {
+        self.backing.revoke_key(id, now).await
     }
 }
 

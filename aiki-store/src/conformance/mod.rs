@@ -43,6 +43,7 @@ mod config;
 mod counts;
 mod entries;
 mod events;
+mod keys;
 mod leases;
 mod outbox;
 mod pause;
@@ -64,6 +65,7 @@ pub use config::*;
 pub use counts::*;
 pub use entries::*;
 pub use events::*;
+pub use keys::*;
 pub use leases::*;
 pub use outbox::{
     check_changes_since_gives_every_change_once, check_changes_since_under_concurrent_writers,
@@ -178,6 +180,9 @@ macro_rules! conformance_tests {
                 check_runtime_config_is_set_one_key_at_a_time,
                 check_an_operator_action_applies_only_where_it_may,
                 check_operator_actions_race_without_repeating_a_move,
+            ]);
+        $crate::conformance_tests!(@group $factory; keys: [
+                check_api_keys_are_kept_found_and_revoked,
             ]);
         $crate::conformance_tests!(@group $factory; sweeper: [
                 check_a_lease_has_one_holder_at_a_time,

@@ -21,10 +21,20 @@ mod roles;
 /// A request the server never answered (refused, reset, timed out) is
 /// [`StoreError::Unavailable`], retried by the runtime as it retries a database outage; an
 /// answered error comes back as the kind the server's store returned.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HttpStore {
     client: reqwest::Client,
     base: String,
+    key: Option<String>,
+}
+
+impl std::fmt::Debug for HttpStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpStore")
+            .field("base", &self.base)
+            .field("key", &self.key.as_ref().map(|_| "<secret>"))
+            .finish()
+    }
 }
 
 impl HttpStore {
@@ -56,7 +66,15 @@ impl HttpStore {
         Ok(HttpStore {
             client,
             base: format!("{}{PREFIX}", url.trim_end_matches('/')),
+            key: None,
         })
+    }
+
+    /// Sends `key` (`aiki_<id>_<secret>`, made by `aiki keys create`) with every request, as
+    /// `Authorization: Bearer`.
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
     }
 
     /// Sends `body` (if any) to `path` (under the API's prefix) and reads the answer as `R`.
@@ -71,6 +89,9 @@ impl HttpStore {
         R: DeserializeOwned,
     {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key);
+        }
         if let Some(body) = body {
             request = request.json(body);
         }

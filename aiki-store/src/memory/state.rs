@@ -103,6 +103,8 @@ pub(super) struct State {
     pub(super) leases: HashMap<String, crate::Lease>,
     /// The runtime configuration in force.
     pub(super) config: crate::RuntimeConfig,
+    /// The API keys, oldest first.
+    pub(super) keys: Vec<crate::ApiKeyRecord>,
 }
 
 impl State {

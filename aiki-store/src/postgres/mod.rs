@@ -361,6 +361,7 @@ impl Dialect for PgDialect {
     const LEASES: i64 = 14;
 
     const CONFIG: i64 = 17;
+    const KEYS: i64 = 18;
 
     async fn close(&self) {
         self.pool.close().await;

@@ -11,6 +11,7 @@
 
 mod client;
 mod executor;
+mod keys;
 mod read;
 mod sweeper;
 
@@ -18,13 +19,14 @@ use std::sync::Arc;
 
 pub use client::ClientStore;
 pub use executor::ExecutorStore;
+pub use keys::KeyStore;
 pub use read::ReadStore;
 pub use sweeper::Sweeper;
 
 /// The role traits, for calling their methods on a [`Store`] (or on any role): `use
 /// aiki_store::prelude::*;`.
 pub mod prelude {
-    pub use super::{ClientStore, ExecutorStore, ReadStore, Store, Sweeper};
+    pub use super::{ClientStore, ExecutorStore, KeyStore, ReadStore, Store, Sweeper};
 }
 
 /// A shared, type-erased store offering every role.
@@ -32,6 +34,6 @@ pub type BoxStore = Arc<dyn Store>;
 
 /// The whole store contract: every role. It has no methods of its own; any type implementing
 /// the roles is a `Store`.
-pub trait Store: ExecutorStore + ClientStore + Sweeper {}
+pub trait Store: ExecutorStore + ClientStore + Sweeper + KeyStore {}
 
-impl<T: ExecutorStore + ClientStore + Sweeper + ?Sized> Store for T {}
+impl<T: ExecutorStore + ClientStore + Sweeper + KeyStore + ?Sized> Store for T {}

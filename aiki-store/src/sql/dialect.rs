@@ -242,6 +242,10 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// [`Level::config`](super::statements::Level::config)).
     const CONFIG: i64;
 
+    /// The version of the API keys migration (see
+    /// [`Level::keys`](super::statements::Level::keys)).
+    const KEYS: i64;
+
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;
 

@@ -19,6 +19,7 @@ pub(crate) mod dialect;
 pub(crate) mod driver;
 pub(crate) mod error;
 mod fork;
+mod keys;
 mod leases;
 mod listing;
 mod ops;

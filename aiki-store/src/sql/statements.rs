@@ -45,6 +45,8 @@ pub(crate) struct Level {
     pub(crate) leases: bool,
     /// The configuration migration (SQLite 16, PostgreSQL 17): the runtime configuration.
     pub(crate) config: bool,
+    /// The API keys migration (SQLite 17, PostgreSQL 18): the keys an aiki server checks.
+    pub(crate) keys: bool,
 }
 
 impl Level {
@@ -54,6 +56,7 @@ impl Level {
         contract: true,
         leases: true,
         config: true,
+        keys: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -63,6 +66,7 @@ impl Level {
             contract: version >= D::CONTRACT,
             leases: version >= D::LEASES,
             config: version >= D::CONFIG,
+            keys: version >= D::KEYS,
         }
     }
 }

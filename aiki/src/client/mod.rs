@@ -182,6 +182,8 @@ impl Client {
                 .await?
                 .into_iter()
                 .filter(|worker| crate::ops::Liveness::of(worker, now).is_live())
+                // A worker that serves no version (a server's daemons) claims nothing.
+                .filter(|worker| !worker.namespaces.is_empty())
                 .filter_map(|worker| {
                     let refresh = worker.claim_refresh_ms?;
                     (!aiki_store::claim_refresh_fits(refresh, value))

@@ -26,7 +26,8 @@
 //! ([`RuntimeConfig`](aiki_store::RuntimeConfig)), read by the leader once a second, so every
 //! process agrees on them whoever leads: the interval, the batch limit, the claim idle timeout,
 //! the undelivered runs' maximum age and the worker list's retention. Claim recovery's
-//! confirmation window is the leader's own refresh interval plus a margin.
+//! confirmation window is a refresh interval plus a margin: the leader's own, or half the idle
+//! timeout when that is shorter (no executor that claims refreshes less often).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,10 +178,12 @@ impl Daemons {
         }
         let config = leadership.config;
         let limit = u32::try_from(config.daemons_limit).unwrap_or(u32::MAX);
-        let timing = ClaimTiming::new(
-            config.claim_idle_timeout_ms,
-            millis(shared.exec().claim_refresh_interval),
-        );
+        // Every executor that claims refreshes within half the idle timeout (one whose
+        // interval does not fit refuses to claim), however the leader itself is set up (a
+        // server's daemons claim nothing).
+        let refresh =
+            millis(shared.exec().claim_refresh_interval).min(config.claim_idle_timeout_ms / 2);
+        let timing = ClaimTiming::new(config.claim_idle_timeout_ms, refresh);
         let released = sweep(sweeper.release_stale_claims(&lease, now, timing, limit)).await?;
         for id in &released {
             tracing::warn!(run_id = %id, "claim went stale; run released for recovery");

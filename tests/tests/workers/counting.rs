@@ -249,6 +249,30 @@ impl aiki::store::ClientStore for Counting {
 }
 
 #[aiki::async_trait]
+impl aiki::store::KeyStore for Counting {
+    async fn create_key(&self, key: aiki::store::ApiKeyRecord) -> Result<(), StoreError> {
+        self.count("create_key");
+        self.inner.create_key(key).await
+    }
+    async fn key(&self, id: &str) -> Result<Option<aiki::store::ApiKeyRecord>, StoreError> {
+        self.count("key");
+        self.inner.key(id).await
+    }
+    async fn keys(&self) -> Result<Vec<aiki::store::ApiKeyRecord>, StoreError> {
+        self.count("keys");
+        self.inner.keys().await
+    }
+    async fn revoke_key(
+        &self,
+        id: &str,
+        now: Millis,
+    ) -> Result<aiki::store::ApiKeyRecord, StoreError> {
+        self.count("revoke_key");
+        self.inner.revoke_key(id, now).await
+    }
+}
+
+#[aiki::async_trait]
 impl aiki::store::Sweeper for Counting {
     async fn acquire_lease(
         &self,

@@ -1,0 +1,85 @@
+//! `aiki server`: the store over HTTP, and the daemons under the store's leader lease.
+
+use std::io::Write;
+
+use aiki::Worker;
+use aiki_server::ServerConfig;
+
+use crate::Failure;
+use crate::args::{Cli, ServerArgs};
+
+pub(crate) async fn serve(
+    cli: &Cli,
+    args: &ServerArgs,
+    out: &mut impl Write,
+) -> Result<u8, Failure> {
+    let url = cli.url()?;
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return Err(Failure::error(
+            "`aiki server` serves a database (`--url sqlite://…` or `postgres://…`), not another \
+             server",
+        ));
+    }
+    // A server migrates the schema as a worker does.
+    let store = aiki::connect(url).await?;
+    let mut config = ServerConfig::default();
+    if args.insecure_no_auth {
+        config = config.insecure_no_auth();
+    } else if !store
+        .keys()
+        .await?
+        .iter()
+        .any(|key| key.revoked_at.is_none())
+    {
+        return Err(Failure::error(
+            "the store holds no API key, so no one could call this server: create one with \
+             `aiki keys create --name NAME --scope executor,operator` (or serve without keys, \
+             where no one else can reach the address, with `--insecure-no-auth`)",
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|error| Failure::error(format!("cannot listen on {}: {error}", args.listen)))?;
+    let address = listener.local_addr()?;
+    // The daemons: a worker that serves no workflow claims nothing, and contends for the lease.
+    let daemons = if args.no_daemons {
+        None
+    } else {
+        let id = format!("aiki-server-{}-{address}", std::process::id());
+        Some(
+            Worker::builder(store.clone())
+                .worker_id(id)
+                .build()?
+                .start(),
+        )
+    };
+    writeln!(out, "aiki server listening on http://{address}")?;
+    out.flush()?;
+    aiki_server::serve(listener, store, config, stopped()).await?;
+    if let Some(daemons) = daemons {
+        daemons.shutdown().await;
+    }
+    Ok(0)
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn stopped() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}

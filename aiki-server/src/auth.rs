@@ -1,0 +1,217 @@
+//! Who may call which route: every route but health and readiness needs an API key
+//! (`Authorization: Bearer aiki_<id>_<secret>`) holding the route's scope. No key or a bad one
+//! is 401, a key without the scope 403; the handler never runs either way.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aiki_store::api::path;
+use aiki_store::{ApiKeyRecord, BoxStore, ErrorBody, Scope};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::ApiError;
+use crate::keys;
+
+/// How long a server trusts a key it read from the store: a revocation reaches every server
+/// within this.
+pub const KEY_CACHE_TTL: Duration = Duration::from_secs(5);
+
+/// The key a request was made with: its id is the actor of what the request does.
+#[derive(Clone, Debug)]
+pub(crate) struct Caller {
+    pub(crate) key_id: String,
+}
+
+impl Caller {
+    /// The actor recorded for an operator's request that named `actor` (unchecked: the key is
+    /// who acted).
+    pub(crate) fn actor(caller: Option<&Caller>, actor: Option<String>) -> Option<String> {
+        match (caller, actor) {
+            (Some(caller), Some(actor)) => Some(format!("key:{} as {actor}", caller.key_id)),
+            (Some(caller), None) => Some(format!("key:{}", caller.key_id)),
+            (None, actor) => actor,
+        }
+    }
+}
+
+/// The keys a server has read lately, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Keys {
+    read: Mutex<HashMap<String, (ApiKeyRecord, Instant)>>,
+}
+
+impl Keys {
+    async fn get(&self, store: &BoxStore, id: &str) -> Result<Option<ApiKeyRecord>, ApiError> {
+        if let Some((key, read)) = self.read.lock().expect("BUG: keys poisoned").get(id)
+            && read.elapsed() < KEY_CACHE_TTL
+        {
+            return Ok(Some(key.clone()));
+        }
+        let key = store.key(id).await?;
+        if let Some(key) = &key {
+            let mut read = self.read.lock().expect("BUG: keys poisoned");
+            if read.len() > 10_000 {
+                read.clear();
+            }
+            read.insert(id.to_owned(), (key.clone(), Instant::now()));
+        }
+        Ok(key)
+    }
+}
+
+/// The scope a route needs (`None`: open to anyone).
+fn scope_of(method: &Method, route: &str) -> Option<Scope> {
+    let route = route.strip_prefix(aiki_store::api::PREFIX).unwrap_or(route);
+    match route {
+        path::HEALTH | path::READY => None,
+        path::RUNS_LIST | path::CHANGES => Some(Scope::Read),
+        path::RUNS
+        | path::EVENTS
+        | path::ACTIONS
+        | path::RELEASE
+        | path::FORKS
+        | path::TRANSITIONS
+        | path::CONFIG_KEY => Some(Scope::Operator),
+        path::WORKERS | path::CATALOG if method == Method::GET => Some(Scope::Read),
+        path::RUN | path::RUNS_COUNTS | path::HISTORY | path::TIMELINE | path::CONFIG => {
+            Some(Scope::Read)
+        }
+        path::ENTRIES
+        | path::CHILDREN
+        | path::SLEEPS
+        | path::EVENT_SLOTS
+        | path::CLAIM_RUN
+        | path::REFRESH
+        | path::TRANSITION
+        | path::CLAIMS
+        | path::WORKERS
+        | path::CATALOG
+        | path::CATALOG_TASKS => Some(Scope::Executor),
+        // A route this table does not name: the operator's, so that a new route fails closed.
+        _ => Some(Scope::Operator),
+    }
+}
+
+/// Whether a key's scopes admit a route needing `needed`: the executor and operator roles
+/// read too (their traits extend the read role).
+fn admits(key: &ApiKeyRecord, needed: Scope) -> bool {
+    key.allows(needed)
+        || (needed == Scope::Read && (key.allows(Scope::Executor) || key.allows(Scope::Operator)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_needs_the_scope_of_its_role() {
+        let get = Method::GET;
+        let post = Method::POST;
+        let expected = [
+            (&get, path::HEALTH, None),
+            (&get, path::READY, None),
+            (&get, path::RUN, Some(Scope::Read)),
+            (&get, path::HISTORY, Some(Scope::Read)),
+            (&get, path::TIMELINE, Some(Scope::Read)),
+            (&get, path::RUNS_COUNTS, Some(Scope::Read)),
+            (&post, path::RUNS_LIST, Some(Scope::Read)),
+            (&post, path::CHANGES, Some(Scope::Read)),
+            (&get, path::WORKERS, Some(Scope::Read)),
+            (&get, path::CATALOG, Some(Scope::Read)),
+            (&get, path::CONFIG, Some(Scope::Read)),
+            (&post, path::ENTRIES, Some(Scope::Executor)),
+            (&post, path::CHILDREN, Some(Scope::Executor)),
+            (&post, path::SLEEPS, Some(Scope::Executor)),
+            (&post, path::EVENT_SLOTS, Some(Scope::Executor)),
+            (&post, path::CLAIM_RUN, Some(Scope::Executor)),
+            (&post, path::REFRESH, Some(Scope::Executor)),
+            (&post, path::TRANSITION, Some(Scope::Executor)),
+            (&post, path::CLAIMS, Some(Scope::Executor)),
+            (&post, path::WORKERS, Some(Scope::Executor)),
+            (&post, path::CATALOG, Some(Scope::Executor)),
+            (&post, path::CATALOG_TASKS, Some(Scope::Executor)),
+            (&post, path::RUNS, Some(Scope::Operator)),
+            (&post, path::EVENTS, Some(Scope::Operator)),
+            (&post, path::ACTIONS, Some(Scope::Operator)),
+            (&post, path::RELEASE, Some(Scope::Operator)),
+            (&post, path::FORKS, Some(Scope::Operator)),
+            (&post, path::TRANSITIONS, Some(Scope::Operator)),
+            (&Method::PUT, path::CONFIG_KEY, Some(Scope::Operator)),
+            (&post, "/a-route-added-later", Some(Scope::Operator)),
+        ];
+        for (method, route, scope) in expected {
+            let full = format!("{}{route}", aiki_store::api::PREFIX);
+            assert_eq!(scope_of(method, &full), scope, "{method} {route}");
+        }
+    }
+}
+
+fn unauthorized(message: &str) -> Response {
+    let body = ErrorBody::new("unauthorized", message, json!({}));
+    let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        "Bearer".parse().expect("a header value"),
+    );
+    response
+}
+
+/// The middleware: checks the request's key against the route's scope.
+pub(crate) async fn require_key(
+    State((store, keys)): State<(BoxStore, Arc<Keys>)>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|matched| matched.as_str().to_owned())
+        .unwrap_or_default();
+    let Some(needed) = scope_of(request.method(), &route) else {
+        return next.run(request).await;
+    };
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    let Some(token) = token else {
+        return unauthorized(
+            "this route needs an API key: send `Authorization: Bearer aiki_<id>_<secret>` (create \
+             one with `aiki keys create`)",
+        );
+    };
+    let Some((id, secret)) = keys::parse(token.trim()) else {
+        return unauthorized("the API key is not shaped `aiki_<id>_<secret>`");
+    };
+    let key = match keys.get(&store, id).await {
+        Ok(key) => key,
+        Err(error) => return error.into_response(),
+    };
+    let Some(key) = key.filter(|key| keys::verify(key, secret)) else {
+        return unauthorized("the API key is not one this store knows");
+    };
+    if key.revoked_at.is_some() {
+        return unauthorized("the API key was revoked");
+    }
+    if !admits(&key, needed) {
+        let body = ErrorBody::new(
+            "forbidden",
+            format!(
+                "API key {} may not do this: the route needs the `{needed}` scope and the key \
+                 holds `{}`",
+                key.id,
+                key.scope_list()
+            ),
+            json!({ "key": key.id, "needed": needed, "holds": key.scopes }),
+        );
+        return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
+    }
+    request.extensions_mut().insert(Caller { key_id: key.id });
+    next.run(request).await
+}

@@ -1,0 +1,281 @@
+//! Every way a request can be wrong is answered with the error body and the right status, and
+//! leaves the store as it was; the server's clock, not the caller's, dates what it writes.
+
+mod support;
+
+use std::time::Duration;
+
+use aiki::ManualClock;
+use aiki_server::ServerConfig;
+use aiki_store::prelude::*;
+use aiki_store::{
+    CreateOutcome, ErrorBody, Namespace, NewEvent, NewRun, RunId, RunRecord, RunStatus, Transition,
+};
+use serde_json::{Value, json};
+use support::remote::Remote;
+
+const NOW: i64 = 4_000_000_000_000;
+
+async fn server() -> Remote {
+    let config = ServerConfig::default()
+        .clock(ManualClock::new(NOW))
+        .body_limit(16 * 1024)
+        .request_timeout(Duration::from_secs(5))
+        .insecure_no_auth();
+    Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
+}
+
+async fn queued_run(remote: &Remote) -> RunRecord {
+    let run = NewRun::new(
+        Namespace::new(format!("bad-input-{}", RunId::new()), "1.0.0"),
+        json!({"order": 1}),
+        "0".repeat(64),
+        NOW,
+    );
+    match remote.create_run(run).await.expect("create_run") {
+        CreateOutcome::Created(run) => run,
+        other => panic!("a new run, got {other:?}"),
+    }
+}
+
+/// Sends `body` (raw bytes, with `content_type` if any) and returns the status and the error
+/// body, checking it is the contract's.
+async fn send(
+    remote: &Remote,
+    method: reqwest::Method,
+    path: &str,
+    content_type: Option<&str>,
+    body: impl Into<reqwest::Body>,
+) -> (u16, ErrorBody) {
+    let url = format!("{}/api/v1{path}", remote.url());
+    let mut request = reqwest::Client::new().request(method, url).body(body);
+    if let Some(content_type) = content_type {
+        request = request.header("content-type", content_type);
+    }
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("a body");
+    let body: ErrorBody = serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{status}: not an error body ({error}): {text}"));
+    assert!(!body.message.is_empty(), "the message says what is wrong");
+    (status, body)
+}
+
+async fn post_json(remote: &Remote, path: &str, body: &str) -> (u16, ErrorBody) {
+    send(
+        remote,
+        reqwest::Method::POST,
+        path,
+        Some("application/json"),
+        body.to_owned(),
+    )
+    .await
+}
+
+/// The run, its history and its timeline, to compare before and after a refused request.
+async fn snapshot(remote: &Remote, id: RunId) -> (RunRecord, usize, usize, usize) {
+    let store = remote.backing();
+    let history = store.load_history(id).await.expect("history");
+    let timeline = store.timeline(id).await.expect("timeline");
+    (
+        history.run.clone(),
+        history.entries.len(),
+        history.events.len(),
+        timeline.len(),
+    )
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_refused_with_their_status_and_write_nothing() {
+    let remote = server().await;
+    let run = queued_run(&remote).await;
+    let before = snapshot(&remote, run.id).await;
+    let events = format!("/runs/{}/events", run.id);
+    let (status, body) = post_json(&remote, &events, "{\"name\": ").await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (400, "invalid_request"),
+        "{body:?}"
+    );
+    let (status, body) = post_json(&remote, &events, "{\"name\": 7}").await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (422, "invalid_request"),
+        "{body:?}"
+    );
+    assert!(body.message.contains("name"), "names the field: {body:?}");
+    let (status, body) = send(
+        &remote,
+        reqwest::Method::POST,
+        &events,
+        None,
+        "{}".to_owned(),
+    )
+    .await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (415, "invalid_request"),
+        "{body:?}"
+    );
+    let big = serde_json::to_string(&NewEvent::new(
+        run.id,
+        "big",
+        Value::String("x".repeat(32 * 1024)),
+        NOW,
+    ))
+    .unwrap();
+    let (status, body) = post_json(&remote, &events, &big).await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (413, "invalid_request"),
+        "{body:?}"
+    );
+    assert_eq!(
+        snapshot(&remote, run.id).await,
+        before,
+        "nothing was written"
+    );
+}
+
+#[tokio::test]
+async fn a_path_that_names_no_run_or_another_run_is_refused() {
+    let remote = server().await;
+    let run = queued_run(&remote).await;
+    let before = snapshot(&remote, run.id).await;
+    let (status, body) = send(&remote, reqwest::Method::GET, "/runs/not-a-run", None, "").await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (400, "invalid_request"),
+        "{body:?}"
+    );
+    let unknown = RunId::new();
+    let (status, body) = send(
+        &remote,
+        reqwest::Method::GET,
+        &format!("/runs/{unknown}"),
+        None,
+        "",
+    )
+    .await;
+    assert_eq!((status, body.code.as_str()), (404, "not_found"), "{body:?}");
+    // An event for this run, posted to another run's path.
+    let event = serde_json::to_string(&NewEvent::new(run.id, "go", json!(1), NOW)).unwrap();
+    let (status, body) = post_json(&remote, &format!("/runs/{unknown}/events"), &event).await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (400, "invalid_request"),
+        "{body:?}"
+    );
+    assert_eq!(
+        snapshot(&remote, run.id).await,
+        before,
+        "nothing was written"
+    );
+    let (status, body) = send(&remote, reqwest::Method::GET, "/nowhere", None, "").await;
+    assert_eq!((status, body.code.as_str()), (404, "no_route"), "{body:?}");
+    let (status, body) = send(&remote, reqwest::Method::DELETE, "/runs", None, "").await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (405, "method_not_allowed"),
+        "{body:?}"
+    );
+    let (status, body) = send(
+        &remote,
+        reqwest::Method::PUT,
+        "/config/noSuchKey",
+        Some("application/json"),
+        json!({"value": 1, "now": NOW}).to_string(),
+    )
+    .await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (400, "invalid_request"),
+        "{body:?}"
+    );
+    assert!(body.message.contains("noSuchKey"), "{body:?}");
+}
+
+#[tokio::test]
+async fn a_stale_revision_is_a_conflict_with_its_details_and_writes_nothing() {
+    let remote = server().await;
+    let run = queued_run(&remote).await;
+    let before = snapshot(&remote, run.id).await;
+    let stale = json!({
+        "expected": run.revision + 5,
+        "transition": Transition::to(RunStatus::Cancelled, NOW),
+    });
+    let (status, body) = post_json(
+        &remote,
+        &format!("/runs/{}/transition", run.id),
+        &stale.to_string(),
+    )
+    .await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (409, "revision_conflict"),
+        "{body:?}"
+    );
+    assert_eq!(body.details["expected"], json!(run.revision + 5));
+    assert_eq!(body.details["actual"], json!(run.revision));
+    assert_eq!(
+        snapshot(&remote, run.id).await,
+        before,
+        "nothing was written"
+    );
+    // The same through HttpStore: the kind comes back.
+    let error = remote
+        .transition(
+            run.id,
+            run.revision + 5,
+            Transition::to(RunStatus::Cancelled, NOW),
+        )
+        .await
+        .expect_err("a conflict");
+    assert!(error.is_conflict(), "{error:?}");
+}
+
+#[tokio::test]
+async fn the_servers_clock_dates_what_a_caller_writes() {
+    let remote = server().await;
+    // A caller whose clock is an hour behind the server's.
+    let behind = NOW - 3_600_000;
+    let run = NewRun::new(
+        Namespace::new(format!("clock-{}", RunId::new()), "1.0.0"),
+        json!(null),
+        "0".repeat(64),
+        behind,
+    );
+    let CreateOutcome::Created(run) = remote.create_run(run).await.unwrap() else {
+        panic!("a new run");
+    };
+    assert_eq!(run.queued_at, Some(NOW), "queued at the server's time");
+    let timeline = remote.timeline(run.id).await.unwrap();
+    assert!(
+        timeline.iter().all(|change| change.at == NOW),
+        "every change at the server's time: {timeline:?}"
+    );
+    let cancelled = remote
+        .act(run.id, aiki_store::RunAction::Cancel, None, behind)
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    let timeline = remote.timeline(run.id).await.unwrap();
+    assert_eq!(
+        timeline.last().map(|change| change.at),
+        Some(NOW),
+        "{timeline:?}"
+    );
+}
+
+#[tokio::test]
+async fn health_and_readiness_answer() {
+    let remote = server().await;
+    for path in ["/health", "/ready"] {
+        let response = reqwest::get(format!("{}/api/v1{path}", remote.url()))
+            .await
+            .expect("an answer");
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert!(body["status"].is_string(), "{body}");
+    }
+}
