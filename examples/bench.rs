@@ -63,6 +63,8 @@ mod idle;
 mod impact;
 #[path = "bench/listing.rs"]
 mod listing;
+#[path = "bench/server.rs"]
+mod server;
 #[path = "bench/tracing_cost.rs"]
 mod tracing_cost;
 
@@ -232,6 +234,8 @@ enum Mode {
     Worker(String),
     /// `--idle-worker <url>`.
     IdleWorker(String),
+    /// `--remote-worker <server url> <key>`.
+    RemoteWorker(String, String),
 }
 
 fn parse_args() -> anyhow::Result<Mode> {
@@ -251,6 +255,11 @@ fn parse_args() -> anyhow::Result<Mode> {
             "--worker" => {
                 let url = args.next().context("--worker needs a store URL")?;
                 return Ok(Mode::Worker(url));
+            }
+            "--remote-worker" => {
+                let url = args.next().context("--remote-worker needs a server URL")?;
+                let key = args.next().context("--remote-worker needs an API key")?;
+                return Ok(Mode::RemoteWorker(url, key));
             }
             "--idle-worker" => {
                 let url = args.next().context("--idle-worker needs a store URL")?;
@@ -651,24 +660,9 @@ async fn throughput_traced(
     let bar = ProgressBar::new(runs).with_message(format!("{workers} worker(s)"));
     let t0 = now_ms();
     let clock = Instant::now();
-    let mut handles = Vec::with_capacity(runs as usize);
-    for i in 0..runs {
-        handles.push(client.start::<Chain>(i * 100).await?);
-    }
+    let handles = start_chains(&client, runs).await?;
     let started_in = clock.elapsed();
-    let mut last = t0;
-    for (i, handle) in handles.iter().enumerate() {
-        let run = handle
-            .wait_for_status_timeout(RunStatus::Completed, Duration::from_secs(300))
-            .await?;
-        anyhow::ensure!(
-            run.output == Some(json!(i as u64 * 100 + 10)),
-            "wrong output {:?}",
-            run.output
-        );
-        last = last.max(run.updated_at);
-        bar.set_position(i as u64 + 1);
-    }
+    let last = complete_chains(&handles, &bar).await?.max(t0);
     bar.finish_and_clear();
     for process in processes {
         process.stop().await;
@@ -682,6 +676,34 @@ async fn throughput_traced(
         "runs_per_s": runs as f64 / seconds,
         "steps_per_s": (runs * 10) as f64 / seconds,
     }))
+}
+
+/// Starts `runs` `Chain` runs (inputs 0, 100, 200, …).
+async fn start_chains(client: &Client, runs: u64) -> anyhow::Result<Vec<RunHandle<Chain>>> {
+    let mut handles = Vec::with_capacity(runs as usize);
+    for i in 0..runs {
+        handles.push(client.start::<Chain>(i * 100).await?);
+    }
+    Ok(handles)
+}
+
+/// Waits until every run [`start_chains`] started has completed with its output; returns when
+/// the last one completed (by the store's clock).
+async fn complete_chains(handles: &[RunHandle<Chain>], bar: &ProgressBar) -> anyhow::Result<i64> {
+    let mut last = 0;
+    for (i, handle) in handles.iter().enumerate() {
+        let run = handle
+            .wait_for_status_timeout(RunStatus::Completed, Duration::from_secs(300))
+            .await?;
+        anyhow::ensure!(
+            run.output == Some(json!(i as u64 * 100 + 10)),
+            "wrong output {:?}",
+            run.output
+        );
+        last = last.max(run.updated_at);
+        bar.set_position(i as u64 + 1);
+    }
+    Ok(last)
 }
 
 /// Opens the store behind `url` with its statement counter readable.
@@ -980,7 +1002,24 @@ async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Va
         eprintln!("[{}] latency", backend.name());
         let url = stores.fresh_url("latency").await?;
         let latency = latency_phase(&url, options.latency_runs(), options.wake_runs()).await?;
+        let mut served = Vec::new();
+        for (workers, direct) in [1, 2].into_iter().zip(&throughputs) {
+            eprintln!(
+                "[{}] through a server: {} runs x 10 tasks, {workers} remote worker process(es)",
+                backend.name(),
+                options.runs()
+            );
+            let url = stores.fresh_url(&format!("served{workers}")).await?;
+            let mut result = server::throughput(&url, options.runs(), workers).await?;
+            let ratio = f(&result["steps_per_s"]) / f(&direct["steps_per_s"]);
+            result["ratio_to_direct"] = json!(ratio);
+            served.push(result);
+        }
+        eprintln!("[{}] latency through a server", backend.name());
+        let url = stores.fresh_url("servedlatency").await?;
+        let served_latency = server::latency(&url, options.latency_runs()).await?;
         anyhow::Ok(json!({
+            "server": { "throughput": served, "latency": served_latency },
             "backend": backend.name(),
             "raw_commits_per_s": raw,
             "pool_commits_per_s": pool_tested,
@@ -1106,6 +1145,27 @@ fn print_report(report: &Value) {
             ms(&lat["timer_wake_p50_ms"]),
             ms(&lat["send_wake_p50_ms"]),
         );
+        let served = &backend["server"];
+        for t in served["throughput"].as_array().into_iter().flatten() {
+            println!(
+                "    through one server, {} remote worker process(es), {} runs × 10 tasks: \
+                 {:>7.0} steps/s   ({:.2} × direct)",
+                t["workers"],
+                t["runs"],
+                f(&t["steps_per_s"]),
+                f(&t["ratio_to_direct"]),
+            );
+        }
+        let lat = &served["latency"];
+        println!(
+            "    through one server, one-task run ({} runs): start → completed p50 {} p99 {}; \
+             long-poll wake-up, start → claimed p50 {} p99 {}",
+            lat["runs"],
+            ms(&lat["start_to_completed_p50_ms"]),
+            ms(&lat["start_to_completed_p99_ms"]),
+            ms(&lat["start_to_claimed_p50_ms"]),
+            ms(&lat["start_to_claimed_p99_ms"]),
+        );
     }
     println!();
     println!("  total time: {:.1} s", f(&report["seconds"]));
@@ -1116,6 +1176,7 @@ async fn main() -> anyhow::Result<()> {
     let options = match parse_args()? {
         Mode::Worker(url) => return worker_process(url).await,
         Mode::IdleWorker(url) => return idle::worker_process(url).await,
+        Mode::RemoteWorker(url, key) => return server::worker_process(url, key).await,
         Mode::Bench(options) => options,
     };
     let clock = Instant::now();

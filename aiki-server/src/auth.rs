@@ -104,53 +104,6 @@ fn admits(key: &ApiKeyRecord, needed: Scope) -> bool {
         || (needed == Scope::Read && (key.allows(Scope::Executor) || key.allows(Scope::Operator)))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_route_needs_the_scope_of_its_role() {
-        let get = Method::GET;
-        let post = Method::POST;
-        let expected = [
-            (&get, path::HEALTH, None),
-            (&get, path::READY, None),
-            (&get, path::RUN, Some(Scope::Read)),
-            (&get, path::HISTORY, Some(Scope::Read)),
-            (&get, path::TIMELINE, Some(Scope::Read)),
-            (&get, path::RUNS_COUNTS, Some(Scope::Read)),
-            (&post, path::RUNS_LIST, Some(Scope::Read)),
-            (&post, path::CHANGES, Some(Scope::Read)),
-            (&get, path::WORKERS, Some(Scope::Read)),
-            (&get, path::CATALOG, Some(Scope::Read)),
-            (&get, path::CONFIG, Some(Scope::Read)),
-            (&post, path::ENTRIES, Some(Scope::Executor)),
-            (&post, path::CHILDREN, Some(Scope::Executor)),
-            (&post, path::SLEEPS, Some(Scope::Executor)),
-            (&post, path::EVENT_SLOTS, Some(Scope::Executor)),
-            (&post, path::CLAIM_RUN, Some(Scope::Executor)),
-            (&post, path::REFRESH, Some(Scope::Executor)),
-            (&post, path::TRANSITION, Some(Scope::Executor)),
-            (&post, path::CLAIMS, Some(Scope::Executor)),
-            (&post, path::WORKERS, Some(Scope::Executor)),
-            (&post, path::CATALOG, Some(Scope::Executor)),
-            (&post, path::CATALOG_TASKS, Some(Scope::Executor)),
-            (&post, path::RUNS, Some(Scope::Operator)),
-            (&post, path::EVENTS, Some(Scope::Operator)),
-            (&post, path::ACTIONS, Some(Scope::Operator)),
-            (&post, path::RELEASE, Some(Scope::Operator)),
-            (&post, path::FORKS, Some(Scope::Operator)),
-            (&post, path::TRANSITIONS, Some(Scope::Operator)),
-            (&Method::PUT, path::CONFIG_KEY, Some(Scope::Operator)),
-            (&post, "/a-route-added-later", Some(Scope::Operator)),
-        ];
-        for (method, route, scope) in expected {
-            let full = format!("{}{route}", aiki_store::api::PREFIX);
-            assert_eq!(scope_of(method, &full), scope, "{method} {route}");
-        }
-    }
-}
-
 fn unauthorized(message: &str) -> Response {
     let body = ErrorBody::new("unauthorized", message, json!({}));
     let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
@@ -214,4 +167,51 @@ pub(crate) async fn require_key(
     }
     request.extensions_mut().insert(Caller { key_id: key.id });
     next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_needs_the_scope_of_its_role() {
+        let get = Method::GET;
+        let post = Method::POST;
+        let expected = [
+            (&get, path::HEALTH, None),
+            (&get, path::READY, None),
+            (&get, path::RUN, Some(Scope::Read)),
+            (&get, path::HISTORY, Some(Scope::Read)),
+            (&get, path::TIMELINE, Some(Scope::Read)),
+            (&get, path::RUNS_COUNTS, Some(Scope::Read)),
+            (&post, path::RUNS_LIST, Some(Scope::Read)),
+            (&post, path::CHANGES, Some(Scope::Read)),
+            (&get, path::WORKERS, Some(Scope::Read)),
+            (&get, path::CATALOG, Some(Scope::Read)),
+            (&get, path::CONFIG, Some(Scope::Read)),
+            (&post, path::ENTRIES, Some(Scope::Executor)),
+            (&post, path::CHILDREN, Some(Scope::Executor)),
+            (&post, path::SLEEPS, Some(Scope::Executor)),
+            (&post, path::EVENT_SLOTS, Some(Scope::Executor)),
+            (&post, path::CLAIM_RUN, Some(Scope::Executor)),
+            (&post, path::REFRESH, Some(Scope::Executor)),
+            (&post, path::TRANSITION, Some(Scope::Executor)),
+            (&post, path::CLAIMS, Some(Scope::Executor)),
+            (&post, path::WORKERS, Some(Scope::Executor)),
+            (&post, path::CATALOG, Some(Scope::Executor)),
+            (&post, path::CATALOG_TASKS, Some(Scope::Executor)),
+            (&post, path::RUNS, Some(Scope::Operator)),
+            (&post, path::EVENTS, Some(Scope::Operator)),
+            (&post, path::ACTIONS, Some(Scope::Operator)),
+            (&post, path::RELEASE, Some(Scope::Operator)),
+            (&post, path::FORKS, Some(Scope::Operator)),
+            (&post, path::TRANSITIONS, Some(Scope::Operator)),
+            (&Method::PUT, path::CONFIG_KEY, Some(Scope::Operator)),
+            (&post, "/a-route-added-later", Some(Scope::Operator)),
+        ];
+        for (method, route, scope) in expected {
+            let full = format!("{}{route}", aiki_store::api::PREFIX);
+            assert_eq!(scope_of(method, &full), scope, "{method} {route}");
+        }
+    }
 }

@@ -90,6 +90,27 @@ fn rejected(rejection: JsonRejection) -> ApiError {
     ApiError::invalid(status, message)
 }
 
+/// A query string of type `T`; one that is not is 400 with the error body.
+#[derive(Debug)]
+pub(crate) struct QueryOf<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryOf<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(QueryOf(value)),
+            Err(rejection) => Err(ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the query string is not what this route takes: {}",
+                    rejection.body_text()
+                ),
+            )),
+        }
+    }
+}
+
 /// The run id of a `/runs/{id}…` path; one that is not a run id is 400.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RunPath(pub(crate) RunId);

@@ -35,6 +35,7 @@ mod config;
 mod error;
 pub mod keys;
 mod routes;
+mod waiters;
 
 /// The API's reference: every route with its request, answer, scope and errors.
 #[doc = include_str!("../docs/api.md")]
@@ -49,14 +50,23 @@ pub use error::ApiError;
 pub(crate) struct AppState {
     store: BoxStore,
     time: Arc<config::Time>,
+    waiters: Arc<waiters::Waiters>,
+    /// The longest a claim waits for work (below the request timeout).
+    max_wait: std::time::Duration,
 }
 
 /// The API's routes on `store`, under [`PREFIX`], set up by `config`.
 pub fn router(store: BoxStore, config: ServerConfig) -> Router {
     let keys = (store.clone(), Arc::new(auth::Keys::default()));
+    let max_wait = config
+        .request_timeout
+        .saturating_sub(std::time::Duration::from_secs(1))
+        .min(aiki_store::api::MAX_CLAIM_WAIT);
     let state = AppState {
+        waiters: waiters::Waiters::new(store.clone()),
         store,
         time: Arc::new(config.time),
+        max_wait,
     };
     let api = Router::new()
         .route(path::HEALTH, get(routes::health))

@@ -68,7 +68,9 @@ pub mod path {
     pub const FORKS: &str = "/forks";
     /// `POST` `[Move]` → `[RunRecord]`: several transitions, all or none (client).
     pub const TRANSITIONS: &str = "/transitions";
-    /// `POST` [`ClaimRequest`](crate::ClaimRequest) → [`Claimed`](crate::Claimed) (executor).
+    /// `POST` [`ClaimRequest`](crate::ClaimRequest) → [`Claimed`](crate::Claimed) (executor);
+    /// with [`ClaimWait`](super::ClaimWait) as its query, a claim that finds nothing waits up
+    /// to `wait_ms` for a run to be queued (long-polling).
     pub const CLAIMS: &str = "/claims";
     /// `GET` with [`WorkersQuery`](super::WorkersQuery) → `[WorkerRecord]` (read); `POST`
     /// [`RecordWorker`](super::RecordWorker) → [`WorkerRecord`](crate::WorkerRecord)
@@ -86,6 +88,19 @@ pub mod path {
     /// `PUT` [`SetConfig`](super::SetConfig) → [`RuntimeConfig`](crate::RuntimeConfig): one key,
     /// by its product name (client).
     pub const CONFIG_KEY: &str = "/config/{key}";
+}
+
+/// The longest a claim may wait for work ([`ClaimWait::wait_ms`] is capped to it, and to a
+/// second below the server's request timeout).
+pub const MAX_CLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The query of a `POST` to [`path::CLAIMS`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimWait {
+    /// How long a claim that finds nothing waits for a run to be queued (ms); 0 answers at
+    /// once.
+    #[serde(default)]
+    pub wait_ms: u64,
 }
 
 /// The body of [`path::ENTRIES`].

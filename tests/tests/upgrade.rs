@@ -157,6 +157,7 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
             names,
             [
                 "_sqlx_migrations",
+                "aiki_api_keys",
                 "aiki_catalog",
                 "aiki_catalog_builds",
                 "aiki_catalog_tasks",

@@ -95,6 +95,15 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         .ok_or_else(bad)
 }
 
+/// A key scope: `executor`, `operator` or `read`.
+#[cfg(feature = "server")]
+pub(crate) fn scope(text: &str) -> Result<aiki::store::Scope, String> {
+    text.parse().map_err(|error: aiki::StoreError| match error {
+        aiki::StoreError::Invalid { message } => message,
+        other => other.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,13 +175,4 @@ mod tests {
         assert!(parse_text("").is_err());
         assert_eq!(parse_text(" x"), Ok(" x".to_owned()));
     }
-}
-
-/// A key scope: `executor`, `operator` or `read`.
-#[cfg(feature = "server")]
-pub(crate) fn scope(text: &str) -> Result<aiki::store::Scope, String> {
-    text.parse().map_err(|error: aiki::StoreError| match error {
-        aiki::StoreError::Invalid { message } => message,
-        other => other.to_string(),
-    })
 }

@@ -194,7 +194,12 @@ async fn remote_workers_ride_out_a_killed_server(backend: Backend) {
     assert_eq!(aiki(&url, &["migrate"]).code, 0);
     let key = create_key(&url, "executor,operator");
     let server = Server::start(&url, "127.0.0.1:0");
-    let http = Arc::new(HttpStore::new(&server.address).unwrap().with_key(key));
+    let http = Arc::new(
+        HttpStore::new(&server.address)
+            .unwrap()
+            .with_key(key)
+            .long_poll(Duration::from_secs(2)),
+    );
     let client = Client::new(http.clone()).with_poll_interval(Duration::from_millis(20));
     // A claim the server wrote but whose answer the kill lost is no worker's: claim recovery
     // releases it after the idle timeout (requests carry no operation id yet that would let

@@ -2,7 +2,7 @@
 
 use aiki_store::api::{Act, ReleaseClaim, SetConfig};
 use aiki_store::{
-    AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord,
+    AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord, RunStatus,
     RuntimeConfig,
 };
 use axum::Extension;
@@ -28,7 +28,11 @@ pub(crate) async fn create_run(
 ) -> Answer<CreateOutcome> {
     run.now = app.time.stamp(run.now);
     run.actor = actor(&key, run.actor);
-    Ok(Json(app.store.create_run(run).await?))
+    let outcome = app.store.create_run(run).await?;
+    if let CreateOutcome::Created(run) = &outcome {
+        app.waiters.queued(run.status);
+    }
+    Ok(Json(outcome))
 }
 
 pub(crate) async fn fork_run(
@@ -38,7 +42,11 @@ pub(crate) async fn fork_run(
 ) -> Answer<CreateOutcome> {
     fork.run.now = app.time.stamp(fork.run.now);
     fork.run.actor = actor(&key, fork.run.actor);
-    Ok(Json(app.store.fork_run(fork).await?))
+    let outcome = app.store.fork_run(fork).await?;
+    if let CreateOutcome::Created(run) = &outcome {
+        app.waiters.queued(run.status);
+    }
+    Ok(Json(outcome))
 }
 
 pub(crate) async fn append_event(
@@ -50,7 +58,11 @@ pub(crate) async fn append_event(
     same_run(id, event.run_id)?;
     event.now = app.time.stamp(event.now);
     event.actor = actor(&key, event.actor);
-    Ok(Json(app.store.append_event(event).await?))
+    let outcome = app.store.append_event(event).await?;
+    if let AppendOutcome::Appended { woke: true, .. } = outcome {
+        app.waiters.queued(RunStatus::Queued);
+    }
+    Ok(Json(outcome))
 }
 
 pub(crate) async fn act(
@@ -61,7 +73,9 @@ pub(crate) async fn act(
 ) -> Answer<RunRecord> {
     let now = app.time.stamp(body.now);
     let actor = actor(&key, body.actor);
-    Ok(Json(app.store.act(id, body.action, actor, now).await?))
+    let run = app.store.act(id, body.action, actor, now).await?;
+    app.waiters.queued(run.status);
+    Ok(Json(run))
 }
 
 pub(crate) async fn release_claim(
@@ -72,11 +86,14 @@ pub(crate) async fn release_claim(
 ) -> Answer<Option<RunRecord>> {
     let now = app.time.stamp(body.now);
     let actor = actor(&key, body.actor);
-    Ok(Json(
-        app.store
-            .release_claim(id, body.expected, now, body.confirm_ms, actor)
-            .await?,
-    ))
+    let released = app
+        .store
+        .release_claim(id, body.expected, now, body.confirm_ms, actor)
+        .await?;
+    if let Some(run) = &released {
+        app.waiters.queued(run.status);
+    }
+    Ok(Json(released))
 }
 
 pub(crate) async fn transition_all(
@@ -88,7 +105,11 @@ pub(crate) async fn transition_all(
         each.transition.now = app.time.stamp(each.transition.now);
         each.transition.actor = actor(&key, each.transition.actor.take());
     }
-    Ok(Json(app.store.transition_all(moves).await?))
+    let runs = app.store.transition_all(moves).await?;
+    for run in &runs {
+        app.waiters.queued(run.status);
+    }
+    Ok(Json(runs))
 }
 
 pub(crate) async fn set_config(

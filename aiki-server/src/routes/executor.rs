@@ -7,12 +7,16 @@ use aiki_store::api::{
 use aiki_store::{
     CatalogEntry, ClaimRequest, ClaimState, Claimed, EventRecord, RunRecord, WorkerRecord,
 };
+use std::time::Duration;
+
+use aiki_store::api::ClaimWait;
 use axum::Json;
 use axum::extract::State;
+use tokio::time::Instant;
 
 use super::Answer;
 use crate::AppState;
-use crate::error::{Body, RunPath, same_run};
+use crate::error::{Body, QueryOf, RunPath, same_run};
 
 pub(crate) async fn put_entry(
     State(app): State<AppState>,
@@ -30,11 +34,12 @@ pub(crate) async fn start_child(
 ) -> Answer<RunRecord> {
     same_run(id, body.entry.run_id)?;
     body.child.now = app.time.stamp(body.child.now);
-    Ok(Json(
-        app.store
-            .start_child(body.expected, body.entry, body.child)
-            .await?,
-    ))
+    let child = app
+        .store
+        .start_child(body.expected, body.entry, body.child)
+        .await?;
+    app.waiters.queued(child.status);
+    Ok(Json(child))
 }
 
 pub(crate) async fn put_sleep(
@@ -68,12 +73,24 @@ pub(crate) async fn claim_run(
     Ok(Json(app.store.claim_run(request, id).await?))
 }
 
+/// A claim; one that finds nothing and may wait (`?wait_ms=`) claims again each time a run
+/// may have been queued, until it takes one or its time is up.
 pub(crate) async fn claim(
     State(app): State<AppState>,
-    Body(mut request): Body<ClaimRequest>,
+    QueryOf(wait): QueryOf<ClaimWait>,
+    Body(request): Body<ClaimRequest>,
 ) -> Answer<Claimed> {
-    request.now = app.time.stamp(request.now);
-    Ok(Json(app.store.claim(request).await?))
+    let deadline = Instant::now() + Duration::from_millis(wait.wait_ms).min(app.max_wait);
+    loop {
+        let mut seen = app.waiters.watch();
+        let mut attempt = request.clone();
+        attempt.now = app.time.stamp(request.now);
+        let claimed = app.store.claim(attempt).await?;
+        if !claimed.runs.is_empty() || Instant::now() >= deadline {
+            return Ok(Json(claimed));
+        }
+        app.waiters.wait(&mut seen, deadline).await;
+    }
 }
 
 pub(crate) async fn refresh_claim(
@@ -95,11 +112,12 @@ pub(crate) async fn transition(
     Body(mut body): Body<TransitionRun>,
 ) -> Answer<RunRecord> {
     body.transition.now = app.time.stamp(body.transition.now);
-    Ok(Json(
-        app.store
-            .transition(id, body.expected, body.transition)
-            .await?,
-    ))
+    let run = app
+        .store
+        .transition(id, body.expected, body.transition)
+        .await?;
+    app.waiters.queued(run.status);
+    Ok(Json(run))
 }
 
 pub(crate) async fn record_worker(

@@ -6,12 +6,11 @@ use aiki_store::{
     StatusChange, WorkerRecord,
 };
 use axum::Json;
-use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::extract::State;
 
 use super::Answer;
 use crate::AppState;
-use crate::error::{ApiError, Body, RunPath};
+use crate::error::{Body, QueryOf, RunPath};
 
 pub(crate) async fn get_run(
     State(app): State<AppState>,
@@ -51,17 +50,8 @@ pub(crate) async fn catalog(State(app): State<AppState>) -> Answer<Vec<CatalogEn
 
 pub(crate) async fn list_workers(
     State(app): State<AppState>,
-    query: Result<Query<WorkersQuery>, axum::extract::rejection::QueryRejection>,
+    QueryOf(query): QueryOf<WorkersQuery>,
 ) -> Answer<Vec<WorkerRecord>> {
-    let Query(query) = query.map_err(|rejection| {
-        ApiError::invalid(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "this route takes `?now=<ms>&within_ms=<ms>`: {}",
-                rejection.body_text()
-            ),
-        )
-    })?;
     let now = app.time.stamp(query.now);
     Ok(Json(app.store.list_workers(now, query.within_ms).await?))
 }

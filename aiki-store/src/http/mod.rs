@@ -26,6 +26,7 @@ pub struct HttpStore {
     client: reqwest::Client,
     base: String,
     key: Option<String>,
+    pub(crate) long_poll: Duration,
 }
 
 impl std::fmt::Debug for HttpStore {
@@ -67,7 +68,19 @@ impl HttpStore {
             client,
             base: format!("{}{PREFIX}", url.trim_end_matches('/')),
             key: None,
+            long_poll: Duration::ZERO,
         })
+    }
+
+    /// Lets a claim that finds nothing wait up to `wait` on the server for a run to be queued
+    /// (through any server on the store), instead of answering at once: a worker then gets a
+    /// new run as soon as it is queued, with one request outstanding instead of one per poll.
+    /// The server caps the wait (20 s, and below its request timeout); keep it below the
+    /// request timeout of this store (30 s). A worker's graceful shutdown waits for a claim in
+    /// flight. Default: no wait.
+    pub fn long_poll(mut self, wait: Duration) -> Self {
+        self.long_poll = wait;
+        self
     }
 
     /// Sends `key` (`aiki_<id>_<secret>`, made by `aiki keys create`) with every request, as

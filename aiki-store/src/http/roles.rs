@@ -114,7 +114,12 @@ impl ExecutorStore for HttpStore {
     }
 
     async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
-        self.post(path::CLAIMS, &request).await
+        let wait_ms = self.long_poll.as_millis();
+        if wait_ms == 0 {
+            return self.post(path::CLAIMS, &request).await;
+        }
+        self.post(&format!("{}?wait_ms={wait_ms}", path::CLAIMS), &request)
+            .await
     }
 
     async fn refresh_claim(

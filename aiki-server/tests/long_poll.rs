@@ -1,0 +1,115 @@
+//! Long-polling claims: a claim that finds nothing waits on the server and is answered as soon
+//! as a run is queued, through this server or another one on the same store; one that finds
+//! nothing within its wait answers empty.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use aiki_server::ServerConfig;
+use aiki_store::http::HttpStore;
+use aiki_store::prelude::*;
+use aiki_store::{BoxStore, ClaimRequest, Namespace, NewRun, RunId};
+use serde_json::json;
+use support::remote::Remote;
+
+fn config() -> ServerConfig {
+    ServerConfig::default().insecure_no_auth()
+}
+
+fn claim_request(namespace: &Namespace) -> ClaimRequest {
+    ClaimRequest::new("long-poller", vec![namespace.clone()], "default", 1, 0)
+}
+
+async fn a_waiting_claim_is_answered_when_another_server_queues_a_run(store: BoxStore) {
+    let first = Remote::start(store.clone(), config()).await;
+    let second = Remote::start(store, config()).await;
+    let namespace = Namespace::new(format!("long-poll-{}", RunId::new()), "1.0.0");
+    let wait = Duration::from_secs(15);
+    let poller = HttpStore::new(&first.url()).unwrap().long_poll(wait);
+    let request = claim_request(&namespace);
+    let started = Instant::now();
+    let claim = tokio::spawn(async move { poller.claim(request).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !claim.is_finished(),
+        "the claim waits while nothing is queued"
+    );
+    let run = NewRun::new(namespace.clone(), json!({}), "0".repeat(64), 0);
+    let id = run.id;
+    HttpStore::new(&second.url())
+        .unwrap()
+        .create_run(run)
+        .await
+        .unwrap();
+    let claimed = claim.await.unwrap().expect("the claim answers");
+    let waited = started.elapsed();
+    assert_eq!(
+        claimed.runs.iter().map(|run| run.id).collect::<Vec<_>>(),
+        [id],
+        "the run queued through the other server"
+    );
+    // Woken by the queued run, not by the end of its wait (which would also find it).
+    assert!(
+        waited < wait / 3,
+        "answered after {waited:?} of a {wait:?} wait"
+    );
+    eprintln!("long-poll: queued through another server, claimed after {waited:?}");
+}
+
+async fn a_claim_that_finds_nothing_answers_empty_after_its_wait(store: BoxStore) {
+    let remote = Remote::start(store, config()).await;
+    let namespace = Namespace::new(format!("long-poll-{}", RunId::new()), "1.0.0");
+    let poller = HttpStore::new(&remote.url())
+        .unwrap()
+        .long_poll(Duration::from_millis(300));
+    let claimed = poller.claim(claim_request(&namespace)).await.unwrap();
+    assert!(claimed.runs.is_empty());
+    // A malformed wait is refused, not taken as no wait.
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/claims?wait_ms=soon", remote.url()))
+        .json(&claim_request(&namespace))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+}
+
+mod memory {
+    use super::*;
+
+    async fn store() -> BoxStore {
+        aiki_store::connect("memory:").await.unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_waiting_claim_is_answered_when_another_server_queues_a_run() {
+        super::a_waiting_claim_is_answered_when_another_server_queues_a_run(store().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_claim_that_finds_nothing_answers_empty_after_its_wait() {
+        super::a_claim_that_finds_nothing_answers_empty_after_its_wait(store().await).await;
+    }
+}
+
+mod sqlite {
+    use super::*;
+
+    async fn store() -> BoxStore {
+        let path = std::env::temp_dir().join(format!("aiki-long-poll-{}.db", RunId::new()));
+        aiki_store::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_waiting_claim_is_answered_when_another_server_queues_a_run() {
+        super::a_waiting_claim_is_answered_when_another_server_queues_a_run(store().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_claim_that_finds_nothing_answers_empty_after_its_wait() {
+        super::a_claim_that_finds_nothing_answers_empty_after_its_wait(store().await).await;
+    }
+}
