@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiki_store::api::path;
-use aiki_store::{ApiKeyRecord, BoxStore, ErrorBody, Scope};
+use aiki_store::{ApiKeyRecord, BoxStore, Scope, StoreError};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
@@ -25,6 +25,8 @@ pub const KEY_CACHE_TTL: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug)]
 pub(crate) struct Caller {
     pub(crate) key_id: String,
+    pub(crate) name: String,
+    pub(crate) scopes: Vec<Scope>,
 }
 
 impl Caller {
@@ -78,9 +80,12 @@ fn scope_of(method: &Method, route: &str) -> Option<Scope> {
         | path::TRANSITIONS
         | path::CONFIG_KEY => Some(Scope::Operator),
         path::WORKERS | path::CATALOG if method == Method::GET => Some(Scope::Read),
-        path::RUN | path::RUNS_COUNTS | path::HISTORY | path::TIMELINE | path::CONFIG => {
-            Some(Scope::Read)
-        }
+        path::RUN
+        | path::RUNS_COUNTS
+        | path::HISTORY
+        | path::TIMELINE
+        | path::CONFIG
+        | path::WHOAMI => Some(Scope::Read),
         path::ENTRIES
         | path::CHILDREN
         | path::SLEEPS
@@ -105,7 +110,10 @@ fn admits(key: &ApiKeyRecord, needed: Scope) -> bool {
 }
 
 fn unauthorized(message: &str) -> Response {
-    let body = ErrorBody::new("unauthorized", message, json!({}));
+    let body = StoreError::Unauthorized {
+        message: message.to_owned(),
+    }
+    .to_body();
     let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
@@ -153,19 +161,26 @@ pub(crate) async fn require_key(
         return unauthorized("the API key was revoked");
     }
     if !admits(&key, needed) {
-        let body = ErrorBody::new(
-            "forbidden",
-            format!(
-                "API key {} may not do this: the route needs the `{needed}` scope and the key \
-                 holds `{}`",
-                key.id,
-                key.scope_list()
-            ),
-            json!({ "key": key.id, "needed": needed, "holds": key.scopes }),
+        let message = format!(
+            "API key {} may not do this: the route needs the `{needed}` scope and the key holds \
+             `{}`",
+            key.id,
+            key.scope_list()
         );
+        let mut body = StoreError::Forbidden { message }.to_body();
+        body.details = json!({
+            "message": body.message,
+            "key": key.id,
+            "needed": needed,
+            "holds": key.scopes,
+        });
         return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
     }
-    request.extensions_mut().insert(Caller { key_id: key.id });
+    request.extensions_mut().insert(Caller {
+        key_id: key.id,
+        name: key.name,
+        scopes: key.scopes,
+    });
     next.run(request).await
 }
 
@@ -189,6 +204,7 @@ mod tests {
             (&get, path::WORKERS, Some(Scope::Read)),
             (&get, path::CATALOG, Some(Scope::Read)),
             (&get, path::CONFIG, Some(Scope::Read)),
+            (&get, path::WHOAMI, Some(Scope::Read)),
             (&post, path::ENTRIES, Some(Scope::Executor)),
             (&post, path::CHILDREN, Some(Scope::Executor)),
             (&post, path::SLEEPS, Some(Scope::Executor)),

@@ -71,6 +71,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
     let api = Router::new()
         .route(path::HEALTH, get(routes::health))
         .route(path::READY, get(routes::ready))
+        .route(path::WHOAMI, get(routes::whoami))
         .route(path::RUNS, post(routes::create_run))
         .route(path::RUNS_LIST, post(routes::list_runs))
         .route(path::RUNS_COUNTS, get(routes::run_counts))

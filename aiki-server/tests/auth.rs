@@ -93,7 +93,10 @@ async fn no_key_or_a_bad_key_is_401_and_changes_nothing() {
         .unwrap()
         .with_key(wrong_secret);
     let error = store.create_run(new_run()).await.expect_err("refused");
-    assert!(!error.is_transient(), "{error:?}");
+    assert!(
+        matches!(error, StoreError::Unauthorized { .. }),
+        "{error:?}"
+    );
     assert!(
         error.to_string().contains("not one this store knows"),
         "{error}"
@@ -125,6 +128,10 @@ async fn a_key_without_the_routes_scope_is_403_and_changes_nothing() {
         .act(run.id, RunAction::Cancel, None, NOW)
         .await
         .expect_err("a read key does not act");
+    assert!(
+        matches!(refused, StoreError::Forbidden { .. }),
+        "{refused:?}"
+    );
     assert!(
         refused.to_string().contains("`operator` scope"),
         "{refused}"
@@ -182,6 +189,15 @@ async fn health_needs_no_key_and_an_operators_key_is_the_actor() {
     let store = HttpStore::new(&remote.url())
         .unwrap()
         .with_key(&operator.token);
+    let me = store.whoami().await.unwrap();
+    assert_eq!(me.key.as_deref(), Some(operator.record.id.as_str()));
+    assert_eq!(me.name.as_deref(), Some("test"));
+    assert_eq!((me.scopes, me.auth), (vec![Scope::Operator], true));
+    assert_eq!(
+        get(&remote, "/whoami", None).await.0,
+        401,
+        "whoami needs a key"
+    );
     let CreateOutcome::Created(run) = store.create_run(new_run()).await.unwrap() else {
         panic!("a new run");
     };
@@ -229,6 +245,9 @@ async fn a_revoked_key_is_refused_once_the_cache_lets_it_go() {
             }
         }
     };
-    assert!(matches!(error, StoreError::Backend { .. }), "{error:?}");
+    assert!(
+        matches!(error, StoreError::Unauthorized { .. }),
+        "{error:?}"
+    );
     assert!(error.to_string().contains("revoked"), "{error}");
 }

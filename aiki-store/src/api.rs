@@ -27,6 +27,8 @@ pub mod path {
     pub const HEALTH: &str = "/health";
     /// `GET`: the store answers. Readiness.
     pub const READY: &str = "/ready";
+    /// `GET` → [`WhoAmI`](super::WhoAmI): the key the request was made with (any scope).
+    pub const WHOAMI: &str = "/whoami";
     /// `POST` [`NewRun`](crate::NewRun) → [`CreateOutcome`](crate::CreateOutcome) (client).
     pub const RUNS: &str = "/runs";
     /// `POST` [`ListRuns`](crate::ListRuns) → [`RunPage`](crate::RunPage) (read).
@@ -101,6 +103,19 @@ pub struct ClaimWait {
     /// once.
     #[serde(default)]
     pub wait_ms: u64,
+}
+
+/// The answer of [`path::WHOAMI`]: the key in use, as the server knows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WhoAmI {
+    /// The key's id; `None` when the server checks no keys.
+    pub key: Option<String>,
+    /// The key's name.
+    pub name: Option<String>,
+    /// What the key may do (every scope when the server checks no keys).
+    pub scopes: Vec<crate::Scope>,
+    /// Whether the server checks keys.
+    pub auth: bool,
 }
 
 /// The body of [`path::ENTRIES`].
@@ -252,7 +267,7 @@ pub fn run_path(template: &str, id: crate::RunId) -> String {
 
 /// The HTTP status an error is answered with: 404 for an unknown run or version, 409 for a
 /// revision, status or reference conflict, 400 for a request the store refuses as invalid,
-/// 503 while the store is unavailable, 500 for the rest.
+/// 401 and 403 for a refused API key, 503 while the store is unavailable, 500 for the rest.
 pub fn status_of(error: &StoreError) -> u16 {
     match error {
         StoreError::NotFound { .. } => 404,
@@ -261,6 +276,8 @@ pub fn status_of(error: &StoreError) -> u16 {
         | StoreError::InvalidTransition { .. }
         | StoreError::AlreadyExists { .. } => 409,
         StoreError::Invalid { .. } => 400,
+        StoreError::Unauthorized { .. } => 401,
+        StoreError::Forbidden { .. } => 403,
         StoreError::Unavailable { .. } => 503,
         StoreError::Migration { .. }
         | StoreError::Schema { .. }

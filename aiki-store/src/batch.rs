@@ -268,6 +268,12 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
         StoreError::Incompatible { message } => StoreError::Incompatible {
             message: message.clone(),
         },
+        StoreError::Unauthorized { message } => StoreError::Unauthorized {
+            message: message.clone(),
+        },
+        StoreError::Forbidden { message } => StoreError::Forbidden {
+            message: message.clone(),
+        },
         StoreError::Backend { source } => StoreError::Backend {
             source: Shared::boxed(&**source),
         },

@@ -115,6 +115,20 @@ pub enum StoreError {
         /// What could not be decoded.
         message: String,
     },
+    /// An aiki server refused the request's API key: none was sent, or it is malformed,
+    /// unknown, of another secret, or revoked. The message says which.
+    #[error("unauthorized: {message}")]
+    Unauthorized {
+        /// Why, and what to do.
+        message: String,
+    },
+    /// An aiki server refused the request: its API key does not hold the scope the operation
+    /// needs (the message names both).
+    #[error("forbidden: {message}")]
+    Forbidden {
+        /// Why, and what to do.
+        message: String,
+    },
     /// Any other backend error.
     #[error("store backend error: {source}")]
     Backend {

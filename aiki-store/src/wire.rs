@@ -47,6 +47,8 @@ impl StoreError {
         "cannot_open",
         "incompatible_record",
         "corrupt_record",
+        "unauthorized",
+        "forbidden",
         "backend_error",
     ];
 
@@ -66,6 +68,8 @@ impl StoreError {
             StoreError::CannotOpen { .. } => "cannot_open",
             StoreError::Incompatible { .. } => "incompatible_record",
             StoreError::Corrupt { .. } => "corrupt_record",
+            StoreError::Unauthorized { .. } => "unauthorized",
+            StoreError::Forbidden { .. } => "forbidden",
             StoreError::Backend { .. } => "backend_error",
         }
     }
@@ -92,6 +96,8 @@ impl StoreError {
             | StoreError::Schema { message }
             | StoreError::Incompatible { message }
             | StoreError::Corrupt { message }
+            | StoreError::Unauthorized { message }
+            | StoreError::Forbidden { message }
             | StoreError::Unavailable { message, .. } => json!({ "message": message }),
             StoreError::Backend { source } => json!({ "message": source.to_string() }),
         };
@@ -137,6 +143,8 @@ impl StoreError {
             "schema_mismatch" => Some(StoreError::Schema { message: message() }),
             "incompatible_record" => Some(StoreError::Incompatible { message: message() }),
             "corrupt_record" => Some(StoreError::Corrupt { message: message() }),
+            "unauthorized" => Some(StoreError::Unauthorized { message: message() }),
+            "forbidden" => Some(StoreError::Forbidden { message: message() }),
             "store_unavailable" => Some(StoreError::Unavailable {
                 message: message(),
                 source: None,
@@ -239,6 +247,18 @@ mod tests {
                     message: "c".into(),
                 },
                 "corrupt_record",
+            ),
+            (
+                StoreError::Unauthorized {
+                    message: "no key".into(),
+                },
+                "unauthorized",
+            ),
+            (
+                StoreError::Forbidden {
+                    message: "no scope".into(),
+                },
+                "forbidden",
             ),
             (
                 StoreError::Backend {

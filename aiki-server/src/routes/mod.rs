@@ -22,6 +22,26 @@ pub(crate) async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
+/// `GET /whoami`: the key in use.
+pub(crate) async fn whoami(
+    caller: Option<axum::Extension<crate::auth::Caller>>,
+) -> Json<aiki_store::api::WhoAmI> {
+    Json(match caller {
+        Some(axum::Extension(caller)) => aiki_store::api::WhoAmI {
+            key: Some(caller.key_id),
+            name: Some(caller.name),
+            scopes: caller.scopes,
+            auth: true,
+        },
+        None => aiki_store::api::WhoAmI {
+            key: None,
+            name: None,
+            scopes: aiki_store::Scope::ALL.to_vec(),
+            auth: false,
+        },
+    })
+}
+
 /// `GET /ready`: the store answers (one cheap read); 503 with the error body when it does not.
 pub(crate) async fn ready(State(app): State<AppState>) -> Answer<serde_json::Value> {
     app.store.runtime_config().await?;

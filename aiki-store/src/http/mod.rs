@@ -124,6 +124,11 @@ impl HttpStore {
         })
     }
 
+    /// The key this store sends, as the server knows it (its id, name and scopes).
+    pub async fn whoami(&self) -> Result<crate::api::WhoAmI, StoreError> {
+        self.get(crate::api::path::WHOAMI).await
+    }
+
     /// `GET path` read as `R`.
     pub(crate) async fn get<R: DeserializeOwned>(&self, path: &str) -> Result<R, StoreError> {
         self.call::<(), R>(Method::GET, path, None).await
