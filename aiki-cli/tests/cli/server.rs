@@ -271,3 +271,74 @@ aiki_tests::on_sql_backends!(
     keys_are_created_listed_revoked_and_bad_input_refused,
     remote_workers_ride_out_a_killed_server,
 );
+
+/// Two server processes on one PostgreSQL database, a worker on each, runs started through
+/// the first: every run completes, both workers take runs (a run queued through one server
+/// wakes the claims waiting on the other), and one server's daemons wake the sleeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_postgres_database_share_the_work() {
+    if !aiki_tests::postgres_available().await {
+        return;
+    }
+    aiki_tests::bounded(async {
+        const RUNS: u32 = 40;
+        let first = 20_000;
+        let url = Backend::Postgres.fresh_url().await;
+        assert_eq!(aiki(&url, &["migrate"]).code, 0);
+        let key = create_key(&url, "executor,operator");
+        let servers = [
+            Server::start(&url, "127.0.0.1:0"),
+            Server::start(&url, "127.0.0.1:0"),
+        ];
+        let workers: Vec<_> = servers
+            .iter()
+            .enumerate()
+            .map(|(i, server)| {
+                let store = HttpStore::new(&server.address)
+                    .unwrap()
+                    .with_key(&key)
+                    .long_poll(Duration::from_secs(2));
+                Worker::builder(WorkerStore::executor(Arc::new(store)))
+                    .register(RemoteNap)
+                    .worker_id(format!("worker-on-server-{i}"))
+                    .max_concurrent_runs(4)
+                    .build()
+                    .unwrap()
+                    .start()
+            })
+            .collect();
+        let through_first = HttpStore::new(&servers[0].address).unwrap().with_key(&key);
+        let client =
+            Client::new(Arc::new(through_first)).with_poll_interval(Duration::from_millis(20));
+        let mut runs = Vec::new();
+        for n in first..first + RUNS {
+            runs.push(client.start::<RemoteNap>(n).await.unwrap());
+        }
+        for (n, run) in (first..).zip(&runs) {
+            let output = tokio::time::timeout(Duration::from_secs(60), run.result())
+                .await
+                .expect("every run completes within a minute")
+                .unwrap();
+            assert_eq!(output, n + 102);
+        }
+        let direct = aiki::connect(&url).await.unwrap();
+        let mut owners = std::collections::BTreeMap::<String, u32>::new();
+        for run in &runs {
+            for change in direct.timeline(run.id()).await.unwrap() {
+                if change.to == RunStatus::Running {
+                    *owners.entry(change.actor.unwrap_or_default()).or_default() += 1;
+                }
+            }
+        }
+        eprintln!("two servers, one database: claims by worker {owners:?}");
+        assert_eq!(
+            owners.keys().collect::<Vec<_>>(),
+            ["worker-on-server-0", "worker-on-server-1"],
+            "both workers took runs"
+        );
+        for worker in workers {
+            worker.shutdown().await;
+        }
+    })
+    .await;
+}
