@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use aiki_server::ServerConfig;
 use aiki_server::keys::generate;
-use aiki_store::prelude::*;
 use aiki_store::*;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
