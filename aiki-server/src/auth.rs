@@ -85,7 +85,8 @@ fn scope_of(method: &Method, route: &str) -> Option<Scope> {
         | path::HISTORY
         | path::TIMELINE
         | path::CONFIG
-        | path::WHOAMI => Some(Scope::Read),
+        | path::WHOAMI
+        | path::METRICS => Some(Scope::Read),
         path::ENTRIES
         | path::CHILDREN
         | path::SLEEPS
@@ -205,6 +206,7 @@ mod tests {
             (&get, path::CATALOG, Some(Scope::Read)),
             (&get, path::CONFIG, Some(Scope::Read)),
             (&get, path::WHOAMI, Some(Scope::Read)),
+            (&get, path::METRICS, Some(Scope::Read)),
             (&post, path::ENTRIES, Some(Scope::Executor)),
             (&post, path::CHILDREN, Some(Scope::Executor)),
             (&post, path::SLEEPS, Some(Scope::Executor)),

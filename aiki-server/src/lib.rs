@@ -72,6 +72,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::HEALTH, get(routes::health))
         .route(path::READY, get(routes::ready))
         .route(path::WHOAMI, get(routes::whoami))
+        .route(path::METRICS, get(routes::metrics))
         .route(path::RUNS, post(routes::create_run))
         .route(path::RUNS_LIST, post(routes::list_runs))
         .route(path::RUNS_COUNTS, get(routes::run_counts))

@@ -268,6 +268,27 @@ async fn the_servers_clock_dates_what_a_caller_writes() {
 }
 
 #[tokio::test]
+async fn metrics_are_prometheus_text_with_the_queue() {
+    let remote = server().await;
+    queued_run(&remote).await;
+    let response = reqwest::get(format!("{}/api/v1/metrics", remote.url()))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status().as_u16(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content_type.starts_with("application/openmetrics-text"),
+        "{content_type}"
+    );
+    let text = response.text().await.unwrap();
+    assert!(text.contains("aiki_queue_depth"), "{text}");
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+}
+
+#[tokio::test]
 async fn health_and_readiness_answer() {
     let remote = server().await;
     for path in ["/health", "/ready"] {

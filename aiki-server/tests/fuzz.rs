@@ -181,6 +181,7 @@ fn requests(run: &RunRecord, owner: &str) -> Vec<Request> {
             body: Some(json!({"value": 500, "now": NOW})),
         },
         get(path::WHOAMI),
+        get(path::METRICS),
     ]
 }
 
@@ -279,7 +280,7 @@ async fn every_route_answers_mutated_requests_as_documented() {
         Config::default(),
         TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
     );
-    let strategy = (mutation(), 0usize..27, any::<u16>());
+    let strategy = (mutation(), 0usize..64, any::<u16>());
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut unchanged_checked = 0usize;
     let mut running: Option<RunRecord> = None;

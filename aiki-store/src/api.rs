@@ -29,6 +29,9 @@ pub mod path {
     pub const READY: &str = "/ready";
     /// `GET` → [`WhoAmI`](super::WhoAmI): the key the request was made with (any scope).
     pub const WHOAMI: &str = "/whoami";
+    /// `GET` → Prometheus (OpenMetrics) text: the store's queue gauges and this server
+    /// process's metrics (read).
+    pub const METRICS: &str = "/metrics";
     /// `POST` [`NewRun`](crate::NewRun) → [`CreateOutcome`](crate::CreateOutcome) (client).
     pub const RUNS: &str = "/runs";
     /// `POST` [`ListRuns`](crate::ListRuns) → [`RunPage`](crate::RunPage) (read).

@@ -29,6 +29,14 @@ struct World {
     client: Client,
     effects: PathBuf,
     workers: WorkerProcesses,
+    /// The aiki server the workers reach, if they are remote: its URL and key, and the task
+    /// serving it (with the daemons, as `aiki server` runs them).
+    server: Option<(
+        String,
+        String,
+        tokio::task::JoinHandle<()>,
+        aiki::WorkerHandle,
+    )>,
 }
 
 impl World {
@@ -46,14 +54,53 @@ impl World {
             client: Client::new(store).with_poll_interval(Duration::from_millis(20)),
             effects,
             workers: WorkerProcesses::default(),
+            server: None,
         }
+    }
+
+    /// A world whose workers are remote: they reach the store through an aiki server in this
+    /// process (its daemons beside it), with an executor key.
+    async fn through_a_server(backend: Backend) -> World {
+        let mut world = World::new(backend).await;
+        let store = aiki::connect(&world.url).await.expect("the store opens");
+        let key = aiki_server::keys::generate(
+            "remote workers",
+            vec![aiki::store::Scope::Executor, aiki::store::Scope::Operator],
+            0,
+        );
+        store.create_key(key.record.clone()).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let serving = aiki_server::serve(
+            listener,
+            store.clone(),
+            aiki_server::ServerConfig::default(),
+            std::future::pending(),
+        );
+        let task = tokio::spawn(async move {
+            serving.await.expect("the server serves");
+        });
+        let daemons = aiki::Worker::builder(store)
+            .worker_id("server-daemons")
+            .build()
+            .unwrap()
+            .start();
+        world.server = Some((format!("http://{address}"), key.token, task, daemons));
+        world
     }
 
     /// Starts a worker process; its long steps take `long_task`.
     fn spawn(&mut self, id: &str, long_task: Duration) -> usize {
         let mut command = Command::new(env!("CARGO_BIN_EXE_aiki_test_worker"));
+        let url = match &self.server {
+            Some((url, key, ..)) => {
+                command.env("AIKI_API_KEY", key);
+                url
+            }
+            None => &self.url,
+        };
         command
-            .env("AIKI_WORKER_STORE_URL", &self.url)
+            .env("AIKI_WORKER_STORE_URL", url)
             .env("AIKI_SIDE_EFFECTS", &self.effects)
             .env("AIKI_WORKER_ID", id)
             .env("AIKI_LONG_TASK_MS", long_task.as_millis().to_string());
@@ -103,6 +150,9 @@ impl Drop for World {
         // The workers first (they append to the file), then their side effects.
         std::mem::take(&mut self.workers);
         let _ = std::fs::remove_file(&self.effects);
+        if let Some((_, _, serving, _)) = &self.server {
+            serving.abort();
+        }
     }
 }
 
@@ -162,7 +212,16 @@ async fn kill_9_mid_task_without_retries_fails_as_interrupted(backend: Backend) 
 
 async fn frozen_worker_is_fenced_when_it_wakes(backend: Backend) {
     let _serial = SERIAL.lock().await;
-    let mut world = World::new(backend).await;
+    frozen_worker_is_fenced(World::new(backend).await).await;
+}
+
+/// The same with remote workers: over HTTP, through a server.
+async fn frozen_remote_worker_is_fenced_when_it_wakes(backend: Backend) {
+    let _serial = SERIAL.lock().await;
+    frozen_worker_is_fenced(World::through_a_server(backend).await).await;
+}
+
+async fn frozen_worker_is_fenced(mut world: World) {
     let a = world.spawn("worker-a", Duration::from_secs(3));
     let run = world.client.start::<Long>("z".into()).await.unwrap();
     world.wait_for_effect("long-start z attempt 1").await;
@@ -308,4 +367,5 @@ on_sql_backends!(
     kill_9_mid_task_resumes_on_another_worker,
     kill_9_mid_task_without_retries_fails_as_interrupted,
     frozen_worker_is_fenced_when_it_wakes,
+    frozen_remote_worker_is_fenced_when_it_wakes,
 );

@@ -42,6 +42,22 @@ pub(crate) async fn whoami(
     })
 }
 
+/// `GET /metrics`: the Prometheus text of [`aiki::metrics`].
+pub(crate) async fn metrics(
+    State(app): State<AppState>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let text = aiki::metrics::prometheus_text(&*app.store).await?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            aiki::metrics::PROMETHEUS_CONTENT_TYPE,
+        )],
+        text,
+    )
+        .into_response())
+}
+
 /// `GET /ready`: the store answers (one cheap read); 503 with the error body when it does not.
 pub(crate) async fn ready(State(app): State<AppState>) -> Answer<serde_json::Value> {
     app.store.runtime_config().await?;

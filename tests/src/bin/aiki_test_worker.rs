@@ -9,11 +9,12 @@
 //! store's runtime configuration, which the process sets as it starts (as an operator would,
 //! every process of a test setting the same); `AIKI_WORKER_POOL` names
 //! its pool (`default`). SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
-//! `kill -9` and `SIGSTOP` it.
+//! `kill -9` and `SIGSTOP` it. With an `http://` URL it is a remote worker: the executor role
+//! through that aiki server (key in `AIKI_API_KEY`, claims long-polling), no daemons.
 
 use std::time::Duration;
 
-use aiki::Worker;
+use aiki::{Worker, WorkerStore};
 use aiki_tests::crash::{Env, FiveSteps, Long, LongOnce};
 use aiki_tests::soak::{SideTable, Soak, SoakEnv, SoakStep};
 
@@ -38,18 +39,29 @@ async fn main() -> anyhow::Result<()> {
         crash.is_some() || soak.is_some(),
         "set AIKI_SIDE_EFFECTS (the crash tests) or AIKI_SOAK_SIDE_TABLE_URL (the soak)"
     );
-    // The store may be restarting: keep trying, as a deployed worker would.
-    let store = loop {
-        match aiki::connect(&url).await {
-            Ok(store) => break store,
-            Err(error) => {
-                eprintln!("{worker_id}: store not ready ({error}); retrying");
-                tokio::time::sleep(Duration::from_millis(200)).await;
+    let (store, client) = if url.starts_with("http://") {
+        let store = aiki::store::http::HttpStore::new(&url)?
+            .with_key(var("AIKI_API_KEY")?)
+            .long_poll(Duration::from_secs(2));
+        let store = std::sync::Arc::new(store);
+        (
+            WorkerStore::executor(store.clone()),
+            aiki::Client::new(store),
+        )
+    } else {
+        // The store may be restarting: keep trying, as a deployed worker would.
+        let store = loop {
+            match aiki::connect(&url).await {
+                Ok(store) => break store,
+                Err(error) => {
+                    eprintln!("{worker_id}: store not ready ({error}); retrying");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
             }
-        }
+        };
+        (WorkerStore::from(store.clone()), aiki::Client::new(store))
     };
     let idle = i64::try_from(millis("AIKI_CLAIM_IDLE_MS", 1000)?.as_millis())?;
-    let client = aiki::Client::new(store.clone());
     // The store may go away again (an outage test): keep trying, as for the connection.
     loop {
         match client
