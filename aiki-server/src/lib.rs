@@ -34,6 +34,7 @@ mod auth;
 mod config;
 mod error;
 pub mod keys;
+mod replay;
 mod routes;
 mod waiters;
 
@@ -44,6 +45,7 @@ pub mod reference {}
 pub use auth::KEY_CACHE_TTL;
 pub use config::ServerConfig;
 pub use error::ApiError;
+pub use replay::KEPT_FOR as REPLAYS_KEPT_FOR;
 
 /// What every handler reads: the store and whose clock stamps requests.
 #[derive(Clone, Debug)]
@@ -105,7 +107,11 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::CONFIG, get(routes::runtime_config))
         .route(path::CONFIG_KEY, put(routes::set_config))
         .method_not_allowed_fallback(error::wrong_method)
-        .with_state(state);
+        .with_state(state)
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::new(replay::Replays::default()),
+            replay::replay,
+        ));
     let api = if config.auth {
         api.route_layer(axum::middleware::from_fn_with_state(
             keys,

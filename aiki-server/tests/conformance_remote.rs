@@ -23,6 +23,16 @@ mod memory {
     });
 }
 
+/// On memory, behind a fault layer that drops the answer of every tenth write after the server
+/// did it: every check passes as it does without faults, each write done once.
+mod memory_through_faults {
+    use super::*;
+
+    aiki_store::conformance_tests!(async {
+        Remote::start_with_faults(aiki_store::connect("memory:").await.unwrap(), config(), 10).await
+    });
+}
+
 mod sqlite {
     use super::*;
 

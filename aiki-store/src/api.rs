@@ -95,6 +95,11 @@ pub mod path {
     pub const CONFIG_KEY: &str = "/config/{key}";
 }
 
+/// The header naming one operation (a UUID the client makes per operation, sent again with
+/// each repeat of it): a server answers a repeat with the first answer, so an operation whose
+/// answer was lost on the way can be sent again without being done twice.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
 /// The longest a claim may wait for work ([`ClaimWait::wait_ms`] is capped to it, and to a
 /// second below the server's request timeout).
 pub const MAX_CLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(20);

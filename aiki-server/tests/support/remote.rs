@@ -11,6 +11,7 @@ use aiki_store::http::HttpStore;
 use aiki_store::prelude::*;
 use aiki_store::*;
 use async_trait::async_trait;
+use axum::response::IntoResponse;
 
 /// The server's task and the two ways to the store.
 #[derive(Debug)]
@@ -19,6 +20,8 @@ pub struct Remote {
     backing: BoxStore,
     server: tokio::task::JoinHandle<()>,
     addr: SocketAddr,
+    /// How many answers the fault layer dropped (none without one).
+    dropped: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Remote {
@@ -38,6 +41,56 @@ impl Remote {
             backing,
             server,
             addr,
+            dropped: Default::default(),
+        }
+    }
+
+    /// How many answers the fault layer dropped.
+    pub fn dropped(&self) -> usize {
+        self.dropped.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Serves `backing` behind a fault layer that lets every `every`-th write through and then
+    /// answers it with a bare 502, as a proxy whose connection to the server dropped after the
+    /// server did the write.
+    pub async fn start_with_faults(
+        backing: BoxStore,
+        config: aiki_server::ServerConfig,
+        every: usize,
+    ) -> Remote {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port");
+        let addr = listener.local_addr().expect("its address");
+        let writes = std::sync::Arc::new(AtomicUsize::new(0));
+        let dropped = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = dropped.clone();
+        let app = aiki_server::router(backing.clone(), config).layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let writes = writes.clone();
+                let counted = counted.clone();
+                async move {
+                    let write = request.method() != axum::http::Method::GET;
+                    let response = next.run(request).await;
+                    if write && writes.fetch_add(1, Ordering::SeqCst) % every == every - 1 {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        return axum::http::StatusCode::BAD_GATEWAY.into_response();
+                    }
+                    response
+                }
+            },
+        ));
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("the server serves");
+        });
+        let http = HttpStore::new(&format!("http://{addr}")).expect("an http URL");
+        Remote {
+            http,
+            backing,
+            server,
+            addr,
+            dropped,
         }
     }
 

@@ -101,16 +101,53 @@ impl HttpStore {
         B: Serialize + ?Sized,
         R: DeserializeOwned,
     {
-        let mut request = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(key) = &self.key {
-            request = request.bearer_auth(key);
-        }
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request.send().await.map_err(unanswered)?;
-        let status = response.status();
-        let bytes = response.bytes().await.map_err(unanswered)?;
+        let body =
+            body.map(serde_json::to_vec)
+                .transpose()
+                .map_err(|error| StoreError::Invalid {
+                    message: format!("the request to {path} does not serialize: {error}"),
+                })?;
+        // One operation, one key, however often it is sent: the server answers a repeat with
+        // the first answer (see `crate::api::IDEMPOTENCY_KEY`).
+        let operation = uuid::Uuid::new_v4().to_string();
+        let mut pause = Duration::from_millis(50);
+        let mut attempt = 1;
+        let (status, bytes) = loop {
+            let mut request = self
+                .client
+                .request(method.clone(), format!("{}{path}", self.base))
+                .header(crate::api::IDEMPOTENCY_KEY, &operation);
+            if let Some(key) = &self.key {
+                request = request.bearer_auth(key);
+            }
+            if let Some(body) = &body {
+                request = request
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+            }
+            let answered = match request.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    response.bytes().await.map(|bytes| (status, bytes))
+                }
+                Err(error) => Err(error),
+            };
+            let lost = match answered {
+                // A gateway's error without the API's body: the answer was lost on the way.
+                Ok((status, bytes)) if is_gateway_error(status, &bytes) => {
+                    answered_without_body(status, &bytes)
+                }
+                Ok(answer) => break answer,
+                Err(error) => unanswered(error),
+            };
+            if attempt == SEND_ATTEMPTS {
+                return Err(lost);
+            }
+            tracing::debug!(%lost, attempt, path, "no answer from the aiki server; sending again");
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+            attempt += 1;
+        };
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|error| StoreError::Corrupt {
                 message: format!(
@@ -142,6 +179,19 @@ impl HttpStore {
     ) -> Result<R, StoreError> {
         self.call(Method::POST, path, Some(body)).await
     }
+}
+
+/// How often a request is sent before its failure to get an answer is the caller's: the same
+/// operation each time (one idempotency key), so a repeat never does it twice.
+const SEND_ATTEMPTS: u32 = 4;
+
+/// A 502, 503 or 504 that is not the API's own error body: a proxy or gateway answered, not
+/// the server, so whether the server did the operation is unknown.
+fn is_gateway_error(status: StatusCode, bytes: &[u8]) -> bool {
+    matches!(
+        status,
+        StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
+    ) && serde_json::from_slice::<ErrorBody>(bytes).is_err()
 }
 
 /// A request the server did not answer: the store is out of reach, as in a database outage.

@@ -1,0 +1,174 @@
+//! Repeated operations answered with their first answer: a client sends each write with an
+//! idempotency key (`aiki_store::api::IDEMPOTENCY_KEY`, the same for every repeat of one
+//! operation), and a server that has answered, or is answering, that key for that caller and
+//! route gives the repeat the same answer instead of doing the operation again. So an answer
+//! lost on the way (a proxy that dropped it, a connection reset) costs a repeat, never a second
+//! claim, a spurious revision conflict or a duplicated event.
+//!
+//! The answers are kept in this server's memory for [`KEPT_FOR`]: a repeat that reaches another
+//! server, or this one after a restart, runs the operation again, and the store's own checks
+//! (revisions, reference ids) decide it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aiki_store::api::IDEMPOTENCY_KEY;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::watch;
+
+use crate::auth::Caller;
+
+/// How long a first answer is kept for its repeats.
+pub const KEPT_FOR: Duration = Duration::from_secs(600);
+
+/// Above this many kept answers, the expired ones are dropped.
+const SWEEP_ABOVE: usize = 20_000;
+
+/// A first answer, as sent.
+#[derive(Debug)]
+struct Answer {
+    status: StatusCode,
+    content_type: Option<HeaderValue>,
+    body: Bytes,
+}
+
+impl Answer {
+    fn response(&self) -> Response {
+        let mut response = (self.status, Body::from(self.body.clone())).into_response();
+        if let Some(content_type) = &self.content_type {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, content_type.clone());
+        }
+        response
+    }
+}
+
+#[derive(Debug)]
+enum Entry {
+    /// Being answered: the repeat waits for the answer.
+    Running(watch::Receiver<Option<Arc<Answer>>>),
+    /// Answered, at this time.
+    Done(Arc<Answer>, Instant),
+}
+
+/// The answers of one server, by caller, route and key.
+#[derive(Debug, Default)]
+pub(crate) struct Replays {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+/// Removes an entry whose operation did not finish (its request was dropped), so that a repeat
+/// runs it.
+struct Unfinished<'a> {
+    replays: &'a Replays,
+    id: Option<String>,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.replays.lock().remove(&id);
+        }
+    }
+}
+
+impl Replays {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().expect("BUG: replays poisoned")
+    }
+
+    /// The first answer to `id`, if there is one; else a sender to give it, or a receiver to
+    /// wait for the one being given.
+    fn look(&self, id: &str) -> Look {
+        let mut entries = self.lock();
+        match entries.get(id) {
+            Some(Entry::Done(answer, at)) if at.elapsed() < KEPT_FOR => {
+                Look::Answered(answer.clone())
+            }
+            Some(Entry::Running(receiver)) => Look::Wait(receiver.clone()),
+            _ => {
+                if entries.len() > SWEEP_ABOVE {
+                    entries.retain(|_, entry| match entry {
+                        Entry::Done(_, at) => at.elapsed() < KEPT_FOR,
+                        Entry::Running(_) => true,
+                    });
+                }
+                let (sender, receiver) = watch::channel(None);
+                entries.insert(id.to_owned(), Entry::Running(receiver));
+                Look::First(sender)
+            }
+        }
+    }
+}
+
+enum Look {
+    Answered(Arc<Answer>),
+    Wait(watch::Receiver<Option<Arc<Answer>>>),
+    First(watch::Sender<Option<Arc<Answer>>>),
+}
+
+/// The middleware: a write with an idempotency key is done once per caller, route and key.
+pub(crate) async fn replay(
+    State(replays): State<Arc<Replays>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let key = request
+        .headers()
+        .get(IDEMPOTENCY_KEY)
+        .and_then(|value| value.to_str().ok())
+        .filter(|key| !key.is_empty() && key.len() <= 200)
+        .map(str::to_owned);
+    let Some(key) = key.filter(|_| request.method() != Method::GET) else {
+        return next.run(request).await;
+    };
+    let caller = request
+        .extensions()
+        .get::<Caller>()
+        .map_or("", |caller| caller.key_id.as_str());
+    let id = format!(
+        "{caller} {} {} {key}",
+        request.method(),
+        request.uri().path()
+    );
+    let sender = loop {
+        match replays.look(&id) {
+            Look::Answered(answer) => return answer.response(),
+            Look::Wait(mut receiver) => {
+                // Answered, or given up (the entry is gone): look again either way.
+                let _ = receiver.wait_for(Option::is_some).await;
+            }
+            Look::First(sender) => break sender,
+        }
+    };
+    let mut unfinished = Unfinished {
+        replays: &replays,
+        id: Some(id.clone()),
+    };
+    let response = next.run(request).await;
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let answer = Arc::new(Answer {
+        status: parts.status,
+        content_type: parts.headers.get(header::CONTENT_TYPE).cloned(),
+        body: bytes,
+    });
+    // A 5xx (the store did not answer) may not have done the operation: a repeat runs it.
+    if !answer.status.is_server_error() {
+        unfinished.id = None;
+        replays
+            .lock()
+            .insert(id, Entry::Done(answer.clone(), Instant::now()));
+    }
+    let _ = sender.send(Some(answer.clone()));
+    drop(unfinished);
+    answer.response()
+}
