@@ -27,22 +27,8 @@ pub struct Remote {
 impl Remote {
     /// Serves `backing` with `config` on a free port; the server stops when this is dropped.
     pub async fn start(backing: BoxStore, config: aiki_server::ServerConfig) -> Remote {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a free port");
-        let addr = listener.local_addr().expect("its address");
-        let serving = aiki_server::serve(listener, backing.clone(), config, std::future::pending());
-        let server = tokio::spawn(async move {
-            serving.await.expect("the server serves");
-        });
-        let http = HttpStore::new(&format!("http://{addr}")).expect("an http URL");
-        Remote {
-            http,
-            backing,
-            server,
-            addr,
-            dropped: Default::default(),
-        }
+        let app = aiki_server::router(backing.clone(), config);
+        Remote::serve(backing, app, Default::default()).await
     }
 
     /// How many answers the fault layer dropped.
@@ -59,28 +45,36 @@ impl Remote {
         every: usize,
     ) -> Remote {
         use std::sync::atomic::{AtomicUsize, Ordering};
+        let writes = std::sync::Arc::new(AtomicUsize::new(0));
+        let dropped = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = dropped.clone();
+        let fault = move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let writes = writes.clone();
+            let counted = counted.clone();
+            async move {
+                let write = request.method() != axum::http::Method::GET;
+                let response = next.run(request).await;
+                if write && writes.fetch_add(1, Ordering::SeqCst) % every == every - 1 {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    return axum::http::StatusCode::BAD_GATEWAY.into_response();
+                }
+                response
+            }
+        };
+        let app =
+            aiki_server::router(backing.clone(), config).layer(axum::middleware::from_fn(fault));
+        Remote::serve(backing, app, dropped).await
+    }
+
+    async fn serve(
+        backing: BoxStore,
+        app: axum::Router,
+        dropped: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Remote {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a free port");
         let addr = listener.local_addr().expect("its address");
-        let writes = std::sync::Arc::new(AtomicUsize::new(0));
-        let dropped = std::sync::Arc::new(AtomicUsize::new(0));
-        let counted = dropped.clone();
-        let app = aiki_server::router(backing.clone(), config).layer(axum::middleware::from_fn(
-            move |request: axum::extract::Request, next: axum::middleware::Next| {
-                let writes = writes.clone();
-                let counted = counted.clone();
-                async move {
-                    let write = request.method() != axum::http::Method::GET;
-                    let response = next.run(request).await;
-                    if write && writes.fetch_add(1, Ordering::SeqCst) % every == every - 1 {
-                        counted.fetch_add(1, Ordering::SeqCst);
-                        return axum::http::StatusCode::BAD_GATEWAY.into_response();
-                    }
-                    response
-                }
-            },
-        ));
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.expect("the server serves");
         });
