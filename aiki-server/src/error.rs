@@ -33,6 +33,15 @@ impl ApiError {
         }
     }
 
+    /// A refusal of the runtime's own (an input or event the catalog refuses): its body, with
+    /// `status`.
+    pub(crate) fn refused(status: StatusCode, error: &aiki::ClientError) -> Self {
+        ApiError {
+            status,
+            body: error.to_body(),
+        }
+    }
+
     /// The status answered.
     pub fn status(&self) -> StatusCode {
         self.status

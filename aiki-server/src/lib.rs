@@ -51,6 +51,8 @@ pub use replay::KEPT_FOR as REPLAYS_KEPT_FOR;
 #[derive(Clone, Debug)]
 pub(crate) struct AppState {
     store: BoxStore,
+    /// Checks starts and events against the catalog, as `Client::start_json` does.
+    checks: aiki::Client,
     time: Arc<config::Time>,
     waiters: Arc<waiters::Waiters>,
     /// The longest a claim waits for work (below the request timeout).
@@ -66,6 +68,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .min(aiki_store::api::MAX_CLAIM_WAIT);
     let state = AppState {
         waiters: waiters::Waiters::new(store.clone()),
+        checks: aiki::Client::new(store.clone()),
         store,
         time: Arc::new(config.time),
         max_wait,

@@ -289,6 +289,89 @@ async fn metrics_are_prometheus_text_with_the_queue() {
 }
 
 #[tokio::test]
+async fn starts_and_events_are_checked_against_the_catalog() {
+    let remote = server().await;
+    let namespace = Namespace::new(format!("catalogued-{}", RunId::new()), "1.0.0");
+    let schema = |value: Value| aiki_store::SchemaRecord::new(value, "f");
+    let mut entry = aiki_store::CatalogEntry::new(
+        namespace.clone(),
+        schema(
+            json!({"type": "object", "properties": {"order": {"type": "integer"}},
+                       "required": ["order"]}),
+        ),
+        schema(json!({})),
+    );
+    entry.events = vec![aiki_store::EventDeclaration::new(
+        "paid",
+        schema(json!({"type": "integer"})),
+    )];
+    remote.backing().publish_catalog(entry, NOW).await.unwrap();
+    let start = |input: Value| {
+        let mut run = NewRun::new(namespace.clone(), input, "0".repeat(64), NOW);
+        run.id = RunId::new();
+        serde_json::to_string(&run).unwrap()
+    };
+    let (status, body) = post_json(&remote, "/runs", &start(json!({"order": "seven"}))).await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (422, "invalid_input"),
+        "{body:?}"
+    );
+    assert!(
+        remote.backing().run_counts().await.unwrap().is_empty(),
+        "nothing was started"
+    );
+    let created: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/runs", remote.url()))
+        .header("content-type", "application/json")
+        .body(start(json!({"order": 7})))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(created["outcome"], "created", "{created}");
+    let id: RunId = created["run"]["id"].as_str().unwrap().parse().unwrap();
+    let events = format!("/runs/{id}/events");
+    let event = |name: &str, data: Value| {
+        serde_json::to_string(&NewEvent::new(id, name, data, NOW)).unwrap()
+    };
+    let (status, body) = post_json(&remote, &events, &event("refunded", json!(1))).await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (422, "unknown_event"),
+        "{body:?}"
+    );
+    let (status, body) = post_json(&remote, &events, &event("paid", json!("lots"))).await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (422, "invalid_input"),
+        "{body:?}"
+    );
+    assert!(
+        remote
+            .backing()
+            .load_history(id)
+            .await
+            .unwrap()
+            .events
+            .is_empty()
+    );
+    // A version no worker has published cannot be checked: its start passes to the store.
+    let unknown = NewRun::new(
+        Namespace::new(format!("unpublished-{}", RunId::new()), "1"),
+        json!("anything"),
+        "0".repeat(64),
+        NOW,
+    );
+    assert!(matches!(
+        remote.create_run(unknown).await.unwrap(),
+        CreateOutcome::Created(_)
+    ));
+}
+
+#[tokio::test]
 async fn health_and_readiness_answer() {
     let remote = server().await;
     for path in ["/health", "/ready"] {

@@ -188,6 +188,45 @@ impl Client {
     }
 }
 
+/// Checks of JSON against the catalog, for a server or a tool that has no workflow code.
+impl Client {
+    /// Checks a start of `namespace` with `input` as [`start_json`](Client::start_json) checks
+    /// it, starting nothing; returns the build that accepts it. [`ClientError::InvalidInput`]
+    /// when no build of the version in the catalog accepts it, [`ClientError::NotInCatalog`]
+    /// when no worker has published the version.
+    pub async fn check_start_json(
+        &self,
+        namespace: &Namespace,
+        input: &Value,
+    ) -> Result<CatalogEntry, ClientError> {
+        let entries = self.catalog_entries(namespace).await?;
+        let entry = accepted_by_one(&entries, |entry| {
+            Schema::shared(&entry.input.schema)
+                .validate(input)
+                .map_err(|message| ClientError::InvalidInput {
+                    what: format!("input of {namespace}"),
+                    message,
+                })
+        })?;
+        Ok(entry.clone())
+    }
+
+    /// Checks event `name` with `data` for a run of `namespace` as
+    /// [`AnyRun::send_json`](crate::AnyRun::send_json) checks it, sending nothing:
+    /// [`ClientError::UnknownEvent`], [`ClientError::InvalidInput`],
+    /// [`ClientError::NotInCatalog`].
+    pub async fn check_event_json(
+        &self,
+        namespace: &Namespace,
+        name: &str,
+        data: &Value,
+    ) -> Result<(), ClientError> {
+        let entries = self.catalog_entries(namespace).await?;
+        accepted_by_one(&entries, |entry| check_catalog_event(entry, name, data))?;
+        Ok(())
+    }
+}
+
 /// How far back the catalog looks for the heartbeats of live workers.
 const LIVE_WITHIN_MS: i64 = 10 * 60 * 1000;
 

@@ -8,11 +8,12 @@ use aiki_store::{
 use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 
 use super::Answer;
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::{Body, RunPath, same_run};
+use crate::error::{ApiError, Body, RunPath, same_run};
 
 /// The key a request came with, if the server checks keys.
 type Key = Option<Extension<Caller>>;
@@ -21,11 +22,31 @@ fn actor(key: &Key, actor: Option<String>) -> Option<String> {
     Caller::actor(key.as_ref().map(|Extension(caller)| caller), actor)
 }
 
+/// Refuses what the catalog refuses (422), as the JSON starts and sends of `aiki::Client` do;
+/// a version no worker has published yet cannot be checked, and passes.
+fn checked(result: Result<(), aiki::ClientError>) -> Result<(), ApiError> {
+    match result {
+        Ok(()) | Err(aiki::ClientError::NotInCatalog { .. }) => Ok(()),
+        Err(aiki::ClientError::Store(error)) => Err(error.into()),
+        Err(refused) => Err(ApiError::refused(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &refused,
+        )),
+    }
+}
+
 pub(crate) async fn create_run(
     State(app): State<AppState>,
     key: Key,
     Body(mut run): Body<NewRun>,
 ) -> Answer<CreateOutcome> {
+    if run.parent.is_none() {
+        let check = app
+            .checks
+            .check_start_json(&run.namespace, &run.input)
+            .await;
+        checked(check.map(drop))?;
+    }
     run.now = app.time.stamp(run.now);
     run.actor = actor(&key, run.actor);
     let outcome = app.store.create_run(run).await?;
@@ -56,6 +77,12 @@ pub(crate) async fn append_event(
     Body(mut event): Body<NewEvent>,
 ) -> Answer<AppendOutcome> {
     same_run(id, event.run_id)?;
+    let namespace = app.store.get_run(id).await?.namespace;
+    checked(
+        app.checks
+            .check_event_json(&namespace, &event.name, &event.data)
+            .await,
+    )?;
     event.now = app.time.stamp(event.now);
     event.actor = actor(&key, event.actor);
     let outcome = app.store.append_event(event).await?;

@@ -5,7 +5,7 @@ use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
 
-use aiki_store::{CatalogEntry, CreateOutcome, Millis, Namespace, NewRun};
+use aiki_store::{CreateOutcome, Millis, Namespace, NewRun};
 use serde_json::Value;
 
 use super::Client;
@@ -211,9 +211,10 @@ impl<'c> StartJson<'c> {
     start_options!();
 
     async fn send(self) -> Result<AnyRun, ClientError> {
-        let entries = self.client.catalog_entries(&self.namespace).await?;
-        let entry =
-            crate::catalog::accepted_by_one(&entries, |entry| check_input(entry, &self.input))?;
+        let entry = self
+            .client
+            .check_start_json(&self.namespace, &self.input)
+            .await?;
         // A version without an input hashes as its typed start does (`NoInput` is `{}`).
         let hash = if entry.input.fingerprint == Schema::of::<NoInput>().fingerprint() {
             input_hash(&NoInput)
@@ -233,11 +234,4 @@ impl<'c> IntoFuture for StartJson<'c> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.send())
     }
-}
-
-/// Validates a run input against the catalog entry of its version.
-fn check_input(entry: &CatalogEntry, input: &Value) -> Result<(), ClientError> {
-    Schema::shared(&entry.input.schema)
-        .validate(input)
-        .map_err(|message| invalid_input(&entry.namespace, message))
 }

@@ -116,10 +116,9 @@ impl AnyRun {
         reference_id: Option<String>,
     ) -> Result<bool, ClientError> {
         let run = self.record().await?;
-        let entries = self.client.catalog_entries(&run.namespace).await?;
-        crate::catalog::accepted_by_one(&entries, |entry| {
-            crate::catalog::check_catalog_event(entry, name, &data)
-        })?;
+        self.client
+            .check_event_json(&run.namespace, name, &data)
+            .await?;
         self.append_event(name, data, reference_id).await
     }
 
