@@ -29,14 +29,43 @@ struct World {
     client: Client,
     effects: PathBuf,
     workers: WorkerProcesses,
-    /// The aiki server the workers reach, if they are remote: its URL and key, and the task
-    /// serving it (with the daemons, as `aiki server` runs them).
-    server: Option<(
-        String,
-        String,
-        tokio::task::JoinHandle<()>,
-        aiki::WorkerHandle,
-    )>,
+    /// The aiki server the workers reach, if they are remote.
+    server: Option<Server>,
+}
+
+/// An aiki server the remote workers of a world reach, with the daemons beside it.
+struct Server {
+    url: String,
+    key: String,
+    runs: Serving,
+}
+
+enum Serving {
+    /// In the test process.
+    InProcess(tokio::task::JoinHandle<()>, aiki::WorkerHandle),
+    /// An `aiki_test_server` process.
+    Process(std::process::Child),
+}
+
+/// Starts an `aiki_test_server` on the store at `url`, listening on `listen`; its URL.
+fn server_process(url: &str, listen: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aiki_test_server"))
+        .env("AIKI_SERVER_STORE_URL", url)
+        .env("AIKI_SERVER_LISTEN", listen)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the server process starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+        .read_line(&mut line)
+        .expect("the server says where it listens");
+    let address = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("not the listening line: {line:?}"))
+        .to_owned();
+    (child, address)
 }
 
 impl World {
@@ -58,17 +87,52 @@ impl World {
         }
     }
 
-    /// A world whose workers are remote: they reach the store through an aiki server in this
-    /// process (its daemons beside it), with an executor key.
-    async fn through_a_server(backend: Backend) -> World {
-        let mut world = World::new(backend).await;
-        let store = aiki::connect(&world.url).await.expect("the store opens");
+    /// A key for remote workers, kept in the world's store.
+    async fn worker_key(&self) -> String {
+        let store = aiki::connect(&self.url).await.expect("the store opens");
         let key = aiki_server::keys::generate(
             "remote workers",
             vec![aiki::store::Scope::Executor, aiki::store::Scope::Operator],
             0,
         );
         store.create_key(key.record.clone()).await.unwrap();
+        key.token
+    }
+
+    /// A world whose workers are remote: they reach the store through an `aiki_test_server`
+    /// process, with an executor key.
+    async fn through_a_server_process(backend: Backend) -> World {
+        let mut world = World::new(backend).await;
+        let key = world.worker_key().await;
+        let (child, url) = server_process(&world.url, "127.0.0.1:0");
+        world.server = Some(Server {
+            url,
+            key,
+            runs: Serving::Process(child),
+        });
+        world
+    }
+
+    /// Kills the server process with SIGKILL and starts another on the same address.
+    fn restart_server(&mut self) {
+        let store = self.url.clone();
+        let server = self.server.as_mut().expect("a server");
+        let Serving::Process(child) = &mut server.runs else {
+            panic!("the server runs in this process");
+        };
+        child.kill().expect("kill -9");
+        child.wait().expect("reaped");
+        let listen = server.url.trim_start_matches("http://").to_owned();
+        let (child, _) = server_process(&store, &listen);
+        server.runs = Serving::Process(child);
+    }
+
+    /// A world whose workers are remote: they reach the store through an aiki server in this
+    /// process (its daemons beside it), with an executor key.
+    async fn through_a_server(backend: Backend) -> World {
+        let mut world = World::new(backend).await;
+        let store = aiki::connect(&world.url).await.expect("the store opens");
+        let key = world.worker_key().await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let serving = aiki_server::serve(
@@ -85,7 +149,11 @@ impl World {
             .build()
             .unwrap()
             .start();
-        world.server = Some((format!("http://{address}"), key.token, task, daemons));
+        world.server = Some(Server {
+            url: format!("http://{address}"),
+            key,
+            runs: Serving::InProcess(task, daemons),
+        });
         world
     }
 
@@ -93,9 +161,12 @@ impl World {
     fn spawn(&mut self, id: &str, long_task: Duration) -> usize {
         let mut command = Command::new(env!("CARGO_BIN_EXE_aiki_test_worker"));
         let url = match &self.server {
-            Some((url, key, ..)) => {
-                command.env("AIKI_API_KEY", key);
-                url
+            Some(server) => {
+                command
+                    .env("AIKI_API_KEY", &server.key)
+                    // Claims outlive a server's restart.
+                    .env("AIKI_CLAIM_IDLE_MS", "5000");
+                &server.url
             }
             None => &self.url,
         };
@@ -150,8 +221,13 @@ impl Drop for World {
         // The workers first (they append to the file), then their side effects.
         std::mem::take(&mut self.workers);
         let _ = std::fs::remove_file(&self.effects);
-        if let Some((_, _, serving, _)) = &self.server {
-            serving.abort();
+        match self.server.as_mut().map(|server| &mut server.runs) {
+            Some(Serving::InProcess(serving, _)) => serving.abort(),
+            Some(Serving::Process(child)) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            None => {}
         }
     }
 }
@@ -295,6 +371,64 @@ async fn four_workers_share_two_thousand_runs_exactly_once(backend: Backend) {
     assert_eq!(duplicates, 0, "no task ran twice");
 }
 
+/// Four remote worker processes through an aiki server process that is killed with SIGKILL
+/// and started again on the same address under the load: every run completes and no recorded
+/// task runs again. 2,000 runs × 5 tasks; `AIKI_SERVER_SOAK_RUNS` sets how many.
+async fn remote_workers_ride_out_a_killed_server_process(backend: Backend) {
+    let _serial = SERIAL.lock().await;
+    let mut world = World::through_a_server_process(backend).await;
+    for i in 0..4 {
+        world.spawn(&format!("remote-{i}"), SHORT);
+    }
+    let runs: usize = std::env::var("AIKI_SERVER_SOAK_RUNS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(2000);
+    let started = Instant::now();
+    let mut handles = Vec::with_capacity(runs);
+    for i in 0..runs {
+        handles.push(
+            world
+                .client
+                .start::<FiveSteps>(format!("r{i}"))
+                .await
+                .unwrap(),
+        );
+    }
+    // Under load: killed once the first tenth of the runs is done.
+    for handle in &handles[..runs / 10] {
+        wait_for(handle, RunStatus::Completed).await;
+    }
+    let completed = world
+        .client
+        .store()
+        .run_counts()
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|counts| counts.by_status.iter())
+        .filter(|(status, _)| *status == RunStatus::Completed)
+        .map(|(_, count)| count)
+        .sum::<u64>();
+    world.restart_server();
+    println!("[{backend:?}] {completed} of {runs} runs completed when the server was killed");
+    println!("[{backend:?}] the server was killed with SIGKILL under load and started again");
+    for handle in &handles {
+        let done = wait_for(handle, RunStatus::Completed).await;
+        assert_eq!(done.output, Some(serde_json::json!(5)));
+    }
+    let elapsed = started.elapsed();
+    let effects = world.effects();
+    let executions: usize = effects.values().sum();
+    let duplicates: usize = effects.values().map(|n| n - 1).sum();
+    println!(
+        "[{backend:?}] 4 remote worker processes through a killed server: {runs} runs x 5 tasks \
+         in {elapsed:?}; {executions} executions, {duplicates} run again"
+    );
+    assert_eq!(effects.len(), runs * 5, "every task ran");
+    assert_eq!(duplicates, 0, "no recorded task ran again");
+}
+
 /// How long the database stays unreachable in the outage tests: about a restart's downtime.
 const OUTAGE: Duration = Duration::from_secs(2);
 
@@ -368,4 +502,5 @@ on_sql_backends!(
     kill_9_mid_task_without_retries_fails_as_interrupted,
     frozen_worker_is_fenced_when_it_wakes,
     frozen_remote_worker_is_fenced_when_it_wakes,
+    remote_workers_ride_out_a_killed_server_process,
 );
