@@ -41,8 +41,11 @@ struct Server {
 }
 
 enum Serving {
-    /// In the test process.
-    InProcess(tokio::task::JoinHandle<()>, aiki::WorkerHandle),
+    /// In the test process; the daemons run while their handle is held.
+    InProcess {
+        serving: tokio::task::JoinHandle<()>,
+        _daemons: aiki::WorkerHandle,
+    },
     /// An `aiki_test_server` process.
     Process(std::process::Child),
 }
@@ -152,7 +155,10 @@ impl World {
         world.server = Some(Server {
             url: format!("http://{address}"),
             key,
-            runs: Serving::InProcess(task, daemons),
+            runs: Serving::InProcess {
+                serving: task,
+                _daemons: daemons,
+            },
         });
         world
     }
@@ -222,7 +228,7 @@ impl Drop for World {
         std::mem::take(&mut self.workers);
         let _ = std::fs::remove_file(&self.effects);
         match self.server.as_mut().map(|server| &mut server.runs) {
-            Some(Serving::InProcess(serving, _)) => serving.abort(),
+            Some(Serving::InProcess { serving, .. }) => serving.abort(),
             Some(Serving::Process(child)) => {
                 let _ = child.kill();
                 let _ = child.wait();
