@@ -41,10 +41,50 @@ impl Caller {
     }
 }
 
-/// The keys a server has read lately, by id.
+/// The keys a server has read lately, by id, and the requests each may still make.
 #[derive(Debug, Default)]
 pub(crate) struct Keys {
     read: Mutex<HashMap<String, (ApiKeyRecord, Instant)>>,
+    limit: Option<Limiter>,
+}
+
+/// The per-key rate limit (governor's keyed GCRA limiter).
+struct Limiter(governor::DefaultKeyedRateLimiter<String>);
+
+impl std::fmt::Debug for Limiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Limiter")
+    }
+}
+
+impl Keys {
+    /// The keys of a server whose keys may each make `rate` (per second, burst) requests.
+    pub(crate) fn limited(rate: Option<(std::num::NonZeroU32, std::num::NonZeroU32)>) -> Self {
+        Keys {
+            read: Mutex::default(),
+            limit: rate.map(|(per_second, burst)| {
+                Limiter(governor::RateLimiter::keyed(
+                    governor::Quota::per_second(per_second).allow_burst(burst),
+                ))
+            }),
+        }
+    }
+
+    /// `Err` with how long to wait when `key` is over its rate.
+    fn admit(&self, key: &str) -> Result<(), Duration> {
+        let Some(Limiter(limiter)) = &self.limit else {
+            return Ok(());
+        };
+        let result = limiter.check_key(&key.to_owned());
+        if limiter.len() > 10_000 {
+            limiter.retain_recent();
+        }
+        result.map_err(|not_until| {
+            not_until.wait_time_from(governor::clock::Clock::now(
+                &governor::clock::DefaultClock::default(),
+            ))
+        })
+    }
 }
 
 impl Keys {
@@ -176,6 +216,22 @@ pub(crate) async fn require_key(
             "holds": key.scopes,
         });
         return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
+    }
+    if let Err(wait) = keys.admit(&key.id) {
+        let body = StoreError::RateLimited {
+            message: format!(
+                "API key {} sent more requests than this server allows a key; send again in {} ms",
+                key.id,
+                wait.as_millis().max(1)
+            ),
+        }
+        .to_body();
+        let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+        let seconds = wait.as_secs().max(1).to_string();
+        if let Ok(value) = seconds.parse() {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
     }
     request.extensions_mut().insert(Caller {
         key_id: key.id,

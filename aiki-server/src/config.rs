@@ -13,6 +13,7 @@ pub struct ServerConfig {
     pub(crate) body_limit: usize,
     pub(crate) request_timeout: Duration,
     pub(crate) auth: bool,
+    pub(crate) rate_limit: Option<(std::num::NonZeroU32, std::num::NonZeroU32)>,
 }
 
 /// Whose clock stamps a request's time.
@@ -33,6 +34,7 @@ impl Default for ServerConfig {
             body_limit: 4 << 20,
             request_timeout: Duration::from_secs(30),
             auth: true,
+            rate_limit: None,
         }
     }
 }
@@ -58,6 +60,19 @@ impl ServerConfig {
     /// trust); `aiki server` asks for `--insecure-no-auth` to do this.
     pub fn insecure_no_auth(mut self) -> Self {
         self.auth = false;
+        self
+    }
+
+    /// Allows each API key `per_second` requests a second on average, in bursts of up to
+    /// `burst`; a request over it is answered 429 `rate_limited` (which `HttpStore` retries
+    /// after a pause, as an outage). Default: no limit. Keys share nothing: one key's burst
+    /// never slows another's. Needs keys (no limit applies without them).
+    pub fn rate_limit(
+        mut self,
+        per_second: std::num::NonZeroU32,
+        burst: std::num::NonZeroU32,
+    ) -> Self {
+        self.rate_limit = Some((per_second, burst));
         self
     }
 

@@ -61,7 +61,10 @@ pub(crate) struct AppState {
 
 /// The API's routes on `store`, under [`PREFIX`], set up by `config`.
 pub fn router(store: BoxStore, config: ServerConfig) -> Router {
-    let keys = (store.clone(), Arc::new(auth::Keys::default()));
+    let keys = (
+        store.clone(),
+        Arc::new(auth::Keys::limited(config.rate_limit)),
+    );
     let max_wait = config
         .request_timeout
         .saturating_sub(std::time::Duration::from_secs(1))

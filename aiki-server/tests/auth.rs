@@ -251,3 +251,49 @@ async fn a_revoked_key_is_refused_once_the_cache_lets_it_go() {
     );
     assert!(error.to_string().contains("revoked"), "{error}");
 }
+
+#[tokio::test]
+async fn a_key_over_its_rate_is_429_and_other_keys_are_not_slowed() {
+    let one = std::num::NonZeroU32::new(1).unwrap();
+    let three = std::num::NonZeroU32::new(3).unwrap();
+    let config = ServerConfig::default()
+        .trust_caller_time()
+        .rate_limit(one, three);
+    let remote = Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await;
+    let busy = key(&remote, &[Scope::Read]).await;
+    let calm = key(&remote, &[Scope::Read]).await;
+    let authorization = format!("Bearer {}", busy.token);
+    for _ in 0..3 {
+        assert_eq!(
+            get(&remote, "/runs/counts", Some(&authorization)).await.0,
+            200,
+            "the burst"
+        );
+    }
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/v1/runs/counts", remote.url()))
+        .header("authorization", &authorization)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 429);
+    assert!(response.headers().contains_key("retry-after"));
+    let body: ErrorBody = response.json().await.unwrap();
+    assert_eq!(body.code, "rate_limited", "{body:?}");
+    let calm_authorization = format!("Bearer {}", calm.token);
+    assert_eq!(
+        get(&remote, "/runs/counts", Some(&calm_authorization))
+            .await
+            .0,
+        200,
+        "another key has its own rate"
+    );
+    let error = HttpStore::new(&remote.url())
+        .unwrap()
+        .with_key(&busy.token)
+        .run_counts()
+        .await
+        .expect_err("still over the rate");
+    assert!(matches!(error, StoreError::RateLimited { .. }), "{error:?}");
+    assert!(error.is_transient(), "retried after a pause, as an outage");
+}

@@ -286,6 +286,7 @@ pub fn status_of(error: &StoreError) -> u16 {
         StoreError::Invalid { .. } => 400,
         StoreError::Unauthorized { .. } => 401,
         StoreError::Forbidden { .. } => 403,
+        StoreError::RateLimited { .. } => 429,
         StoreError::Unavailable { .. } => 503,
         StoreError::Migration { .. }
         | StoreError::Schema { .. }

@@ -274,6 +274,9 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
         StoreError::Forbidden { message } => StoreError::Forbidden {
             message: message.clone(),
         },
+        StoreError::RateLimited { message } => StoreError::RateLimited {
+            message: message.clone(),
+        },
         StoreError::Backend { source } => StoreError::Backend {
             source: Shared::boxed(&**source),
         },

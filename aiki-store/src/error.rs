@@ -129,6 +129,13 @@ pub enum StoreError {
         /// Why, and what to do.
         message: String,
     },
+    /// An aiki server refused the request for now: its API key sent more requests than the
+    /// server's per-key rate allows. Transient: retried after a pause, as an outage is.
+    #[error("rate limited: {message}")]
+    RateLimited {
+        /// The limit, and when the next request may come.
+        message: String,
+    },
     /// Any other backend error.
     #[error("store backend error: {source}")]
     Backend {
@@ -141,7 +148,10 @@ pub enum StoreError {
 impl StoreError {
     /// `true` for [`StoreError::Unavailable`]: worth retrying after a pause.
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Unavailable { .. })
+        matches!(
+            self,
+            StoreError::Unavailable { .. } | StoreError::RateLimited { .. }
+        )
     }
 
     /// `true` for [`StoreError::RevisionConflict`].

@@ -49,6 +49,7 @@ impl StoreError {
         "corrupt_record",
         "unauthorized",
         "forbidden",
+        "rate_limited",
         "backend_error",
     ];
 
@@ -70,6 +71,7 @@ impl StoreError {
             StoreError::Corrupt { .. } => "corrupt_record",
             StoreError::Unauthorized { .. } => "unauthorized",
             StoreError::Forbidden { .. } => "forbidden",
+            StoreError::RateLimited { .. } => "rate_limited",
             StoreError::Backend { .. } => "backend_error",
         }
     }
@@ -98,6 +100,7 @@ impl StoreError {
             | StoreError::Corrupt { message }
             | StoreError::Unauthorized { message }
             | StoreError::Forbidden { message }
+            | StoreError::RateLimited { message }
             | StoreError::Unavailable { message, .. } => json!({ "message": message }),
             StoreError::Backend { source } => json!({ "message": source.to_string() }),
         };
@@ -145,6 +148,7 @@ impl StoreError {
             "corrupt_record" => Some(StoreError::Corrupt { message: message() }),
             "unauthorized" => Some(StoreError::Unauthorized { message: message() }),
             "forbidden" => Some(StoreError::Forbidden { message: message() }),
+            "rate_limited" => Some(StoreError::RateLimited { message: message() }),
             "store_unavailable" => Some(StoreError::Unavailable {
                 message: message(),
                 source: None,
@@ -259,6 +263,12 @@ mod tests {
                     message: "no scope".into(),
                 },
                 "forbidden",
+            ),
+            (
+                StoreError::RateLimited {
+                    message: "slow down".into(),
+                },
+                "rate_limited",
             ),
             (
                 StoreError::Backend {

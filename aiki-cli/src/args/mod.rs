@@ -172,6 +172,10 @@ pub struct ServerArgs {
     /// create`), on any address: a loopback one behind a TLS proxy is a public one.
     #[arg(long)]
     pub insecure_no_auth: bool,
+    /// Allow each API key this many requests a second on average (bursts of twice as many);
+    /// over it, requests are answered 429 and clients retry after a pause. Default: no limit.
+    #[arg(long, value_name = "PER_SECOND")]
+    pub rate_limit: Option<std::num::NonZeroU32>,
 }
 
 /// `config`.

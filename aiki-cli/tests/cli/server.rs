@@ -152,6 +152,14 @@ async fn keys_are_created_listed_revoked_and_bad_input_refused(backend: Backend)
     );
     let no_scope = aiki(&url, &["keys", "create", "--name", "x"]);
     assert_eq!(no_scope.code, 2, "{}", no_scope.stderr);
+    for bad in [
+        ["server", "--rate-limit", "0"],
+        ["server", "--rate-limit", "many"],
+        ["server", "--listen", "nowhere"],
+    ] {
+        let refused = aiki(&url, &bad);
+        assert_eq!(refused.code, 2, "{bad:?}: {}", refused.stderr);
+    }
     let through = aiki("http://127.0.0.1:9", &["keys", "list"]);
     assert_eq!(through.code, 1, "{}", through.stderr);
     assert!(
