@@ -113,3 +113,42 @@ mod sqlite {
         super::a_claim_that_finds_nothing_answers_empty_after_its_wait(store().await).await;
     }
 }
+
+/// The same worker and client code on a server as on a database: only the URL changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_and_a_client_connect_to_a_server_by_url() {
+    let remote = Remote::start(aiki_store::connect("memory:").await.unwrap(), config()).await;
+    let url = remote.url();
+    let worker_store = aiki::WorkerStore::connect(&url).await.unwrap();
+    assert!(
+        !worker_store.sweeps(),
+        "a server's worker leaves the sweeps to the server"
+    );
+    let worker = aiki::Worker::builder(worker_store)
+        .register(Echo)
+        .build()
+        .unwrap()
+        .start();
+    let store = aiki_store::connect_client(&url, aiki_store::MigrationMode::Check)
+        .await
+        .unwrap();
+    let client = aiki::Client::new(store);
+    let run = client.start::<Echo>(41).await.unwrap();
+    assert_eq!(run.result().await.unwrap(), 42);
+    worker.shutdown().await;
+    // A whole store (every role) is not what a server offers: said, not half-served.
+    let error = aiki_store::connect(&url)
+        .await
+        .expect_err("not a whole store");
+    assert!(error.to_string().contains("connect_client"), "{error}");
+}
+
+#[aiki::task(name = "echo-step")]
+async fn echo_step(n: u32) -> Result<u32, aiki::TaskError> {
+    Ok(n + 1)
+}
+
+#[aiki::workflow(name = "echo", version = "1")]
+async fn echo(run: &aiki::Run, n: u32) -> Result<u32, aiki::WorkflowError> {
+    EchoStep.start(run, n).await
+}

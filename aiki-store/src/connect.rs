@@ -52,6 +52,13 @@ pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStor
             "PostgreSQL support is off: enable the `postgres` feature of aiki-store",
         ));
     }
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return Err(unsupported(
+            "an aiki server serves the executor, client and read roles, not a whole store: \
+             open it with `aiki_store::connect_client` (clients) or `aiki::WorkerStore::connect` \
+             (workers), with the `http` feature",
+        ));
+    }
     Err(unsupported("no enabled backend serves this scheme"))
 }
 
