@@ -44,7 +44,7 @@ impl Caller {
 /// The keys a server has read lately, by id, and the requests each may still make.
 #[derive(Debug, Default)]
 pub(crate) struct Keys {
-    read: Mutex<HashMap<String, (ApiKeyRecord, Instant)>>,
+    read: Mutex<HashMap<String, (Option<ApiKeyRecord>, Instant)>>,
     limit: Option<Limiter>,
 }
 
@@ -88,20 +88,24 @@ impl Keys {
 }
 
 impl Keys {
+    /// The key of `id` as the store held it at most [`KEY_CACHE_TTL`] ago; an unknown id is
+    /// remembered as unknown as long, so that requests with made-up ids do not each cost a
+    /// store read.
     async fn get(&self, store: &BoxStore, id: &str) -> Result<Option<ApiKeyRecord>, ApiError> {
         if let Some((key, read)) = self.read.lock().expect("BUG: keys poisoned").get(id)
             && read.elapsed() < KEY_CACHE_TTL
         {
-            return Ok(Some(key.clone()));
+            return Ok(key.clone());
         }
         let key = store.key(id).await?;
-        if let Some(key) = &key {
-            let mut read = self.read.lock().expect("BUG: keys poisoned");
+        let mut read = self.read.lock().expect("BUG: keys poisoned");
+        if read.len() > 10_000 {
+            read.retain(|_, (_, at)| at.elapsed() < KEY_CACHE_TTL);
             if read.len() > 10_000 {
                 read.clear();
             }
-            read.insert(id.to_owned(), (key.clone(), Instant::now()));
         }
+        read.insert(id.to_owned(), (key.clone(), Instant::now()));
         Ok(key)
     }
 }

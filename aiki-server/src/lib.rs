@@ -20,6 +20,13 @@
 //! (`{code, message, details}`) and the status [`aiki_store::api::status_of`] gives it; a
 //! malformed request is `invalid_request` with 400 (415, 422 or 413 for a body of the wrong
 //! type, shape or size), and nothing is written.
+//!
+//! Every route but health and readiness needs an API key ([`keys`]) holding the scope of the
+//! route's role, unless the server is built with [`ServerConfig::insecure_no_auth`]. Requests
+//! are dated by the server's clock; a repeated write (same idempotency key) gets its first
+//! answer; a claim may long-poll for work; starts and events are checked against the catalog.
+//! The [`reference`] lists every route. The daemons are not the router's: run them beside it
+//! (`aiki server` does, in a [`Worker`](aiki::Worker) that serves no version).
 
 use std::sync::Arc;
 

@@ -8,7 +8,10 @@
 //! * `postgres::PostgresStore` (feature `postgres`): many worker machines, one database.
 //!
 //! [`connect`] picks a backend from a URL. The `conformance` module (feature `conformance`) is
-//! the one test suite every backend must pass.
+//! the one test suite every backend must pass. [`api`] names the routes and bodies of the
+//! HTTP API an `aiki-server` serves the contract with, and `http::HttpStore` (feature `http`)
+//! is its client: the executor, client and read roles over HTTP ([`connect_client`] opens one
+//! from a URL).
 //!
 //! The store knows nothing of workflow semantics beyond what must be atomic: every write an
 //! executor makes carries the revision it last saw, and the store checks it (and, for run

@@ -1,15 +1,14 @@
 //! The executor role's routes. A record's run id must be the path's.
 
+use std::time::Duration;
+
 use aiki_store::api::{
-    AddCatalogTasks, PublishCatalog, PutEntry, PutSleep, RecordEventSlot, RecordWorker,
+    AddCatalogTasks, ClaimWait, PublishCatalog, PutEntry, PutSleep, RecordEventSlot, RecordWorker,
     RefreshClaim, StartChild, TransitionRun,
 };
 use aiki_store::{
     CatalogEntry, ClaimRequest, ClaimState, Claimed, EventRecord, RunRecord, WorkerRecord,
 };
-use std::time::Duration;
-
-use aiki_store::api::ClaimWait;
 use axum::Json;
 use axum::extract::State;
 use tokio::time::Instant;
