@@ -11,13 +11,17 @@
 //! aiki runs send 1b4e28ba-2fa1-11d2-883f-0016d3cca427 payment_received --payload '{"cents": 700}'
 //! aiki migrate
 //! aiki config set daemons.recoverOverdueOutboxEntries.claimIdleTimeoutMs 120000
+//! aiki keys create --name billing-workers --scope executor
+//! aiki --url postgres://db/app server --listen 0.0.0.0:9850
+//! AIKI_API_KEY=aiki_… aiki --url http://aiki.internal:9850 runs list
 //! ```
 //!
 //! # The store, the actor, the output
 //!
 //! The store is named by `--url` or `AIKI_URL` (a `sqlite://`, `postgres://` or `memory:`
-//! URL). Every command but `migrate` opens it in check mode: it never migrates, and refuses a
-//! schema it would misread. `aiki migrate` applies pending migrations and says what it found
+//! URL, or an aiki server's `http://host:port`, with the key in `AIKI_API_KEY`). Every command
+//! but `migrate` and `server` opens it in check mode: it never migrates, and refuses a schema
+//! it would misread. `aiki migrate` applies pending migrations and says what it found
 //! and applied (the versions and descriptions), that the schema was already up to date, or
 //! that a newer release migrated it and admits this one.
 //!
@@ -27,6 +31,12 @@
 //! daemons' timings and limits, which every worker and server on the store follows. A claim
 //! idle timeout not above twice the refresh interval of a live worker is refused unless
 //! `--force`d.
+//!
+//! `aiki server` (feature `server`, on by default) serves the store over HTTP to remote workers
+//! and clients and runs the daemons; it refuses to start until the store holds an API key
+//! (`aiki keys create --name NAME --scope executor,operator,read`, shown once; `aiki keys
+//! list`, `aiki keys revoke ID`), unless told `--insecure-no-auth`. `aiki keys` works on the
+//! store itself, never through a server. The API: `aiki_server::reference`.
 //!
 //! Who acts is `--actor NAME` or `AIKI_ACTOR`, else `USER@HOST` (`USER` or `LOGNAME`; the host
 //! from `HOSTNAME` or `/proc/sys/kernel/hostname`). It is recorded on the timeline of every run
