@@ -5,20 +5,23 @@
 //! lost on the way (a proxy that dropped it, a connection reset) costs a repeat, never a second
 //! claim, a spurious revision conflict or a duplicated event.
 //!
-//! The answers are kept in this server's memory for [`KEPT_FOR`]: a repeat that reaches another
-//! server, or this one after a restart, runs the operation again, and the store's own checks
-//! (revisions, reference ids) decide it.
+//! The answers are kept in this server's memory for [`KEPT_FOR`], and the store keeps the
+//! answer of each write with the write itself (see [`aiki_store::operation`]): a repeat that
+//! reaches another server in front of the same store, or this one after a restart, gets the
+//! first answer from the store.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiki_store::api::IDEMPOTENCY_KEY;
+use aiki_store::operation::{self, OperationId};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::auth::Caller;
@@ -151,7 +154,9 @@ pub(crate) async fn replay(
         replays: &replays,
         id: Some(id.clone()),
     };
-    let response = next.run(request).await;
+    // The store records the answer with the write, under an id of this caller, route and
+    // key: a repeat that reaches another server, or this one restarted, gets it from there.
+    let response = operation::scope(operation_id(&id), next.run(request)).await;
     let (parts, body) = response.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
@@ -161,8 +166,10 @@ pub(crate) async fn replay(
         content_type: parts.headers.get(header::CONTENT_TYPE).cloned(),
         body: bytes,
     });
-    // A 5xx (the store did not answer) may not have done the operation: a repeat runs it.
-    if !answer.status.is_server_error() {
+    // Only a success is kept, as the store keeps only the answers of writes it did: a refused
+    // request changed nothing, and a 5xx (the store did not answer) may not have done the
+    // operation, so a repeat of either runs it again.
+    if answer.status.is_success() {
         unfinished.id = None;
         replays
             .lock()
@@ -171,4 +178,12 @@ pub(crate) async fn replay(
     let _ = sender.send(Some(answer.clone()));
     drop(unfinished);
     answer.response()
+}
+
+/// The store's operation id of the request named `id` (caller, method, path and idempotency
+/// key): their SHA-256, so that callers cannot meet in the store's answers by choosing keys.
+fn operation_id(id: &str) -> OperationId {
+    let digest = Sha256::digest(id.as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    OperationId::new(hex).expect("BUG: a hex digest is an operation id")
 }

@@ -59,6 +59,11 @@ mod sqlite {
     }
 
     async fn file_behind_server() -> FileBehindServer {
+        file_behind_servers(1).await
+    }
+
+    /// `servers` servers (one or two) in front of one SQLite file.
+    async fn file_behind_servers(servers: usize) -> FileBehindServer {
         let path = std::env::temp_dir().join(format!(
             "aiki-server-conformance-{}.db",
             aiki_store::RunId::new()
@@ -66,13 +71,22 @@ mod sqlite {
         let store = aiki_store::connect(&format!("sqlite://{}", path.display()))
             .await
             .expect("the SQLite store opens");
-        FileBehindServer {
-            remote: Remote::start(store, config()).await,
-            path,
-        }
+        let remote = match servers {
+            1 => Remote::start(store, config()).await,
+            _ => Remote::start_two(store, config()).await,
+        };
+        FileBehindServer { remote, path }
     }
 
     aiki_store::conformance_tests!(file_behind_server());
+
+    /// Two servers in front of the file, taking the calls in turn: each repeat of an
+    /// operation reaches the server that did not do it.
+    mod two_servers {
+        use super::*;
+
+        aiki_store::conformance_tests!(file_behind_servers(2));
+    }
 }
 
 #[cfg(feature = "postgres")]
@@ -81,14 +95,30 @@ mod postgres {
     use aiki_store::postgres::{ClaimClock, PostgresOptions, PostgresStore};
 
     async fn database_behind_server() -> Option<Remote> {
+        database_behind_servers(1).await
+    }
+
+    /// `servers` servers (one or two) in front of the shared database.
+    async fn database_behind_servers(servers: usize) -> Option<Remote> {
         let url = support::postgres::shared_database().await?;
         // The suite passes its own times; the database's clock would not follow them.
         let store =
             PostgresStore::connect_with(PostgresOptions::new(url).claim_clock(ClaimClock::Caller))
                 .await
                 .expect("the PostgreSQL store opens");
-        Some(Remote::start(std::sync::Arc::new(store), config()).await)
+        let store: aiki_store::BoxStore = std::sync::Arc::new(store);
+        Some(match servers {
+            1 => Remote::start(store, config()).await,
+            _ => Remote::start_two(store, config()).await,
+        })
     }
 
     aiki_store::conformance_tests!(database_behind_server());
+
+    /// Two servers in front of the database, taking the calls in turn.
+    mod two_servers {
+        use super::*;
+
+        aiki_store::conformance_tests!(database_behind_servers(2));
+    }
 }

@@ -96,8 +96,9 @@ pub mod path {
 }
 
 /// The header naming one operation (a UUID the client makes per operation, sent again with
-/// each repeat of it): a server answers a repeat with the first answer, so an operation whose
-/// answer was lost on the way can be sent again without being done twice.
+/// each repeat of it): a server answers a repeat with the first answer, kept in the store with
+/// the write (see [`crate::operation`]), so an operation whose answer was lost on the way can
+/// be sent again, to any server in front of the store, without being done twice.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// The longest a claim may wait for work ([`ClaimWait::wait_ms`] is capped to it, and to a

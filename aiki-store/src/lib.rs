@@ -26,6 +26,7 @@ pub mod http;
 pub mod memory;
 mod migration;
 mod model;
+pub mod operation;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 // `SqlStore<D>`'s impls are bounded by the crate's own `Dialect` trait: users name

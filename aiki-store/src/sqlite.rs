@@ -263,6 +263,7 @@ impl Dialect for SqliteDialect {
 
     const CONFIG: i64 = 16;
     const KEYS: i64 = 17;
+    const ANSWERS: i64 = 18;
 
     async fn close(&self) {
         self.reader.close().await;

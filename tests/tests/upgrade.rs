@@ -166,6 +166,7 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 "aiki_entries",
                 "aiki_events",
                 "aiki_leases",
+                "aiki_operation_answers",
                 "aiki_runs",
                 "aiki_sleeps",
                 "aiki_timeline",

@@ -13,12 +13,14 @@ use aiki_store::*;
 use async_trait::async_trait;
 use axum::response::IntoResponse;
 
-/// The server's task and the two ways to the store.
+/// The servers' tasks and the two ways to the store.
 #[derive(Debug)]
 pub struct Remote {
-    http: HttpStore,
+    /// A client of each server, taken in turn, one call each.
+    https: Vec<HttpStore>,
+    next: std::sync::atomic::AtomicUsize,
     backing: BoxStore,
-    server: tokio::task::JoinHandle<()>,
+    servers: Vec<tokio::task::JoinHandle<()>>,
     addr: SocketAddr,
     /// How many answers the fault layer dropped (none without one).
     dropped: std::sync::Arc<std::sync::atomic::AtomicUsize>,
@@ -29,6 +31,20 @@ impl Remote {
     pub async fn start(backing: BoxStore, config: aiki_server::ServerConfig) -> Remote {
         let app = aiki_server::router(backing.clone(), config);
         Remote::serve(backing, app, Default::default()).await
+    }
+
+    /// Serves `backing` with two servers of `config`, each on a free port, and sends the
+    /// calls to them in turn: every repeat of an operation (see `aiki_store::operation`) and
+    /// every next step of a check reaches the other server, as with several servers in front
+    /// of one store behind a load balancer.
+    pub async fn start_two(backing: BoxStore, config: aiki_server::ServerConfig) -> Remote {
+        let first = aiki_server::router(backing.clone(), config.clone());
+        let second = aiki_server::router(backing.clone(), config);
+        let mut remote = Remote::serve(backing, first, Default::default()).await;
+        let (server, http, _) = Remote::listen(second).await;
+        remote.servers.push(server);
+        remote.https.push(http);
+        remote
     }
 
     /// How many answers the fault layer dropped.
@@ -71,6 +87,19 @@ impl Remote {
         app: axum::Router,
         dropped: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     ) -> Remote {
+        let (server, http, addr) = Remote::listen(app).await;
+        Remote {
+            https: vec![http],
+            next: Default::default(),
+            backing,
+            servers: vec![server],
+            addr,
+            dropped,
+        }
+    }
+
+    /// Serves `app` on a free port: its task, a client and its address.
+    async fn listen(app: axum::Router) -> (tokio::task::JoinHandle<()>, HttpStore, SocketAddr) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a free port");
@@ -79,16 +108,16 @@ impl Remote {
             axum::serve(listener, app).await.expect("the server serves");
         });
         let http = HttpStore::new(&format!("http://{addr}")).expect("an http URL");
-        Remote {
-            http,
-            backing,
-            server,
-            addr,
-            dropped,
-        }
+        (server, http, addr)
     }
 
-    /// The server's base URL.
+    /// The client of the next server in turn.
+    fn http(&self) -> &HttpStore {
+        let turn = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.https[turn % self.https.len()]
+    }
+
+    /// The (first) server's base URL.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -101,7 +130,9 @@ impl Remote {
 
 impl Drop for Remote {
     fn drop(&mut self) {
-        self.server.abort();
+        for server in &self.servers {
+            server.abort();
+        }
     }
 }
 
@@ -114,49 +145,49 @@ impl Fixture for Remote {
 #[async_trait]
 impl ReadStore for Remote {
     fn backend(&self) -> &'static str {
-        self.http.backend()
+        self.http().backend()
     }
     async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        self.http.get_run(id).await
+        self.http().get_run(id).await
     }
     async fn load_history(&self, id: RunId) -> Result<History, StoreError> {
-        self.http.load_history(id).await
+        self.http().load_history(id).await
     }
     async fn list_runs(&self, request: ListRuns) -> Result<RunPage, StoreError> {
-        self.http.list_runs(request).await
+        self.http().list_runs(request).await
     }
     async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
-        self.http.run_counts().await
+        self.http().run_counts().await
     }
     async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError> {
-        self.http.timeline(id).await
+        self.http().timeline(id).await
     }
     async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError> {
-        self.http.catalog().await
+        self.http().catalog().await
     }
     async fn list_workers(
         &self,
         now: Millis,
         within_ms: i64,
     ) -> Result<Vec<WorkerRecord>, StoreError> {
-        self.http.list_workers(now, within_ms).await
+        self.http().list_workers(now, within_ms).await
     }
     async fn changes_since(
         &self,
         cursor: &ChangeCursor,
         limit: u32,
     ) -> Result<ChangePage, StoreError> {
-        self.http.changes_since(cursor, limit).await
+        self.http().changes_since(cursor, limit).await
     }
     async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError> {
-        self.http.runtime_config().await
+        self.http().runtime_config().await
     }
 }
 
 #[async_trait]
 impl ExecutorStore for Remote {
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
-        self.http.put_entry(expected, entry).await
+        self.http().put_entry(expected, entry).await
     }
     async fn start_child(
         &self,
@@ -164,23 +195,23 @@ impl ExecutorStore for Remote {
         entry: EntryRecord,
         child: NewRun,
     ) -> Result<RunRecord, StoreError> {
-        self.http.start_child(expected, entry, child).await
+        self.http().start_child(expected, entry, child).await
     }
     async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
-        self.http.put_sleep(expected, sleep).await
+        self.http().put_sleep(expected, sleep).await
     }
     async fn record_event_slot(
         &self,
         expected: u64,
         slot: EventRecord,
     ) -> Result<EventRecord, StoreError> {
-        self.http.record_event_slot(expected, slot).await
+        self.http().record_event_slot(expected, slot).await
     }
     async fn claim_run(&self, request: ClaimRequest, id: RunId) -> Result<Claimed, StoreError> {
-        self.http.claim_run(request, id).await
+        self.http().claim_run(request, id).await
     }
     async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
-        self.http.claim(request).await
+        self.http().claim(request).await
     }
     async fn refresh_claim(
         &self,
@@ -189,7 +220,7 @@ impl ExecutorStore for Remote {
         expected: u64,
         now: Millis,
     ) -> Result<ClaimState, StoreError> {
-        self.http.refresh_claim(id, owner, expected, now).await
+        self.http().refresh_claim(id, owner, expected, now).await
     }
     async fn transition(
         &self,
@@ -197,21 +228,21 @@ impl ExecutorStore for Remote {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
-        self.http.transition(id, expected, transition).await
+        self.http().transition(id, expected, transition).await
     }
     async fn record_worker(
         &self,
         worker: WorkerRecord,
         now: Millis,
     ) -> Result<WorkerRecord, StoreError> {
-        self.http.record_worker(worker, now).await
+        self.http().record_worker(worker, now).await
     }
     async fn publish_catalog(
         &self,
         entry: CatalogEntry,
         now: Millis,
     ) -> Result<CatalogEntry, StoreError> {
-        self.http.publish_catalog(entry, now).await
+        self.http().publish_catalog(entry, now).await
     }
     async fn add_catalog_tasks(
         &self,
@@ -219,7 +250,7 @@ impl ExecutorStore for Remote {
         fingerprint: &str,
         tasks: Vec<TaskDeclaration>,
     ) -> Result<(), StoreError> {
-        self.http
+        self.http()
             .add_catalog_tasks(namespace, fingerprint, tasks)
             .await
     }
@@ -228,13 +259,13 @@ impl ExecutorStore for Remote {
 #[async_trait]
 impl ClientStore for Remote {
     async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
-        self.http.create_run(run).await
+        self.http().create_run(run).await
     }
     async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
-        self.http.fork_run(fork).await
+        self.http().fork_run(fork).await
     }
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
-        self.http.append_event(event).await
+        self.http().append_event(event).await
     }
     async fn act(
         &self,
@@ -243,7 +274,7 @@ impl ClientStore for Remote {
         actor: Option<String>,
         now: Millis,
     ) -> Result<RunRecord, StoreError> {
-        self.http.act(id, action, actor, now).await
+        self.http().act(id, action, actor, now).await
     }
     async fn release_claim(
         &self,
@@ -253,12 +284,12 @@ impl ClientStore for Remote {
         confirm_ms: Option<i64>,
         actor: Option<String>,
     ) -> Result<Option<RunRecord>, StoreError> {
-        self.http
+        self.http()
             .release_claim(id, expected, now, confirm_ms, actor)
             .await
     }
     async fn transition_all(&self, moves: Vec<Move>) -> Result<Vec<RunRecord>, StoreError> {
-        self.http.transition_all(moves).await
+        self.http().transition_all(moves).await
     }
     async fn set_config(
         &self,
@@ -266,7 +297,7 @@ impl ClientStore for Remote {
         value: i64,
         now: Millis,
     ) -> Result<RuntimeConfig, StoreError> {
-        self.http.set_config(key, value, now).await
+        self.http().set_config(key, value, now).await
     }
 }
 
@@ -332,5 +363,16 @@ impl Sweeper for Remote {
         older_than_ms: i64,
     ) -> Result<u64, StoreError> {
         self.backing.prune_workers(lease, now, older_than_ms).await
+    }
+    async fn forget_operations(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        older_than_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        self.backing
+            .forget_operations(lease, now, older_than_ms, limit)
+            .await
     }
 }

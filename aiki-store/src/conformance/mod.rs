@@ -45,6 +45,7 @@ mod entries;
 mod events;
 mod keys;
 mod leases;
+mod operations;
 mod outbox;
 mod pause;
 mod recovery;
@@ -67,6 +68,7 @@ pub use entries::*;
 pub use events::*;
 pub use keys::*;
 pub use leases::*;
+pub use operations::*;
 pub use outbox::{
     check_changes_since_gives_every_change_once, check_changes_since_under_concurrent_writers,
 };
@@ -180,6 +182,11 @@ macro_rules! conformance_tests {
                 check_runtime_config_is_set_one_key_at_a_time,
                 check_an_operator_action_applies_only_where_it_may,
                 check_operator_actions_race_without_repeating_a_move,
+            ]);
+        $crate::conformance_tests!(@group $factory; operations: [
+                check_a_repeated_write_gets_its_first_answer,
+                check_a_refused_write_records_no_answer,
+                check_answers_are_forgotten_after_their_time,
             ]);
         $crate::conformance_tests!(@group $factory; keys: [
                 check_api_keys_are_kept_found_and_revoked,

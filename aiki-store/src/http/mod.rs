@@ -108,8 +108,10 @@ impl HttpStore {
                     message: format!("the request to {path} does not serialize: {error}"),
                 })?;
         // One operation, one key, however often it is sent: the server answers a repeat with
-        // the first answer (see `crate::api::IDEMPOTENCY_KEY`).
-        let operation = uuid::Uuid::new_v4().to_string();
+        // the first answer (see `crate::api::IDEMPOTENCY_KEY`). The operation in scope, if any,
+        // names it (see `crate::operation`).
+        let operation = crate::operation::current()
+            .map_or_else(|| uuid::Uuid::new_v4().to_string(), |id| id.to_string());
         let mut pause = Duration::from_millis(50);
         let mut attempt = 1;
         let (status, bytes) = loop {

@@ -13,85 +13,89 @@ use crate::{
 #[async_trait]
 impl ClientStore for MemoryStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
-        let mut state = self.lock();
-        if state.runs.contains_key(&run.id) {
-            return Err(StoreError::AlreadyExists {
-                what: format!("run {}", run.id),
-            });
-        }
-        Ok(state.insert_run(run))
+        self.once("create_run", |state| {
+            if state.runs.contains_key(&run.id) {
+                return Err(StoreError::AlreadyExists {
+                    what: format!("run {}", run.id),
+                });
+            }
+            Ok(state.insert_run(run))
+        })
     }
 
     async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
-        let mut state = self.lock();
-        let outcome = state.insert_run(fork.run);
-        let CreateOutcome::Created(run) = &outcome else {
-            return Ok(outcome);
-        };
-        let id = run.id;
-        for mut entry in fork.entries {
-            entry.run_id = id;
-            state
-                .entries
-                .insert((id, entry.address.clone(), entry.index), entry);
-        }
-        for mut sleep in fork.sleeps {
-            sleep.run_id = id;
-            state
-                .sleeps
-                .insert((id, sleep.name.clone(), sleep.index), sleep);
-        }
-        for mut event in fork.events {
-            event.run_id = id;
-            state
-                .events
-                .insert((id, event.name.clone(), event.index), event);
-        }
-        Ok(outcome)
+        self.once("fork_run", |state| {
+            let outcome = state.insert_run(fork.run);
+            let CreateOutcome::Created(run) = &outcome else {
+                return Ok(outcome);
+            };
+            let id = run.id;
+            for mut entry in fork.entries {
+                entry.run_id = id;
+                state
+                    .entries
+                    .insert((id, entry.address.clone(), entry.index), entry);
+            }
+            for mut sleep in fork.sleeps {
+                sleep.run_id = id;
+                state
+                    .sleeps
+                    .insert((id, sleep.name.clone(), sleep.index), sleep);
+            }
+            for mut event in fork.events {
+                event.run_id = id;
+                state
+                    .events
+                    .insert((id, event.name.clone(), event.index), event);
+            }
+            Ok(outcome)
+        })
     }
 
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
         event.check_name()?;
-        let mut state = self.lock();
-        let run = state.run(event.run_id)?;
-        if run.status.is_terminal() {
-            return Err(StoreError::InvalidTransition {
-                run_id: run.id,
-                from: run.status,
-                to: RunStatus::Queued,
-            });
-        }
-        // Any event wakes a run awaiting one, whatever its status label (see `WaitSpec`).
-        let woke = crate::WaitSpec::woken_by_event(run.status, run.wait.as_ref());
-        let queue = state.events.range(
-            (event.run_id, event.name.clone(), 0)..=(event.run_id, event.name.clone(), u32::MAX),
-        );
-        let mut next = 0;
-        for (_, existing) in queue {
-            if event.reference_id.is_some() && existing.reference_id == event.reference_id {
-                return Ok(AppendOutcome::Duplicate);
+        self.once("append_event", |state| {
+            let run = state.run(event.run_id)?;
+            if run.status.is_terminal() {
+                return Err(StoreError::InvalidTransition {
+                    run_id: run.id,
+                    from: run.status,
+                    to: RunStatus::Queued,
+                });
             }
-            next = existing.index + 1;
-        }
-        state.events.insert(
-            (event.run_id, event.name.clone(), next),
-            EventRecord {
-                sent_by: event.actor.clone(),
-                ..EventRecord::received(
-                    event.run_id,
-                    event.name,
-                    next,
-                    event.data,
-                    event.reference_id,
-                    event.now,
-                )
-            },
-        );
-        if woke {
-            let note = Note::by(event.actor).cause(crate::ChangeCause::Event);
-            state.set_status(event.run_id, RunStatus::Queued, None, event.now, note);
-        }
-        Ok(AppendOutcome::Appended { index: next, woke })
+            // Any event wakes a run awaiting one, whatever its status label (see `WaitSpec`).
+            let woke = crate::WaitSpec::woken_by_event(run.status, run.wait.as_ref());
+            let queue = state.events.range(
+                (event.run_id, event.name.clone(), 0)
+                    ..=(event.run_id, event.name.clone(), u32::MAX),
+            );
+            let mut next = 0;
+            for (_, existing) in queue {
+                if event.reference_id.is_some() && existing.reference_id == event.reference_id {
+                    return Ok(AppendOutcome::Duplicate);
+                }
+                next = existing.index + 1;
+            }
+            state.events.insert(
+                (event.run_id, event.name.clone(), next),
+                EventRecord {
+                    sent_by: event.actor.clone(),
+                    ..EventRecord::received(
+                        event.run_id,
+                        event.name,
+                        next,
+                        event.data,
+                        event.reference_id,
+                        event.now,
+                    )
+                },
+            );
+            if woke {
+                let note = Note::by(event.actor).cause(crate::ChangeCause::Event);
+                state.set_status(event.run_id, RunStatus::Queued, None, event.now, note);
+            }
+            Ok(AppendOutcome::Appended { index: next, woke })
+        })
     }
 
     async fn act(
@@ -101,27 +105,28 @@ impl ClientStore for MemoryStore {
         actor: Option<String>,
         now: Millis,
     ) -> Result<RunRecord, StoreError> {
-        let mut state = self.lock();
-        let run = state
-            .runs
-            .get_mut(&id)
-            .ok_or_else(|| StoreError::run_not_found(id))?;
-        if !action.applies_to(run.status) {
-            return Err(StoreError::InvalidTransition {
-                run_id: id,
-                from: run.status,
-                to: action.to(),
-            });
-        }
-        if action == RunAction::Pause && run.status == RunStatus::Running {
-            if run.pause_requested_at.is_none() {
-                run.pause_requested_at = Some(now);
-                run.pause_requested_by = actor;
+        self.once("act", |state| {
+            let run = state
+                .runs
+                .get_mut(&id)
+                .ok_or_else(|| StoreError::run_not_found(id))?;
+            if !action.applies_to(run.status) {
+                return Err(StoreError::InvalidTransition {
+                    run_id: id,
+                    from: run.status,
+                    to: action.to(),
+                });
             }
-            return Ok(run.clone());
-        }
-        let expected = run.revision;
-        state.transition(id, expected, action.transition(now, actor))
+            if action == RunAction::Pause && run.status == RunStatus::Running {
+                if run.pause_requested_at.is_none() {
+                    run.pause_requested_at = Some(now);
+                    run.pause_requested_by = actor;
+                }
+                return Ok(run.clone());
+            }
+            let expected = run.revision;
+            state.transition(id, expected, action.transition(now, actor))
+        })
     }
 
     async fn release_claim(
@@ -132,33 +137,36 @@ impl ClientStore for MemoryStore {
         confirm_ms: Option<i64>,
         actor: Option<String>,
     ) -> Result<Option<RunRecord>, StoreError> {
-        let mut state = self.lock();
-        state.check_revision(id, expected)?;
-        let run = &state.runs[&id];
-        if run.status != RunStatus::Running {
-            return Err(StoreError::InvalidTransition {
-                run_id: id,
-                from: run.status,
-                to: RunStatus::Queued,
-            });
-        }
-        let confirmed = confirm_ms.is_none_or(|window| state::confirmed_stale(run, now, window));
-        if !confirmed {
-            return Ok(None);
-        }
-        Ok(Some(state::release(&mut state, id, now, actor)))
+        self.once("release_claim", |state| {
+            state.check_revision(id, expected)?;
+            let run = &state.runs[&id];
+            if run.status != RunStatus::Running {
+                return Err(StoreError::InvalidTransition {
+                    run_id: id,
+                    from: run.status,
+                    to: RunStatus::Queued,
+                });
+            }
+            let confirmed =
+                confirm_ms.is_none_or(|window| state::confirmed_stale(run, now, window));
+            if !confirmed {
+                return Ok(None);
+            }
+            Ok(Some(state::release(state, id, now, actor)))
+        })
     }
 
     async fn transition_all(&self, moves: Vec<crate::Move>) -> Result<Vec<RunRecord>, StoreError> {
-        let mut state = self.lock();
-        // All or nothing: applied to a copy, which replaces the state only if every one applies.
-        let mut copy = state.clone();
-        let runs = moves
-            .into_iter()
-            .map(|change| copy.transition(change.id, change.expected, change.transition))
-            .collect::<Result<Vec<_>, _>>()?;
-        *state = copy;
-        Ok(runs)
+        self.once("transition_all", |state| {
+            // All or nothing: applied to a copy, which replaces the state only if every one applies.
+            let mut copy = state.clone();
+            let runs = moves
+                .into_iter()
+                .map(|change| copy.transition(change.id, change.expected, change.transition))
+                .collect::<Result<Vec<_>, _>>()?;
+            *state = copy;
+            Ok(runs)
+        })
     }
 
     async fn set_config(

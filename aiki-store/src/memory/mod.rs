@@ -11,7 +11,11 @@ mod read;
 mod state;
 mod sweeper;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use state::State;
+
+use crate::operation;
 
 use crate::ExecutorStore;
 use crate::{
@@ -38,44 +42,68 @@ impl MemoryStore {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    /// Does `write` under the lock, once per operation in scope (see [`crate::operation`]): a
+    /// repeat of a write of `kind` gets its first answer, and a failed write records nothing.
+    fn once<T: Serialize + DeserializeOwned>(
+        &self,
+        kind: &str,
+        write: impl FnOnce(&mut State) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.once_if(kind, |_| true, write)
+    }
+
+    /// [`once`](Self::once), recording only the answers `changed` says changed something.
+    fn once_if<T: Serialize + DeserializeOwned>(
+        &self,
+        kind: &str,
+        changed: impl FnOnce(&T) -> bool,
+        write: impl FnOnce(&mut State) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut state = self.lock();
+        let Some(id) = operation::current() else {
+            return write(&mut state);
+        };
+        let key = operation::key(&id, kind);
+        if let Some((answer, _)) = state.answers.get(&key) {
+            return serde_json::from_value(answer.clone()).map_err(|error| StoreError::Corrupt {
+                message: format!("the recorded answer of operation {id} ({kind}): {error}"),
+            });
+        }
+        let answer = write(&mut state)?;
+        if !changed(&answer) {
+            return Ok(answer);
+        }
+        let recorded = serde_json::to_value(&answer).expect("BUG: an answer serializes");
+        state
+            .answers
+            .insert(key, (recorded, operation::wall_clock_ms()));
+        Ok(answer)
+    }
 }
 
 #[async_trait]
 impl ExecutorStore for MemoryStore {
     async fn claim_run(&self, request: ClaimRequest, id: RunId) -> Result<Claimed, StoreError> {
-        let mut state = self.lock();
-        let run = state
-            .runs
-            .get(&id)
-            .ok_or_else(|| StoreError::run_not_found(id))?;
-        let idle = state.config.claim_idle_timeout_ms;
-        if run.status != RunStatus::Queued || !request.namespaces.contains(&run.namespace) {
-            return Ok(Claimed::new(Vec::new(), idle));
-        }
-        let run = state.claim(id, &request.owner, request.now);
-        Ok(Claimed::new(vec![run], idle))
+        let changed = |claimed: &Claimed| !claimed.runs.is_empty();
+        self.once_if("claim_run", changed, |state| {
+            let run = state
+                .runs
+                .get(&id)
+                .ok_or_else(|| StoreError::run_not_found(id))?;
+            let idle = state.config.claim_idle_timeout_ms;
+            if run.status != RunStatus::Queued || !request.namespaces.contains(&run.namespace) {
+                return Ok(Claimed::new(Vec::new(), idle));
+            }
+            let run = state.claim(id, &request.owner, request.now);
+            Ok(Claimed::new(vec![run], idle))
+        })
     }
 
     async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
-        let mut state = self.lock();
-        let mut candidates: Vec<(Millis, RunId)> = state
-            .runs
-            .values()
-            .filter(|run| {
-                run.status == RunStatus::Queued
-                    && run.pool == request.pool
-                    && request.namespaces.contains(&run.namespace)
-                    && !request.skip.contains(&run.id)
-            })
-            .map(|run| (run.queued_at.unwrap_or(run.created_at), run.id))
-            .collect();
-        candidates.sort();
-        candidates.truncate(request.limit as usize);
-        let claimed = candidates
-            .into_iter()
-            .map(|(_, id)| state.claim(id, &request.owner, request.now))
-            .collect();
-        Ok(Claimed::new(claimed, state.config.claim_idle_timeout_ms))
+        // An empty claim changed nothing: a long poll claims anew.
+        let changed = |claimed: &Claimed| !claimed.runs.is_empty();
+        self.once_if("claim", changed, |state| Ok(claim(state, &request)))
     }
 
     async fn refresh_claim(
@@ -128,24 +156,25 @@ impl ExecutorStore for MemoryStore {
         mut entry: EntryRecord,
         child: NewRun,
     ) -> Result<RunRecord, StoreError> {
-        let mut state = self.lock();
-        state.check_revision(entry.run_id, expected)?;
-        if state.runs[&entry.run_id].pause_requested_at.is_some() {
-            return Err(StoreError::PauseRequested {
-                run_id: entry.run_id,
-            });
-        }
-        if state.runs.contains_key(&child.id) {
-            return Err(StoreError::AlreadyExists {
-                what: format!("run {}", child.id),
-            });
-        }
-        let child = state.insert_run(child).run().clone();
-        entry.output = Some(serde_json::Value::String(child.id.to_string()));
-        state
-            .entries
-            .insert((entry.run_id, entry.address.clone(), entry.index), entry);
-        Ok(child)
+        self.once("start_child", |state| {
+            state.check_revision(entry.run_id, expected)?;
+            if state.runs[&entry.run_id].pause_requested_at.is_some() {
+                return Err(StoreError::PauseRequested {
+                    run_id: entry.run_id,
+                });
+            }
+            if state.runs.contains_key(&child.id) {
+                return Err(StoreError::AlreadyExists {
+                    what: format!("run {}", child.id),
+                });
+            }
+            let child = state.insert_run(child).run().clone();
+            entry.output = Some(serde_json::Value::String(child.id.to_string()));
+            state
+                .entries
+                .insert((entry.run_id, entry.address.clone(), entry.index), entry);
+            Ok(child)
+        })
     }
 
     async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
@@ -177,7 +206,9 @@ impl ExecutorStore for MemoryStore {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
-        self.lock().transition(id, expected, transition)
+        self.once("transition", |state| {
+            state.transition(id, expected, transition)
+        })
     }
 
     async fn record_worker(
@@ -225,4 +256,26 @@ impl ExecutorStore for MemoryStore {
         }
         Ok(())
     }
+}
+
+/// Claims the oldest queued runs `request` may take.
+fn claim(state: &mut State, request: &ClaimRequest) -> Claimed {
+    let mut candidates: Vec<(Millis, RunId)> = state
+        .runs
+        .values()
+        .filter(|run| {
+            run.status == RunStatus::Queued
+                && run.pool == request.pool
+                && request.namespaces.contains(&run.namespace)
+                && !request.skip.contains(&run.id)
+        })
+        .map(|run| (run.queued_at.unwrap_or(run.created_at), run.id))
+        .collect();
+    candidates.sort();
+    candidates.truncate(request.limit as usize);
+    let claimed = candidates
+        .into_iter()
+        .map(|(_, id)| state.claim(id, &request.owner, request.now))
+        .collect();
+    Claimed::new(claimed, state.config.claim_idle_timeout_ms)
 }

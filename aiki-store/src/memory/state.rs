@@ -105,6 +105,9 @@ pub(super) struct State {
     pub(super) config: crate::RuntimeConfig,
     /// The API keys, oldest first.
     pub(super) keys: Vec<crate::ApiKeyRecord>,
+    /// The first answers of operations (see [`crate::operation`]) by key: the answer and when
+    /// it was recorded.
+    pub(super) answers: HashMap<String, (serde_json::Value, Millis)>,
 }
 
 impl State {

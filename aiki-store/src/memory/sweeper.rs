@@ -159,6 +159,32 @@ impl Sweeper for MemoryStore {
             .retain(|_, worker| worker.last_seen_at >= since);
         Ok((before - state.workers.len()) as u64)
     }
+
+    async fn forget_operations(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        older_than_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        if !state.holds(lease, now) {
+            return Ok(0);
+        }
+        let before = now.saturating_sub(older_than_ms);
+        let mut old: Vec<(Millis, String)> = state
+            .answers
+            .iter()
+            .filter(|(_, (_, recorded_at))| *recorded_at < before)
+            .map(|(key, (_, recorded_at))| (*recorded_at, key.clone()))
+            .collect();
+        old.sort_unstable();
+        old.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        for (_, key) in &old {
+            state.answers.remove(key);
+        }
+        Ok(old.len() as u64)
+    }
 }
 
 /// The first `limit` runs by their sort key (a due time, a heartbeat, a queue time), as a

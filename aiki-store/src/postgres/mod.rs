@@ -362,6 +362,7 @@ impl Dialect for PgDialect {
 
     const CONFIG: i64 = 17;
     const KEYS: i64 = 18;
+    const ANSWERS: i64 = 19;
 
     async fn close(&self) {
         self.pool.close().await;

@@ -81,4 +81,15 @@ pub trait Sweeper: Send + Sync + Debug + 'static {
         now: Millis,
         older_than_ms: i64,
     ) -> Result<u64, StoreError>;
+
+    /// Forgets up to `limit` first answers of operations (see [`crate::operation`]) recorded
+    /// more than `older_than_ms` before `now`: retention of the answers table, which gains a
+    /// row per write sent with an operation id. Returns how many went.
+    async fn forget_operations(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        older_than_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError>;
 }

@@ -15,6 +15,9 @@ impl<D: Dialect> SqlStore<D> {
         actor: Option<String>,
         now: Millis,
     ) -> Result<RunRecord, StoreError> {
+        if let Some(answer) = self.first_answer("act").await? {
+            return Ok(answer);
+        }
         let mut tx = self.begin().await?;
         // The run locked before it is read (SQLite's transaction holds the write lock already),
         // so that what is checked is what is written over.
@@ -41,8 +44,8 @@ impl<D: Dialect> SqlStore<D> {
         {
             let params = params![id, actor.clone(), now];
             if let Some(doc) = self.fetch_text(On::Tx(&mut tx), request, &params).await? {
-                self.commit(tx).await?;
-                return decode::run_from_json(&doc);
+                let run = decode::run_from_json(&doc)?;
+                return self.commit_answer(tx, "act", run).await;
             }
         }
         let transition = action.transition(now, actor);
@@ -51,8 +54,8 @@ impl<D: Dialect> SqlStore<D> {
             .await?
         {
             Some(doc) => {
-                self.commit(tx).await?;
-                decode::run_from_json(&doc)
+                let run = decode::run_from_json(&doc)?;
+                self.commit_answer(tx, "act", run).await
             }
             None => {
                 drop(tx);

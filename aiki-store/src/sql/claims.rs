@@ -13,21 +13,29 @@ impl<D: Dialect> SqlStore<D> {
             return Ok(Claimed::default());
         }
         let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
-        let rows = self
-            .fetch(
-                On::Write,
-                &self.sql.own.claim,
-                &[
-                    Param::from(&request.owner),
-                    Param::from(request.now),
-                    Param::from(&request.pool),
-                    Param::List(namespaces),
-                    Param::from(i64::from(request.limit)),
-                    Param::List(request.skip.iter().map(RunId::to_string).collect()),
-                ],
-            )
-            .await?;
-        claimed(rows)
+        let params = [
+            Param::from(&request.owner),
+            Param::from(request.now),
+            Param::from(&request.pool),
+            Param::List(namespaces),
+            Param::from(i64::from(request.limit)),
+            Param::List(request.skip.iter().map(RunId::to_string).collect()),
+        ];
+        if self.answers_in_scope() {
+            if let Some(answer) = self.first_answer("claim").await? {
+                return Ok(answer);
+            }
+            let mut tx = self.begin().await?;
+            let rows = self
+                .fetch(On::Tx(&mut tx), &self.sql.own.claim, &params)
+                .await?;
+            if rows.is_empty() {
+                // Nothing changed, nothing to answer again: a long poll claims anew.
+                return claimed(rows);
+            }
+            return self.commit_answer(tx, "claim", claimed(rows)?).await;
+        }
+        claimed(self.fetch(On::Write, &self.sql.own.claim, &params).await?)
     }
 
     pub(crate) async fn claim_run(
@@ -42,6 +50,21 @@ impl<D: Dialect> SqlStore<D> {
             id.into(),
             Param::List(namespaces),
         ];
+        if self.answers_in_scope() {
+            if let Some(answer) = self.first_answer("claim_run").await? {
+                return Ok(answer);
+            }
+            let mut tx = self.begin().await?;
+            let rows = self
+                .fetch(On::Tx(&mut tx), &self.sql.own.claim_run, &params)
+                .await?;
+            if rows.is_empty() {
+                drop(tx);
+                self.get_run(id).await?;
+                return claimed(rows);
+            }
+            return self.commit_answer(tx, "claim_run", claimed(rows)?).await;
+        }
         let rows = self
             .fetch(On::Write, &self.sql.own.claim_run, &params)
             .await?;
@@ -91,7 +114,16 @@ impl<D: Dialect> SqlStore<D> {
             });
         };
         let params = params![id, revision(expected), now, confirm_ms, actor];
-        if let Some(doc) = self.fetch_text(On::Write, release, &params).await? {
+        if self.answers_in_scope() {
+            if let Some(answer) = self.first_answer("release_claim").await? {
+                return Ok(answer);
+            }
+            let mut tx = self.begin().await?;
+            if let Some(doc) = self.fetch_text(On::Tx(&mut tx), release, &params).await? {
+                let run = Some(decode::run_from_json(&doc)?);
+                return self.commit_answer(tx, "release_claim", run).await;
+            }
+        } else if let Some(doc) = self.fetch_text(On::Write, release, &params).await? {
             return decode::run_from_json(&doc).map(Some);
         }
         let run = self.get_run(id).await?;

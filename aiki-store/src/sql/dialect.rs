@@ -245,6 +245,9 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// The version of the API keys migration (see
     /// [`Level::keys`](super::statements::Level::keys)).
     const KEYS: i64;
+    /// The version of the operation answers migration (see
+    /// [`Level::answers`](super::statements::Level::answers)).
+    const ANSWERS: i64;
 
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;

@@ -7,12 +7,15 @@ use super::{SqlStore, binds, decode};
 
 impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
+        if let Some(answer) = self.first_answer("fork_run").await? {
+            return Ok(answer);
+        }
         let mut tx = self.begin().await?;
         let Some(run) = self.insert_run(On::Tx(&mut tx), &fork.run).await? else {
             // Forked before with the same options: that fork, untouched.
             let existing = self.select_by_reference(On::Tx(&mut tx), &fork.run).await?;
-            self.commit(tx).await?;
-            return Ok(CreateOutcome::Existing(existing));
+            let outcome = CreateOutcome::Existing(existing);
+            return self.commit_answer(tx, "fork_run", outcome).await;
         };
         for entry in &fork.entries {
             let mut entry = entry.clone();
@@ -35,7 +38,7 @@ impl<D: Dialect> SqlStore<D> {
             self.execute(On::Tx(&mut tx), &self.sql.insert_slot, &params)
                 .await?;
         }
-        self.commit(tx).await?;
-        Ok(CreateOutcome::Created(run))
+        self.commit_answer(tx, "fork_run", CreateOutcome::Created(run))
+            .await
     }
 }

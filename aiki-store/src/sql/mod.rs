@@ -10,6 +10,7 @@
 //! `SqlStore` over their dialect; [`roles`] implements the store contract for it once.
 
 mod actions;
+mod answers;
 pub(crate) mod batch;
 pub(crate) mod binds;
 mod claims;

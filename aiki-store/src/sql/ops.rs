@@ -65,6 +65,19 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     pub(crate) async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        if self.answers_in_scope() {
+            if let Some(answer) = self.first_answer("create_run").await? {
+                return Ok(answer);
+            }
+            let mut tx = self.begin().await?;
+            let outcome = match self.insert_run(On::Tx(&mut tx), &run).await? {
+                Some(created) => CreateOutcome::Created(created),
+                None => {
+                    CreateOutcome::Existing(self.select_by_reference(On::Tx(&mut tx), &run).await?)
+                }
+            };
+            return self.commit_answer(tx, "create_run", outcome).await;
+        }
         if let Some(created) = self.insert_run(On::Write, &run).await? {
             return Ok(CreateOutcome::Created(created));
         }
@@ -102,8 +115,11 @@ impl<D: Dialect> SqlStore<D> {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
+        if let Some(answer) = self.first_answer("transition").await? {
+            return Ok(answer);
+        }
         match self.guarded_transition(id, expected, &transition).await? {
-            Some(doc) => decode::run_from_json(&doc),
+            Some(run) => Ok(run),
             None => Err(self.explain_refusal(id, expected, transition.to).await),
         }
     }
@@ -112,6 +128,9 @@ impl<D: Dialect> SqlStore<D> {
         &self,
         moves: Vec<crate::Move>,
     ) -> Result<Vec<RunRecord>, StoreError> {
+        if let Some(answer) = self.first_answer("transition_all").await? {
+            return Ok(answer);
+        }
         let mut tx = self.begin().await?;
         // Each run locked first, in id order, so two such operations never wait on each other
         // crosswise (SQLite's transaction holds the write lock already).
@@ -139,24 +158,29 @@ impl<D: Dialect> SqlStore<D> {
                 }
             }
         }
-        self.commit(tx).await?;
-        docs.iter().map(|doc| decode::run_from_json(doc)).collect()
+        let runs = docs
+            .iter()
+            .map(|doc| decode::run_from_json(doc))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.commit_answer(tx, "transition_all", runs).await
     }
 
-    /// The transition's guarded update, in a transaction when the dialect must lock first or
-    /// a step needs a statement of its own; the run document, or `None` when the guard matched
-    /// no row.
+    /// The transition's guarded update, in a transaction when the dialect must lock first, a
+    /// step needs a statement of its own or the answer is recorded (an operation in scope);
+    /// the run, or `None` when the guard matched no row.
     async fn guarded_transition(
         &self,
         id: RunId,
         expected: u64,
         transition: &Transition,
-    ) -> Result<Option<String>, StoreError> {
-        if !self.needs_transaction(transition) {
+    ) -> Result<Option<RunRecord>, StoreError> {
+        if !self.needs_transaction(transition) && !self.answers_in_scope() {
             let params = binds::transition(id, expected, transition);
             return self
                 .fetch_text(On::Write, &self.sql.own.transition, &params)
-                .await;
+                .await?
+                .map(|doc| decode::run_from_json(&doc))
+                .transpose();
         }
         let mut tx = self.begin().await?;
         let Some(doc) = self
@@ -165,8 +189,8 @@ impl<D: Dialect> SqlStore<D> {
         else {
             return Ok(None);
         };
-        self.commit(tx).await?;
-        Ok(Some(doc))
+        let run = decode::run_from_json(&doc)?;
+        self.commit_answer(tx, "transition", run).await.map(Some)
     }
 
     /// Whether a transition needs more than its one guarded statement.
@@ -268,6 +292,9 @@ impl<D: Dialect> SqlStore<D> {
         mut entry: EntryRecord,
         child: NewRun,
     ) -> Result<RunRecord, StoreError> {
+        if let Some(answer) = self.first_answer("start_child").await? {
+            return Ok(answer);
+        }
         let mut tx = self.begin().await?;
         entry.output = Some(Value::String(child.id.to_string()));
         // No child starts while a pause is requested, as no task attempt does.
@@ -303,8 +330,7 @@ impl<D: Dialect> SqlStore<D> {
                 existing
             }
         };
-        self.commit(tx).await?;
-        Ok(run)
+        self.commit_answer(tx, "start_child", run).await
     }
 
     pub(crate) async fn put_sleep(
@@ -327,6 +353,9 @@ impl<D: Dialect> SqlStore<D> {
 
     pub(crate) async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
         event.check_name()?;
+        if let Some(answer) = self.first_answer("append_event").await? {
+            return Ok(answer);
+        }
         let mut tx = self.begin().await?;
         // Locking the run (PostgreSQL; SQLite's transaction holds the write lock) serializes
         // index assignment per run, and makes the wake-up see the run's latest status.
@@ -369,16 +398,16 @@ impl<D: Dialect> SqlStore<D> {
             self.execute(On::Tx(&mut tx), &self.sql.wake_for_event, &params)
                 .await?;
         }
-        self.commit(tx).await?;
-        let Some(index) = index else {
-            return Ok(AppendOutcome::Duplicate);
+        let outcome = match index {
+            None => AppendOutcome::Duplicate,
+            Some(index) => AppendOutcome::Appended {
+                index: u32::try_from(index).map_err(|_| StoreError::Corrupt {
+                    message: format!("event index {index} is out of range"),
+                })?,
+                woke: wakes,
+            },
         };
-        Ok(AppendOutcome::Appended {
-            index: u32::try_from(index).map_err(|_| StoreError::Corrupt {
-                message: format!("event index {index} is out of range"),
-            })?,
-            woke: wakes,
-        })
+        self.commit_answer(tx, "append_event", outcome).await
     }
 
     pub(crate) async fn record_event_slot(

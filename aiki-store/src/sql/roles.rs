@@ -277,4 +277,15 @@ impl<D: Dialect> Sweeper for SqlStore<D> {
     ) -> Result<u64, crate::StoreError> {
         self.prune_workers(lease, now, older_than_ms).await
     }
+
+    async fn forget_operations(
+        &self,
+        lease: &crate::Lease,
+        now: crate::Millis,
+        older_than_ms: i64,
+        limit: u32,
+    ) -> Result<u64, crate::StoreError> {
+        self.forget_operations(lease, now, older_than_ms, limit)
+            .await
+    }
 }

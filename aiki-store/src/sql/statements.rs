@@ -47,6 +47,9 @@ pub(crate) struct Level {
     pub(crate) config: bool,
     /// The API keys migration (SQLite 17, PostgreSQL 18): the keys an aiki server checks.
     pub(crate) keys: bool,
+    /// The operation answers migration (SQLite 18, PostgreSQL 19): first answers of
+    /// operations sent with an id (see [`crate::operation`]).
+    pub(crate) answers: bool,
 }
 
 impl Level {
@@ -57,6 +60,7 @@ impl Level {
         leases: true,
         config: true,
         keys: true,
+        answers: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -67,6 +71,7 @@ impl Level {
             leases: version >= D::LEASES,
             config: version >= D::CONFIG,
             keys: version >= D::KEYS,
+            answers: version >= D::ANSWERS,
         }
     }
 }
@@ -195,7 +200,7 @@ fn release_set(now: &str, actor: &str) -> String {
 /// and token are the placeholders from `$first` on: the sweep does nothing unless that lease is
 /// still held so and unexpired (by [`Dialect::claim_time`]). Nothing on a schema without
 /// leases, whose sweeps are unfenced (and bind no lease).
-fn fence<D: Dialect>(dialect: &D, level: Level, now: &str, first: u8) -> String {
+pub(crate) fn fence<D: Dialect>(dialect: &D, level: Level, now: &str, first: u8) -> String {
     if !level.leases {
         return String::new();
     }
@@ -403,6 +408,8 @@ pub(crate) struct Statements {
     /// Deletes the workers not seen within `$2` ms before `$1` (or the database's clock), under
     /// lease `$3`..`$5`.
     pub(crate) prune_workers: String,
+    /// The answers of operations, on a schema that keeps them.
+    pub(crate) answers: Option<super::answers::AnswerStatements>,
     /// Upserts the catalog entry of workflow `$1` version `$2` (fingerprint `$3`, the entry as
     /// JSON `$4`, published by `$5` at `$6` or the database's clock); returns the time.
     pub(crate) publish_catalog: String,
@@ -655,6 +662,7 @@ impl Statements {
                     "NULL::text, NULL::bigint, NULL::bigint, NULL::bigint"
                 }
             )),
+            answers: super::answers::AnswerStatements::new(dialect, level),
             prune_workers: render(format!(
                 "DELETE FROM aiki_workers WHERE last_seen_at < {now} - $2{fence}",
                 now = dialect.claim_time("$1"),

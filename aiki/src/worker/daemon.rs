@@ -84,6 +84,12 @@ impl Pass {
         self.moved += moved;
         self.full |= moved >= u64::from(limit);
     }
+
+    /// Counts a batch of housekeeping that moves no run (forgotten rows): only whether it
+    /// came back full.
+    fn tidied(&mut self, done: u64, limit: u32) {
+        self.full |= done >= u64::from(limit);
+    }
 }
 
 /// A worker's daemons: the sweeps over the store it runs when it holds the lease.
@@ -192,6 +198,13 @@ impl Daemons {
         let max_age = config.stall_max_age_ms;
         pass.add(
             sweep(sweeper.stall_undelivered(&lease, now, max_age, limit)).await?,
+            limit,
+        );
+        // The answers the store keeps for repeated operations (an aiki server's requests),
+        // a row per write: forgotten as they age, a batch per pass, so they never pile up.
+        let kept = aiki_store::operation::KEPT_FOR_MS;
+        pass.tidied(
+            sweep(sweeper.forget_operations(&lease, now, kept, limit)).await?,
             limit,
         );
         self.prune_workers(&lease, now, config.worker_retention_ms)

@@ -325,4 +325,16 @@ impl aiki::store::Sweeper for Counting {
         self.count("prune_workers");
         self.inner.prune_workers(lease, now, older_than_ms).await
     }
+    async fn forget_operations(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        older_than_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        self.count("forget_operations");
+        self.inner
+            .forget_operations(lease, now, older_than_ms, limit)
+            .await
+    }
 }

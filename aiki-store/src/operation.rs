@@ -1,0 +1,130 @@
+//! Operations done once however often they are sent: a write made inside [`scope`] records
+//! its answer under the scope's [`OperationId`] in the same transaction as the change, and a
+//! repeat of it (the same id, the same kind of write) gets that first answer back instead of
+//! doing the write again, before any revision or status check.
+//!
+//! This is how an answer lost on the way costs nothing: an aiki server runs each write request
+//! inside a scope named by the request's idempotency key (see [`crate::api::IDEMPOTENCY_KEY`]),
+//! so a client that sends the request again, to the same server or to another one in front of
+//! the same store, even after the first server was restarted, gets the first answer: the same
+//! claimed runs, the same new run, the same transition, never a spurious revision conflict, a
+//! second run or a second event.
+//!
+//! Outside a scope, writes are done as ever and record nothing. Answers are kept for
+//! [`KEPT_FOR_MS`] and then forgotten by the leader's sweep
+//! ([`Sweeper::forget_operations`](crate::Sweeper::forget_operations)).
+//!
+//! ```
+//! use aiki_store::operation::{self, OperationId};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let id = OperationId::new("b1f2c3d4-request-7").unwrap();
+//! let seen = operation::scope(id.clone(), async { operation::current() }).await;
+//! assert_eq!(seen, Some(id));
+//! assert_eq!(operation::current(), None);
+//! # });
+//! ```
+
+use std::fmt;
+use std::future::Future;
+
+use crate::StoreError;
+
+/// How long a first answer is kept for its repeats: ten minutes, far beyond a client's
+/// resends (seconds) and a server's restart, and short enough that the answers of a busy store
+/// stay a small table.
+pub const KEPT_FOR_MS: i64 = 10 * 60 * 1000;
+
+/// The longest operation id.
+pub const MAX_LEN: usize = 128;
+
+/// The id of one operation, the same for every repeat of it: at most [`MAX_LEN`] ASCII
+/// letters, digits and `-_.:`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OperationId(String);
+
+impl OperationId {
+    /// An operation id, checked.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Invalid`] for an empty or too long id, or one with other characters.
+    pub fn new(id: impl Into<String>) -> Result<Self, StoreError> {
+        let id = id.into();
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "-_.:".contains(c);
+        if id.is_empty() || id.len() > MAX_LEN || !id.chars().all(allowed) {
+            return Err(StoreError::Invalid {
+                message: format!(
+                    "operation id {id:?} is not 1 to {MAX_LEN} ASCII letters, digits and `-_.:`"
+                ),
+            });
+        }
+        Ok(Self(id))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for OperationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: OperationId;
+}
+
+/// Runs `work` as operation `id`: each write it makes to a store is done once per id (see the
+/// module's documentation). One scope is meant for one write.
+pub async fn scope<F: Future>(id: OperationId, work: F) -> F::Output {
+    CURRENT.scope(id, work).await
+}
+
+/// The operation in scope on this task, if any.
+pub fn current() -> Option<OperationId> {
+    CURRENT.try_with(Clone::clone).ok()
+}
+
+/// This machine's clock in unix ms: when an answer is recorded.
+pub(crate) fn wall_clock_ms() -> crate::Millis {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A recorded first answer's key: the operation and the kind of write, so that an id reused
+/// for another kind of write is not mistaken for a repeat.
+pub(crate) fn key(id: &OperationId, kind: &str) -> String {
+    format!("{kind}/{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_checked() {
+        assert!(OperationId::new("9f1c-ab_12.x:y").is_ok());
+        for bad in ["", "has space", "ünïcode", &"x".repeat(MAX_LEN + 1)] {
+            let error = OperationId::new(bad).unwrap_err();
+            assert!(matches!(error, StoreError::Invalid { .. }), "{bad:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_scope_ends_with_its_work() {
+        let id = OperationId::new("one").unwrap();
+        let inner = scope(id.clone(), async {
+            tokio::task::yield_now().await;
+            current()
+        })
+        .await;
+        assert_eq!(inner, Some(id));
+        assert_eq!(current(), None);
+    }
+}

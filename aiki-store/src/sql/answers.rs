@@ -1,0 +1,125 @@
+//! First answers of operations (see [`crate::operation`]) on both SQL databases: one row per
+//! operation, written in the transaction of the write it answers.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::SqlStore;
+use super::dialect::{Dialect, On, Param, Tx, params};
+use super::statements::{Level, fence};
+use crate::operation::{self, OperationId};
+use crate::{Lease, Millis, StoreError};
+
+/// The statements of the answers table, on a schema that has it.
+#[derive(Debug)]
+pub(crate) struct AnswerStatements {
+    /// The answer of id `$1`.
+    first: String,
+    /// Records answer `$2` for id `$1` at `$3`, unless the id has one.
+    record: String,
+    /// Forgets up to `$3` answers recorded before `$1 - $2`, fenced by the lease from `$4` on.
+    forget: String,
+}
+
+impl AnswerStatements {
+    /// The statements in `D`'s syntax, or `None` on a schema without answers.
+    pub(crate) fn new<D: Dialect>(dialect: &D, level: Level) -> Option<Self> {
+        if !level.answers {
+            return None;
+        }
+        let render = |sql: String| (D::DRIVER.render)(&sql);
+        Some(Self {
+            first: render("SELECT answer FROM aiki_operation_answers WHERE id = $1".to_owned()),
+            record: render(
+                "INSERT INTO aiki_operation_answers (id, answer, recorded_at) \
+                 VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING"
+                    .to_owned(),
+            ),
+            // By the caller's clock: answers are recorded by this machine's.
+            forget: render(format!(
+                "DELETE FROM aiki_operation_answers WHERE id IN (SELECT id FROM \
+                 aiki_operation_answers WHERE recorded_at < $1 - $2 ORDER BY recorded_at \
+                 LIMIT $3){fence}",
+                fence = fence(dialect, level, "$1", 4),
+            )),
+        })
+    }
+}
+
+/// The operation in scope, if this store records answers.
+fn in_scope<D: Dialect>(store: &SqlStore<D>) -> Option<(OperationId, &AnswerStatements)> {
+    Some((operation::current()?, store.sql.answers.as_ref()?))
+}
+
+impl<D: Dialect> SqlStore<D> {
+    /// Whether a write should be done in a transaction that records its answer: an operation
+    /// is in scope and the schema keeps answers.
+    pub(crate) fn answers_in_scope(&self) -> bool {
+        in_scope(self).is_some()
+    }
+
+    /// The first answer of the operation in scope to a write of `kind`, if one was recorded.
+    pub(crate) async fn first_answer<T: DeserializeOwned>(
+        &self,
+        kind: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let Some((id, sql)) = in_scope(self) else {
+            return Ok(None);
+        };
+        let key = operation::key(&id, kind);
+        let Some(answer) = self.fetch_text(On::Read, &sql.first, &params![key]).await? else {
+            return Ok(None);
+        };
+        serde_json::from_str(&answer)
+            .map(Some)
+            .map_err(|error| StoreError::Corrupt {
+                message: format!("the recorded answer of operation {id} ({kind}): {error}"),
+            })
+    }
+
+    /// Commits `tx`, and with it `answer` as the first answer of the operation in scope to a
+    /// write of `kind`. A repeat of the operation that recorded its answer first (concurrently,
+    /// through another server) wins: this write is rolled back and that answer returned.
+    pub(crate) async fn commit_answer<T: Serialize + DeserializeOwned>(
+        &self,
+        mut tx: Tx<D>,
+        kind: &str,
+        answer: T,
+    ) -> Result<T, StoreError> {
+        if let Some((id, sql)) = in_scope(self) {
+            let text = serde_json::to_string(&answer).expect("BUG: an answer serializes");
+            let params = params![operation::key(&id, kind), text, wall_clock()];
+            if self.execute(On::Tx(&mut tx), &sql.record, &params).await? == 0 {
+                drop(tx);
+                return self
+                    .first_answer(kind)
+                    .await?
+                    .ok_or_else(|| StoreError::Corrupt {
+                        message: format!("operation {id} ({kind}) was answered, then forgotten"),
+                    });
+            }
+        }
+        self.commit(tx).await?;
+        Ok(answer)
+    }
+
+    /// Forgets up to `limit` answers recorded more than `older_than_ms` before `now`.
+    pub(crate) async fn forget_operations(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        older_than_ms: i64,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        let Some(sql) = &self.sql.answers else {
+            return Ok(0);
+        };
+        let params = self.fenced(&params![now, older_than_ms, i64::from(limit)], lease);
+        self.execute(On::Write, &sql.forget, &params).await
+    }
+}
+
+/// This machine's clock: when an answer was recorded.
+fn wall_clock() -> Param<'static> {
+    Param::from(operation::wall_clock_ms())
+}
