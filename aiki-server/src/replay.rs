@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aiki_store::api::IDEMPOTENCY_KEY;
+use aiki_store::api::{FRESH_OPERATION, IDEMPOTENCY_KEY};
 use aiki_store::operation::{self, OperationId};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -156,7 +156,17 @@ pub(crate) async fn replay(
     };
     // The store records the answer with the write, under an id of this caller, route and
     // key: a repeat that reaches another server, or this one restarted, gets it from there.
-    let response = operation::scope(operation_id(&id), next.run(request)).await;
+    // A first send (the client says it made the key just now) needs no look for an answer.
+    let fresh = request
+        .headers()
+        .get(FRESH_OPERATION)
+        .is_some_and(|value| value == "true");
+    let operation = operation_id(&id);
+    let response = if fresh {
+        operation::fresh_scope(operation, next.run(request)).await
+    } else {
+        operation::scope(operation, next.run(request)).await
+    };
     let (parts, body) = response.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();

@@ -101,6 +101,13 @@ pub mod path {
 /// be sent again, to any server in front of the store, without being done twice.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
+/// Sent (`true`) with the first send of an operation whose [`IDEMPOTENCY_KEY`] the client has
+/// just made: no answer can have been recorded for it, so the store need not look for one (a
+/// statement saved per write). A repeat is sent without it. Sent wrongly on a repeat, it costs
+/// correctness nothing but the first answer of a write that the repeat's own checks refuse:
+/// a write the repeat does is rolled back for the answer already recorded.
+pub const FRESH_OPERATION: &str = "aiki-fresh-operation";
+
 /// The longest a claim may wait for work ([`ClaimWait::wait_ms`] is capped to it, and to a
 /// second below the server's request timeout).
 pub const MAX_CLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(20);

@@ -74,19 +74,39 @@ impl fmt::Display for OperationId {
     }
 }
 
+/// The operation in scope: its id, and whether it is known to be sent for the first time.
+#[derive(Clone, Debug)]
+struct Scope {
+    id: OperationId,
+    fresh: bool,
+}
+
 tokio::task_local! {
-    static CURRENT: OperationId;
+    static CURRENT: Scope;
 }
 
 /// Runs `work` as operation `id`: each write it makes to a store is done once per id (see the
 /// module's documentation). One scope is meant for one write.
 pub async fn scope<F: Future>(id: OperationId, work: F) -> F::Output {
-    CURRENT.scope(id, work).await
+    CURRENT.scope(Scope { id, fresh: false }, work).await
+}
+
+/// [`scope`], for an operation the caller knows to be new (an id it has just made, sent for
+/// the first time): the store records its answer without first looking for one. Should it be
+/// a repeat after all, a write it does is rolled back for the first answer; a write its own
+/// checks refuse is refused.
+pub async fn fresh_scope<F: Future>(id: OperationId, work: F) -> F::Output {
+    CURRENT.scope(Scope { id, fresh: true }, work).await
 }
 
 /// The operation in scope on this task, if any.
 pub fn current() -> Option<OperationId> {
-    CURRENT.try_with(Clone::clone).ok()
+    CURRENT.try_with(|scope| scope.id.clone()).ok()
+}
+
+/// Whether the operation in scope is known to be new (see [`fresh_scope`]).
+pub(crate) fn is_fresh() -> bool {
+    CURRENT.try_with(|scope| scope.fresh).unwrap_or(false)
 }
 
 /// This machine's clock in unix ms: when an answer is recorded.

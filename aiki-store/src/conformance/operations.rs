@@ -172,3 +172,25 @@ pub async fn check_answers_are_forgotten_after_their_time(store: &dyn Store) {
     // Other checks on a shared database may record answers meanwhile: at least these three.
     assert!(first + rest >= 3, "then the rest: {rest}");
 }
+
+/// A repeat sent as new ([`operation::fresh_scope`], which skips the look for an answer): the
+/// write it does is rolled back, and it gets the first answer.
+pub async fn check_a_repeat_sent_as_new_gets_the_first_answer(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    let now = LOCAL_TIME;
+    let namespace = namespace();
+    let id = fresh();
+    let first = operation::fresh_scope(
+        id.clone(),
+        store.create_run(new_run(&namespace, RunStatus::Queued, now)),
+    )
+    .await
+    .expect("create_run");
+    let second_run = new_run(&namespace, RunStatus::Queued, now + 1);
+    let second_id = second_run.id;
+    let again = operation::fresh_scope(id, store.create_run(second_run))
+        .await
+        .expect("the repeat");
+    assert_eq!(again, first, "the first answer");
+    assert_not_found(store.get_run(second_id).await);
+}

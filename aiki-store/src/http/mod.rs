@@ -110,8 +110,10 @@ impl HttpStore {
         // One operation, one key, however often it is sent: the server answers a repeat with
         // the first answer (see `crate::api::IDEMPOTENCY_KEY`). The operation in scope, if any,
         // names it (see `crate::operation`).
-        let operation = crate::operation::current()
-            .map_or_else(|| uuid::Uuid::new_v4().to_string(), |id| id.to_string());
+        let scoped = crate::operation::current();
+        let made_here = scoped.is_none();
+        let operation =
+            scoped.map_or_else(|| uuid::Uuid::new_v4().to_string(), |id| id.to_string());
         let mut pause = Duration::from_millis(50);
         let mut attempt = 1;
         let (status, bytes) = loop {
@@ -119,6 +121,10 @@ impl HttpStore {
                 .client
                 .request(method.clone(), format!("{}{path}", self.base))
                 .header(crate::api::IDEMPOTENCY_KEY, &operation);
+            if made_here && attempt == 1 {
+                // A key made just now: nothing can be recorded for it yet.
+                request = request.header(crate::api::FRESH_OPERATION, "true");
+            }
             if let Some(key) = &self.key {
                 request = request.bearer_auth(key);
             }

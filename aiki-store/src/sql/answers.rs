@@ -66,7 +66,20 @@ impl<D: Dialect> SqlStore<D> {
         let Some((id, sql)) = in_scope(self) else {
             return Ok(None);
         };
-        let key = operation::key(&id, kind);
+        if operation::is_fresh() {
+            return Ok(None);
+        }
+        self.recorded_answer(&id, sql, kind).await
+    }
+
+    /// The answer recorded for operation `id` and a write of `kind`, if any.
+    async fn recorded_answer<T: DeserializeOwned>(
+        &self,
+        id: &OperationId,
+        sql: &AnswerStatements,
+        kind: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let key = operation::key(id, kind);
         let Some(answer) = self.fetch_text(On::Read, &sql.first, &params![key]).await? else {
             return Ok(None);
         };
@@ -91,12 +104,11 @@ impl<D: Dialect> SqlStore<D> {
             let params = params![operation::key(&id, kind), text, wall_clock()];
             if self.execute(On::Tx(&mut tx), &sql.record, &params).await? == 0 {
                 drop(tx);
-                return self
-                    .first_answer(kind)
-                    .await?
-                    .ok_or_else(|| StoreError::Corrupt {
+                return self.recorded_answer(&id, sql, kind).await?.ok_or_else(|| {
+                    StoreError::Corrupt {
                         message: format!("operation {id} ({kind}) was answered, then forgotten"),
-                    });
+                    }
+                });
             }
         }
         self.commit(tx).await?;
