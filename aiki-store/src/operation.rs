@@ -10,6 +10,12 @@
 //! claimed runs, the same new run, the same transition, never a spurious revision conflict, a
 //! second run or a second event.
 //!
+//! Claims are the one exception to "the same transaction": a claim records its answer in a
+//! statement right after it (an empty claim records nothing), so that a long poll's empty
+//! attempts stay one statement each. A crash between the two costs only a delay: the repeat
+//! claims other runs, and the runs of the lost answer are released by claim recovery, their
+//! recorded tasks never run again.
+//!
 //! Outside a scope, writes are done as ever and record nothing. Answers are kept for
 //! [`KEPT_FOR_MS`] and then forgotten by the leader's sweep
 //! ([`Sweeper::forget_operations`](crate::Sweeper::forget_operations)).

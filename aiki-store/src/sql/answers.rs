@@ -115,6 +115,32 @@ impl<D: Dialect> SqlStore<D> {
         Ok(answer)
     }
 
+    /// Records `answer` for the operation in scope after its write committed, in a statement
+    /// of its own: for claims, whose repeat after a crash between the two statements costs a
+    /// delay and never a second effect (the runs the lost answer claimed are released by claim
+    /// recovery, their tasks never run twice), and whose long polls claim nothing far more
+    /// often than something, which a transaction per attempt would make cost three
+    /// statements instead of one. The answer to give: this one, or the one a concurrent repeat
+    /// recorded first.
+    pub(crate) async fn record_after<T: Serialize + DeserializeOwned>(
+        &self,
+        kind: &str,
+        answer: T,
+    ) -> Result<T, StoreError> {
+        let Some((id, sql)) = in_scope(self) else {
+            return Ok(answer);
+        };
+        let text = serde_json::to_string(&answer).expect("BUG: an answer serializes");
+        let params = params![operation::key(&id, kind), text, wall_clock()];
+        if self.execute(On::Write, &sql.record, &params).await? == 0 {
+            return Ok(self
+                .recorded_answer(&id, sql, kind)
+                .await?
+                .unwrap_or(answer));
+        }
+        Ok(answer)
+    }
+
     /// Forgets up to `limit` answers recorded more than `older_than_ms` before `now`.
     pub(crate) async fn forget_operations(
         &self,

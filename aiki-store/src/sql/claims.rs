@@ -21,21 +21,15 @@ impl<D: Dialect> SqlStore<D> {
             Param::from(i64::from(request.limit)),
             Param::List(request.skip.iter().map(RunId::to_string).collect()),
         ];
-        if self.answers_in_scope() {
-            if let Some(answer) = self.first_answer("claim").await? {
-                return Ok(answer);
-            }
-            let mut tx = self.begin().await?;
-            let rows = self
-                .fetch(On::Tx(&mut tx), &self.sql.own.claim, &params)
-                .await?;
-            if rows.is_empty() {
-                // Nothing changed, nothing to answer again: a long poll claims anew.
-                return claimed(rows);
-            }
-            return self.commit_answer(tx, "claim", claimed(rows)?).await;
+        if let Some(answer) = self.first_answer("claim").await? {
+            return Ok(answer);
         }
-        claimed(self.fetch(On::Write, &self.sql.own.claim, &params).await?)
+        let rows = self.fetch(On::Write, &self.sql.own.claim, &params).await?;
+        if rows.is_empty() {
+            // Nothing changed, nothing to answer again: a long poll claims anew.
+            return claimed(rows);
+        }
+        self.record_after("claim", claimed(rows)?).await
     }
 
     pub(crate) async fn claim_run(
@@ -50,20 +44,8 @@ impl<D: Dialect> SqlStore<D> {
             id.into(),
             Param::List(namespaces),
         ];
-        if self.answers_in_scope() {
-            if let Some(answer) = self.first_answer("claim_run").await? {
-                return Ok(answer);
-            }
-            let mut tx = self.begin().await?;
-            let rows = self
-                .fetch(On::Tx(&mut tx), &self.sql.own.claim_run, &params)
-                .await?;
-            if rows.is_empty() {
-                drop(tx);
-                self.get_run(id).await?;
-                return claimed(rows);
-            }
-            return self.commit_answer(tx, "claim_run", claimed(rows)?).await;
+        if let Some(answer) = self.first_answer("claim_run").await? {
+            return Ok(answer);
         }
         let rows = self
             .fetch(On::Write, &self.sql.own.claim_run, &params)
@@ -71,8 +53,9 @@ impl<D: Dialect> SqlStore<D> {
         if rows.is_empty() {
             // Not claimable now, or not there at all.
             self.get_run(id).await?;
+            return claimed(rows);
         }
-        claimed(rows)
+        self.record_after("claim_run", claimed(rows)?).await
     }
 
     pub(crate) async fn refresh_claim(
