@@ -18,13 +18,14 @@ use aiki_store::api::{FRESH_OPERATION, IDEMPOTENCY_KEY};
 use aiki_store::operation::{self, OperationId};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use crate::auth::Caller;
+use crate::error::ApiError;
 
 /// How long a first answer is kept for its repeats.
 pub const KEPT_FOR: Duration = Duration::from_secs(600);
@@ -122,14 +123,13 @@ pub(crate) async fn replay(
     request: Request,
     next: Next,
 ) -> Response {
-    let key = request
-        .headers()
-        .get(IDEMPOTENCY_KEY)
-        .and_then(|value| value.to_str().ok())
-        .filter(|key| !key.is_empty() && key.len() <= 200)
-        .map(str::to_owned);
-    let Some(key) = key.filter(|_| request.method() != Method::GET) else {
+    if request.method() == Method::GET {
         return next.run(request).await;
+    }
+    let (key, fresh) = match headers(request.headers()) {
+        Ok(Some(found)) => found,
+        Ok(None) => return next.run(request).await,
+        Err(error) => return error.into_response(),
     };
     let caller = request
         .extensions()
@@ -157,10 +157,6 @@ pub(crate) async fn replay(
     // The store records the answer with the write, under an id of this caller, route and
     // key: a repeat that reaches another server, or this one restarted, gets it from there.
     // A first send (the client says it made the key just now) needs no look for an answer.
-    let fresh = request
-        .headers()
-        .get(FRESH_OPERATION)
-        .is_some_and(|value| value == "true");
     let operation = operation_id(&id);
     let response = if fresh {
         operation::fresh_scope(operation, next.run(request)).await
@@ -188,6 +184,50 @@ pub(crate) async fn replay(
     let _ = sender.send(Some(answer.clone()));
     drop(unfinished);
     answer.response()
+}
+
+/// The longest idempotency key.
+const MAX_KEY_LEN: usize = 200;
+
+/// A write's idempotency key and whether it is marked as a first send, if it has a key; a
+/// malformed key or mark is refused (400), never ignored, so that no client believes a write
+/// protected that is not.
+fn headers(headers: &HeaderMap) -> Result<Option<(String, bool)>, ApiError> {
+    let fresh = match headers.get(FRESH_OPERATION).map(HeaderValue::as_bytes) {
+        None => false,
+        Some(b"true") => true,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                format!("header `{FRESH_OPERATION}` is `true` or absent"),
+            ));
+        }
+    };
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        if fresh {
+            return Err(ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "header `{FRESH_OPERATION}` marks the first send of an idempotency key; send `{IDEMPOTENCY_KEY}` with it"
+                ),
+            ));
+        }
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|key| !key.is_empty() && key.len() <= MAX_KEY_LEN && !key.contains(' '))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "header `{IDEMPOTENCY_KEY}` is 1 to {MAX_KEY_LEN} visible ASCII characters \
+                     (a UUID made per operation, the same for each repeat of it)"
+                ),
+            )
+        })?;
+    Ok(Some((key.to_owned(), fresh)))
 }
 
 /// The store's operation id of the request named `id` (caller, method, path and idempotency
