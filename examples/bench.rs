@@ -332,14 +332,14 @@ impl WorkerProcess {
 
     /// Starts one, with a subscriber recording at `info` if `traced`.
     async fn start_traced(url: &str, traced: bool) -> anyhow::Result<WorkerProcess> {
-        Self::start_with(url, "--worker", traced).await
+        Self::start_with(&["--worker", url], traced).await
     }
 
-    /// Starts one in `mode` (`--worker`, `--idle-worker`).
-    async fn start_with(url: &str, mode: &str, traced: bool) -> anyhow::Result<WorkerProcess> {
+    /// Starts one with `args` (a mode, `--worker`, `--idle-worker` or `--remote-worker`, and
+    /// its arguments).
+    async fn start_with(args: &[&str], traced: bool) -> anyhow::Result<WorkerProcess> {
         let mut child = tokio::process::Command::new(std::env::current_exe()?)
-            .arg(mode)
-            .arg(url)
+            .args(args)
             .env(
                 tracing_cost::TRACING_ENV,
                 if traced { "info" } else { "none" },

@@ -42,7 +42,7 @@ pub(crate) async fn measure(url: &str, processes: usize, seconds: u64) -> anyhow
     drop(aiki::connect(url).await?);
     let mut fleet = Vec::new();
     for _ in 0..processes {
-        fleet.push(super::WorkerProcess::start_with(url, "--idle-worker", false).await?);
+        fleet.push(super::WorkerProcess::start_with(&["--idle-worker", url], false).await?);
     }
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(seconds)).await;

@@ -3,7 +3,6 @@
 //! over HTTP, long-polling claims), one-task start → completed p50/p99 with a remote worker,
 //! and the long-poll wake-up (a run's start → its claim by a worker waiting on the server).
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +10,7 @@ use aiki::store::http::HttpStore;
 use aiki::{Client, RunStatus, Worker, WorkerStore};
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 
 use super::{Chain, One, WorkerProcess, now_ms, percentile, sorted, wait_for};
 
@@ -36,24 +35,9 @@ pub(crate) async fn worker_process(url: String, key: String) -> anyhow::Result<(
 }
 
 async fn start_remote_worker(server: &str, key: &str) -> anyhow::Result<WorkerProcess> {
-    let mut child = tokio::process::Command::new(std::env::current_exe()?)
-        .args(["--remote-worker", server, key])
-        .env(super::tracing_cost::TRACING_ENV, "none")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()?;
-    let stdout = child.stdout.take().context("worker stdout")?;
-    let mut lines = BufReader::new(stdout).lines();
-    match tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await {
-        Ok(Ok(Some(line))) if line == "ready" => Ok(WorkerProcess { child, lines }),
-        other => anyhow::bail!("remote worker process did not get ready: {other:?}"),
-    }
+    WorkerProcess::start_with(&["--remote-worker", server, key], false).await
 }
 
-/// A server in this process on the store at `url`, with a key that may execute and operate:
-/// its base URL, the key, and the task serving it.
 struct Served {
     url: String,
     key: String,
