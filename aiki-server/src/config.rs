@@ -16,21 +16,15 @@ pub struct ServerConfig {
     pub(crate) rate_limit: Option<(std::num::NonZeroU32, std::num::NonZeroU32)>,
 }
 
-/// Whose clock stamps a request's time.
+/// The server's clock, which stamps every request: every `now` a request carries is replaced
+/// by it, so a remote machine's skewed clock never dates a run, an event or a claim.
 #[derive(Clone, Debug)]
-pub(crate) enum Time {
-    /// The server's: every `now` a request carries is replaced by it, so a remote machine's
-    /// skewed clock never dates a run, an event or a claim.
-    Server(Arc<dyn Clock>),
-    /// The caller's, as sent: only for a caller that shares the server's clock (a test in the
-    /// same process).
-    Caller,
-}
+pub(crate) struct Time(Arc<dyn Clock>);
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
-            time: Time::Server(Arc::new(SystemClock)),
+            time: Time(Arc::new(SystemClock)),
             body_limit: 4 << 20,
             request_timeout: Duration::from_secs(30),
             auth: true,
@@ -43,15 +37,7 @@ impl ServerConfig {
     /// Stamps requests by `clock` instead of the system clock (a
     /// [`ManualClock`](aiki::ManualClock) shared with the test's workers).
     pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.time = Time::Server(Arc::new(clock));
-        self
-    }
-
-    /// Takes every request's `now` as sent. Only for callers in this process that read the
-    /// server's own clock (the conformance suite, whose checks pass their times): a remote
-    /// caller's clock may be hours off.
-    pub fn trust_caller_time(mut self) -> Self {
-        self.time = Time::Caller;
+        self.time = Time(Arc::new(clock));
         self
     }
 
@@ -90,11 +76,8 @@ impl ServerConfig {
 }
 
 impl Time {
-    /// The time of a request that says it is `caller`'s `now`.
-    pub(crate) fn stamp(&self, caller: Millis) -> Millis {
-        match self {
-            Time::Server(clock) => clock.now(),
-            Time::Caller => caller,
-        }
+    /// The time of a request: the server's, whatever the caller sent.
+    pub(crate) fn now(&self) -> Millis {
+        self.0.now()
     }
 }

@@ -17,7 +17,7 @@ use support::remote::Remote;
 const NOW: i64 = 4_000_000_000_000;
 
 async fn server() -> Remote {
-    let config = ServerConfig::default().trust_caller_time();
+    let config = ServerConfig::default().clock(aiki::ManualClock::new(NOW));
     Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
 }
 
@@ -257,7 +257,7 @@ async fn a_key_over_its_rate_is_429_and_other_keys_are_not_slowed() {
     let one = std::num::NonZeroU32::new(1).unwrap();
     let three = std::num::NonZeroU32::new(3).unwrap();
     let config = ServerConfig::default()
-        .trust_caller_time()
+        .clock(aiki::ManualClock::new(NOW))
         .rate_limit(one, three);
     let remote = Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await;
     let busy = key(&remote, &[Scope::Read]).await;

@@ -1,25 +1,43 @@
 //! The conformance suite through `HttpStore` and a real server, on every backend: memory,
-//! a SQLite file, and PostgreSQL (skipped without a server unless `CI=true`). The server trusts
-//! the checks' times (they pass their own clocks' readings, as the server's in-process callers
-//! may) and checks no key (`auth.rs` tests the keys); the sweeper group goes to the backing
-//! store.
+//! a SQLite file, and PostgreSQL (skipped without a server unless `CI=true`). The servers run
+//! in the test process and stamp every request by a clock shared with the checks, which each
+//! call sets to the time the check gives it (the API has no clock route: a remote caller's
+//! times are never taken). The servers check no key (`auth.rs` tests the keys); the sweeper
+//! group goes to the backing store.
 
 mod support;
 
 use aiki_server::ServerConfig;
-use support::remote::Remote;
+use support::remote::{Remote, SharedTime};
 
-fn config() -> ServerConfig {
-    ServerConfig::default()
-        .trust_caller_time()
-        .insecure_no_auth()
+/// How the servers in front of `backing` are started.
+#[derive(Clone, Copy)]
+enum Servers {
+    One,
+    Two,
+    /// One, behind a fault layer dropping every tenth write's answer.
+    Faulty,
+}
+
+/// `servers` in front of `backing`, stamping requests by a clock the checks' calls set.
+async fn behind(backing: aiki_store::BoxStore, servers: Servers) -> Remote {
+    let time = SharedTime::new();
+    let config = ServerConfig::default()
+        .clock(time.clone())
+        .insecure_no_auth();
+    let remote = match servers {
+        Servers::One => Remote::start(backing, config).await,
+        Servers::Two => Remote::start_two(backing, config).await,
+        Servers::Faulty => Remote::start_with_faults(backing, config, 10).await,
+    };
+    remote.sharing(time)
 }
 
 mod memory {
     use super::*;
 
     aiki_store::conformance_tests!(async {
-        Remote::start(aiki_store::connect("memory:").await.unwrap(), config()).await
+        behind(aiki_store::connect("memory:").await.unwrap(), Servers::One).await
     });
 }
 
@@ -29,7 +47,11 @@ mod memory_through_faults {
     use super::*;
 
     aiki_store::conformance_tests!(async {
-        Remote::start_with_faults(aiki_store::connect("memory:").await.unwrap(), config(), 10).await
+        behind(
+            aiki_store::connect("memory:").await.unwrap(),
+            Servers::Faulty,
+        )
+        .await
     });
 }
 
@@ -59,11 +81,11 @@ mod sqlite {
     }
 
     async fn file_behind_server() -> FileBehindServer {
-        file_behind_servers(1).await
+        file_behind_servers(Servers::One).await
     }
 
     /// `servers` servers (one or two) in front of one SQLite file.
-    async fn file_behind_servers(servers: usize) -> FileBehindServer {
+    async fn file_behind_servers(servers: Servers) -> FileBehindServer {
         let path = std::env::temp_dir().join(format!(
             "aiki-server-conformance-{}.db",
             aiki_store::RunId::new()
@@ -71,10 +93,7 @@ mod sqlite {
         let store = aiki_store::connect(&format!("sqlite://{}", path.display()))
             .await
             .expect("the SQLite store opens");
-        let remote = match servers {
-            1 => Remote::start(store, config()).await,
-            _ => Remote::start_two(store, config()).await,
-        };
+        let remote = behind(store, servers).await;
         FileBehindServer { remote, path }
     }
 
@@ -85,7 +104,7 @@ mod sqlite {
     mod two_servers {
         use super::*;
 
-        aiki_store::conformance_tests!(file_behind_servers(2));
+        aiki_store::conformance_tests!(file_behind_servers(Servers::Two));
     }
 }
 
@@ -95,11 +114,11 @@ mod postgres {
     use aiki_store::postgres::{ClaimClock, PostgresOptions, PostgresStore};
 
     async fn database_behind_server() -> Option<Remote> {
-        database_behind_servers(1).await
+        database_behind_servers(Servers::One).await
     }
 
     /// `servers` servers (one or two) in front of the shared database.
-    async fn database_behind_servers(servers: usize) -> Option<Remote> {
+    async fn database_behind_servers(servers: Servers) -> Option<Remote> {
         let url = support::postgres::shared_database().await?;
         // The suite passes its own times; the database's clock would not follow them.
         let store =
@@ -107,10 +126,7 @@ mod postgres {
                 .await
                 .expect("the PostgreSQL store opens");
         let store: aiki_store::BoxStore = std::sync::Arc::new(store);
-        Some(match servers {
-            1 => Remote::start(store, config()).await,
-            _ => Remote::start_two(store, config()).await,
-        })
+        Some(behind(store, servers).await)
     }
 
     aiki_store::conformance_tests!(database_behind_server());
@@ -119,6 +135,6 @@ mod postgres {
     mod two_servers {
         use super::*;
 
-        aiki_store::conformance_tests!(database_behind_servers(2));
+        aiki_store::conformance_tests!(database_behind_servers(Servers::Two));
     }
 }

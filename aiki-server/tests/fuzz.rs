@@ -265,7 +265,7 @@ async fn every_route_answers_mutated_requests_as_documented() {
         .await
         .unwrap();
     let config = ServerConfig::default()
-        .trust_caller_time()
+        .clock(aiki::ManualClock::new(NOW))
         .body_limit(BODY_LIMIT)
         .request_timeout(Duration::from_secs(10));
     let remote = Remote::start(store.clone(), config).await;

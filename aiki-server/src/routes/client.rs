@@ -47,7 +47,7 @@ pub(crate) async fn create_run(
             .await;
         checked(check.map(drop))?;
     }
-    run.now = app.time.stamp(run.now);
+    run.now = app.time.now();
     run.actor = actor(&key, run.actor);
     let outcome = app.store.create_run(run).await?;
     if let CreateOutcome::Created(run) = &outcome {
@@ -61,7 +61,7 @@ pub(crate) async fn fork_run(
     key: Key,
     Body(mut fork): Body<NewFork>,
 ) -> Answer<CreateOutcome> {
-    fork.run.now = app.time.stamp(fork.run.now);
+    fork.run.now = app.time.now();
     fork.run.actor = actor(&key, fork.run.actor);
     let outcome = app.store.fork_run(fork).await?;
     if let CreateOutcome::Created(run) = &outcome {
@@ -83,7 +83,7 @@ pub(crate) async fn append_event(
             .check_event_json(&namespace, &event.name, &event.data)
             .await,
     )?;
-    event.now = app.time.stamp(event.now);
+    event.now = app.time.now();
     event.actor = actor(&key, event.actor);
     let outcome = app.store.append_event(event).await?;
     if let AppendOutcome::Appended { woke: true, .. } = outcome {
@@ -98,7 +98,7 @@ pub(crate) async fn act(
     key: Key,
     Body(body): Body<Act>,
 ) -> Answer<RunRecord> {
-    let now = app.time.stamp(body.now);
+    let now = app.time.now();
     let actor = actor(&key, body.actor);
     let run = app.store.act(id, body.action, actor, now).await?;
     app.waiters.queued(run.status);
@@ -111,7 +111,7 @@ pub(crate) async fn release_claim(
     key: Key,
     Body(body): Body<ReleaseClaim>,
 ) -> Answer<Option<RunRecord>> {
-    let now = app.time.stamp(body.now);
+    let now = app.time.now();
     let actor = actor(&key, body.actor);
     let released = app
         .store
@@ -129,7 +129,7 @@ pub(crate) async fn transition_all(
     Body(mut moves): Body<Vec<Move>>,
 ) -> Answer<Vec<RunRecord>> {
     for each in &mut moves {
-        each.transition.now = app.time.stamp(each.transition.now);
+        each.transition.now = app.time.now();
         each.transition.actor = actor(&key, each.transition.actor.take());
     }
     let runs = app.store.transition_all(moves).await?;
@@ -145,6 +145,6 @@ pub(crate) async fn set_config(
     Body(body): Body<SetConfig>,
 ) -> Answer<RuntimeConfig> {
     let key = key.parse::<ConfigKey>()?;
-    let now = app.time.stamp(body.now);
+    let now = app.time.now();
     Ok(Json(app.store.set_config(key, body.value, now).await?))
 }

@@ -32,7 +32,7 @@ pub(crate) async fn start_child(
     Body(mut body): Body<StartChild>,
 ) -> Answer<RunRecord> {
     same_run(id, body.entry.run_id)?;
-    body.child.now = app.time.stamp(body.child.now);
+    body.child.now = app.time.now();
     let child = app
         .store
         .start_child(body.expected, body.entry, body.child)
@@ -68,7 +68,7 @@ pub(crate) async fn claim_run(
     RunPath(id): RunPath,
     Body(mut request): Body<ClaimRequest>,
 ) -> Answer<Claimed> {
-    request.now = app.time.stamp(request.now);
+    request.now = app.time.now();
     Ok(Json(app.store.claim_run(request, id).await?))
 }
 
@@ -83,7 +83,7 @@ pub(crate) async fn claim(
     loop {
         let mut seen = app.waiters.watch();
         let mut attempt = request.clone();
-        attempt.now = app.time.stamp(request.now);
+        attempt.now = app.time.now();
         let claimed = app.store.claim(attempt).await?;
         if !claimed.runs.is_empty() || Instant::now() >= deadline {
             return Ok(Json(claimed));
@@ -97,7 +97,7 @@ pub(crate) async fn refresh_claim(
     RunPath(id): RunPath,
     Body(body): Body<RefreshClaim>,
 ) -> Answer<ClaimState> {
-    let now = app.time.stamp(body.now);
+    let now = app.time.now();
     Ok(Json(
         app.store
             .refresh_claim(id, &body.owner, body.expected, now)
@@ -110,7 +110,7 @@ pub(crate) async fn transition(
     RunPath(id): RunPath,
     Body(mut body): Body<TransitionRun>,
 ) -> Answer<RunRecord> {
-    body.transition.now = app.time.stamp(body.transition.now);
+    body.transition.now = app.time.now();
     let run = app
         .store
         .transition(id, body.expected, body.transition)
@@ -123,7 +123,7 @@ pub(crate) async fn record_worker(
     State(app): State<AppState>,
     Body(body): Body<RecordWorker>,
 ) -> Answer<WorkerRecord> {
-    let now = app.time.stamp(body.now);
+    let now = app.time.now();
     Ok(Json(app.store.record_worker(body.worker, now).await?))
 }
 
@@ -131,7 +131,7 @@ pub(crate) async fn publish_catalog(
     State(app): State<AppState>,
     Body(body): Body<PublishCatalog>,
 ) -> Answer<CatalogEntry> {
-    let now = app.time.stamp(body.now);
+    let now = app.time.now();
     Ok(Json(app.store.publish_catalog(body.entry, now).await?))
 }
 

@@ -52,7 +52,7 @@ pub(crate) async fn list_workers(
     State(app): State<AppState>,
     QueryOf(query): QueryOf<WorkersQuery>,
 ) -> Answer<Vec<WorkerRecord>> {
-    let now = app.time.stamp(query.now);
+    let now = app.time.now();
     Ok(Json(app.store.list_workers(now, query.within_ms).await?))
 }
 

@@ -24,6 +24,8 @@ pub struct Remote {
     addr: SocketAddr,
     /// How many answers the fault layer dropped (none without one).
     dropped: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The clock the servers stamp requests by, when the calls' times set it.
+    time: Option<SharedTime>,
 }
 
 impl Remote {
@@ -95,6 +97,22 @@ impl Remote {
             servers: vec![server],
             addr,
             dropped,
+            time: None,
+        }
+    }
+
+    /// Sets `time` (the servers' clock) to the time each call carries before sending it, as
+    /// the conformance checks expect of a store whose clock they control.
+    pub fn sharing(mut self, time: SharedTime) -> Self {
+        self.time = Some(time);
+        self
+    }
+
+    /// Runs `call` with the servers' clock at `now`, when it is shared.
+    async fn at<T>(&self, now: Millis, call: impl std::future::Future<Output = T>) -> T {
+        match &self.time {
+            Some(time) => time.at(now, call).await,
+            None => call.await,
         }
     }
 
@@ -170,7 +188,7 @@ impl ReadStore for Remote {
         now: Millis,
         within_ms: i64,
     ) -> Result<Vec<WorkerRecord>, StoreError> {
-        self.http().list_workers(now, within_ms).await
+        self.at(now, self.http().list_workers(now, within_ms)).await
     }
     async fn changes_since(
         &self,
@@ -195,7 +213,9 @@ impl ExecutorStore for Remote {
         entry: EntryRecord,
         child: NewRun,
     ) -> Result<RunRecord, StoreError> {
-        self.http().start_child(expected, entry, child).await
+        let now = child.now;
+        self.at(now, self.http().start_child(expected, entry, child))
+            .await
     }
     async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
         self.http().put_sleep(expected, sleep).await
@@ -208,10 +228,12 @@ impl ExecutorStore for Remote {
         self.http().record_event_slot(expected, slot).await
     }
     async fn claim_run(&self, request: ClaimRequest, id: RunId) -> Result<Claimed, StoreError> {
-        self.http().claim_run(request, id).await
+        self.at(request.now, self.http().claim_run(request.clone(), id))
+            .await
     }
     async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
-        self.http().claim(request).await
+        self.at(request.now, self.http().claim(request.clone()))
+            .await
     }
     async fn refresh_claim(
         &self,
@@ -220,7 +242,8 @@ impl ExecutorStore for Remote {
         expected: u64,
         now: Millis,
     ) -> Result<ClaimState, StoreError> {
-        self.http().refresh_claim(id, owner, expected, now).await
+        self.at(now, self.http().refresh_claim(id, owner, expected, now))
+            .await
     }
     async fn transition(
         &self,
@@ -228,21 +251,23 @@ impl ExecutorStore for Remote {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
-        self.http().transition(id, expected, transition).await
+        let now = transition.now;
+        self.at(now, self.http().transition(id, expected, transition))
+            .await
     }
     async fn record_worker(
         &self,
         worker: WorkerRecord,
         now: Millis,
     ) -> Result<WorkerRecord, StoreError> {
-        self.http().record_worker(worker, now).await
+        self.at(now, self.http().record_worker(worker, now)).await
     }
     async fn publish_catalog(
         &self,
         entry: CatalogEntry,
         now: Millis,
     ) -> Result<CatalogEntry, StoreError> {
-        self.http().publish_catalog(entry, now).await
+        self.at(now, self.http().publish_catalog(entry, now)).await
     }
     async fn add_catalog_tasks(
         &self,
@@ -259,13 +284,15 @@ impl ExecutorStore for Remote {
 #[async_trait]
 impl ClientStore for Remote {
     async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
-        self.http().create_run(run).await
+        self.at(run.now, self.http().create_run(run.clone())).await
     }
     async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
-        self.http().fork_run(fork).await
+        self.at(fork.run.now, self.http().fork_run(fork.clone()))
+            .await
     }
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
-        self.http().append_event(event).await
+        self.at(event.now, self.http().append_event(event.clone()))
+            .await
     }
     async fn act(
         &self,
@@ -274,7 +301,7 @@ impl ClientStore for Remote {
         actor: Option<String>,
         now: Millis,
     ) -> Result<RunRecord, StoreError> {
-        self.http().act(id, action, actor, now).await
+        self.at(now, self.http().act(id, action, actor, now)).await
     }
     async fn release_claim(
         &self,
@@ -284,12 +311,16 @@ impl ClientStore for Remote {
         confirm_ms: Option<i64>,
         actor: Option<String>,
     ) -> Result<Option<RunRecord>, StoreError> {
-        self.http()
-            .release_claim(id, expected, now, confirm_ms, actor)
-            .await
+        let call = self
+            .http()
+            .release_claim(id, expected, now, confirm_ms, actor);
+        self.at(now, call).await
     }
     async fn transition_all(&self, moves: Vec<Move>) -> Result<Vec<RunRecord>, StoreError> {
-        self.http().transition_all(moves).await
+        match moves.first().map(|first| first.transition.now) {
+            Some(now) => self.at(now, self.http().transition_all(moves)).await,
+            None => self.http().transition_all(moves).await,
+        }
     }
     async fn set_config(
         &self,
@@ -297,7 +328,7 @@ impl ClientStore for Remote {
         value: i64,
         now: Millis,
     ) -> Result<RuntimeConfig, StoreError> {
-        self.http().set_config(key, value, now).await
+        self.at(now, self.http().set_config(key, value, now)).await
     }
 }
 
@@ -374,5 +405,64 @@ impl Sweeper for Remote {
         self.backing
             .forget_operations(lease, now, older_than_ms, limit)
             .await
+    }
+}
+
+/// A clock the checks set: each call that carries a time sets it to that time before it is
+/// sent, and the servers stamp the call by it. Calls of one time run together; a call of
+/// another time waits until they are done, so no server reads a time meant for another call.
+/// Clones share the clock.
+#[derive(Clone, Debug, Default)]
+pub struct SharedTime(std::sync::Arc<TimeInner>);
+
+#[derive(Debug, Default)]
+struct TimeInner {
+    now: std::sync::atomic::AtomicI64,
+    /// The time set and how many calls are running at it.
+    holding: std::sync::Mutex<(Millis, usize)>,
+    left: tokio::sync::Notify,
+}
+
+impl SharedTime {
+    /// A clock at 0, for a server's [`ServerConfig::clock`](aiki_server::ServerConfig::clock).
+    pub fn new() -> SharedTime {
+        SharedTime::default()
+    }
+
+    async fn at<T>(&self, now: Millis, call: impl std::future::Future<Output = T>) -> T {
+        let inner = &*self.0;
+        loop {
+            let left = inner.left.notified();
+            {
+                let mut holding = inner.holding.lock().expect("not poisoned");
+                if holding.1 == 0 || holding.0 == now {
+                    *holding = (now, holding.1 + 1);
+                    inner.now.store(now, std::sync::atomic::Ordering::SeqCst);
+                    break;
+                }
+            }
+            left.await;
+        }
+        let _leave = Leave(inner);
+        call.await
+    }
+}
+
+/// Leaves the time a call ran at, when the call is done or dropped.
+struct Leave<'a>(&'a TimeInner);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        let mut holding = self.0.holding.lock().expect("not poisoned");
+        holding.1 -= 1;
+        if holding.1 == 0 {
+            self.0.left.notify_waiters();
+        }
+    }
+}
+
+impl aiki::Clock for SharedTime {
+    fn now(&self) -> Millis {
+        self.0.now.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
