@@ -302,7 +302,7 @@ fn parse_args() -> anyhow::Result<Mode> {
 /// `--worker <url>`: serves the bench workflows until stdin closes.
 async fn worker_process(url: String) -> anyhow::Result<()> {
     tracing_cost::install_if_asked();
-    let store = aiki::connect(&url).await?;
+    let store = aiki::store::connect(&url).await?;
     let worker = Worker::builder(store)
         .register(Chain)
         .register(ReplayV1)
@@ -651,7 +651,7 @@ async fn throughput_traced(
     workers: usize,
     traced: bool,
 ) -> anyhow::Result<Value> {
-    let store = aiki::connect(url).await?; // migrates before the workers start
+    let store = aiki::store::connect(url).await?; // migrates before the workers start
     let client = Client::new(store).with_poll_interval(Duration::from_millis(5));
     let mut processes = Vec::new();
     for _ in 0..workers {
@@ -737,7 +737,7 @@ async fn accounting_phase(url: &str, runs: u64) -> anyhow::Result<Value> {
     let worker = Worker::builder(store).register(Chain).build()?.start();
     // Watched through another store, so that the status reads are not counted.
     let watcher =
-        Client::new(aiki::connect(url).await?).with_poll_interval(Duration::from_millis(5));
+        Client::new(aiki::store::connect(url).await?).with_poll_interval(Duration::from_millis(5));
     for handle in &handles {
         watcher
             .handle::<Chain>(handle.id())
@@ -761,7 +761,7 @@ async fn accounting_phase(url: &str, runs: u64) -> anyhow::Result<Value> {
 
 /// Phase 3: one run starting `n` concurrent tasks, on an in-process worker.
 async fn fan_out_phase(url: &str, n: u64) -> anyhow::Result<Value> {
-    let store = aiki::connect(url).await?;
+    let store = aiki::store::connect(url).await?;
     let worker = Worker::builder(store.clone())
         .register(FanOut)
         .build()?
@@ -806,7 +806,7 @@ async fn record_replay_run(
 /// Phase 4: replay of `n` recorded tasks on the memory store, with the same code (fast path)
 /// or with the task's output type changed (validation).
 async fn replay_phase(n: u64, changed: bool) -> anyhow::Result<Value> {
-    let store = aiki::connect("memory:").await?;
+    let store = aiki::store::connect("memory:").await?;
     let client = Client::new(store.clone());
     let (handle, recorded) = record_replay_run(&store, &client, n).await?;
     let builder = Worker::builder(store);
@@ -852,7 +852,7 @@ async fn wait_for_claim<W: Workflow>(handle: &RunHandle<W>) -> anyhow::Result<Op
 
 /// Phase 5: a run with 1,000 recorded tasks, finished by a fresh worker process.
 async fn recovery_phase(url: &str) -> anyhow::Result<Value> {
-    let store = aiki::connect(url).await?;
+    let store = aiki::store::connect(url).await?;
     let client = Client::new(store.clone());
     let (handle, _) = record_replay_run(&store, &client, 1000).await?;
     handle.send::<ReplayV1Go>(()).await?;
@@ -884,7 +884,7 @@ fn sorted(mut values: Vec<f64>) -> Vec<f64> {
 
 /// Phase 6: latencies on an in-process worker with the default settings.
 async fn latency_phase(url: &str, runs: usize, wakes: usize) -> anyhow::Result<Value> {
-    let store = aiki::connect(url).await?;
+    let store = aiki::store::connect(url).await?;
     let worker = Worker::builder(store.clone())
         .register(One)
         .register(Nap)

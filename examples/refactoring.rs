@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiki::{
-    BoxStore, Client, Clock, ManualClock, Run, RunHandle, RunRecord, RunStatus, State, TaskError,
+    Client, Clock, Connection, ManualClock, Run, RunHandle, RunRecord, RunStatus, State, TaskError,
     Worker, WorkerBuilder, WorkerHandle, Workflow, WorkflowError,
 };
 use anyhow::{Context, ensure};
@@ -466,7 +466,7 @@ async fn contact_after(run: &Run, id: String) -> Result<String, WorkflowError> {
 
 #[derive(Debug)]
 struct Lab {
-    store: BoxStore,
+    store: Connection,
     clock: ManualClock,
     client: Client,
     executions: Executions,

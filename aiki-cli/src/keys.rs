@@ -23,7 +23,7 @@ pub(crate) async fn keys(
              through a server",
         ));
     }
-    let store = aiki::connect_with_mode(url, MigrationMode::Check).await?;
+    let store = aiki::store::connect_with_mode(url, MigrationMode::Check).await?;
     let now = aiki::Clock::now(&aiki::SystemClock);
     match command {
         KeysCommand::Create { name, scopes } => {

@@ -343,7 +343,7 @@ impl App {
                  (see the aiki-cli docs)"
             )));
         };
-        let store = aiki::connect_client(cli.url()?, aiki::MigrationMode::Check).await?;
+        let store = aiki::store::open(cli.url()?, aiki::MigrationMode::Check).await?;
         Ok((registry.clone(), aiki::Client::new(store)))
     }
 }

@@ -68,7 +68,7 @@ pub(crate) async fn result(
 /// (and noted in `seen`), any other error ends the wait.
 async fn wait(cli: &Cli, url: &str, id: RunId, seen: &mut Seen) -> Result<RunRecord, Failure> {
     let client = loop {
-        match aiki::connect_client(url, MigrationMode::Check).await {
+        match aiki::store::open(url, MigrationMode::Check).await {
             Ok(store) => break with_actor(cli, Client::new(store)),
             Err(error) if error.is_transient() => seen.down = Some(error.to_string()),
             Err(error) => return Err(error.into()),

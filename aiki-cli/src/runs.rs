@@ -15,7 +15,7 @@ pub(crate) const POLL: Duration = Duration::from_millis(100);
 
 /// A client on the store opened in check mode (it never migrates), acting as `--actor`.
 pub(crate) async fn client(cli: &Cli) -> Result<Client, Failure> {
-    let store = aiki::connect_client(cli.url()?, MigrationMode::Check).await?;
+    let store = aiki::store::open(cli.url()?, MigrationMode::Check).await?;
     Ok(with_actor(cli, Client::new(store)))
 }
 

@@ -21,7 +21,7 @@ pub(crate) async fn serve(
         ));
     }
     // A server migrates the schema as a worker does.
-    let store = aiki::connect(url).await?;
+    let store = aiki::store::connect(url).await?;
     let mut config = ServerConfig::default();
     if let Some(per_second) = args.rate_limit {
         config = config.rate_limit(per_second, per_second.saturating_mul(2.try_into()?));

@@ -127,7 +127,7 @@ fn app(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
 
 async fn the_check_table_groups_runs(backend: Backend) {
     let url = backend.fresh_url().await;
-    let store = aiki::connect(&url).await.unwrap();
+    let store = aiki::store::connect(&url).await.unwrap();
     let worker = Worker::builder(store.clone())
         .register(FlowDeployed)
         .register(TailDeployed)

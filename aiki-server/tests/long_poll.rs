@@ -114,12 +114,18 @@ mod sqlite {
     }
 }
 
-/// The same worker and client code on a server as on a database: only the URL changes.
+/// The same worker and client code on a server as on a database: one `aiki::connect`, only
+/// the URL changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_and_a_client_connect_to_a_server_by_url() {
     let remote = Remote::start(aiki_store::connect("memory:").await.unwrap(), config()).await;
     let url = remote.url();
-    let worker_store = aiki::WorkerStore::connect(&url).await.unwrap();
+    let store = aiki::connect(&url).await.unwrap();
+    assert!(
+        store.clone().whole().is_none(),
+        "a server is not a whole store"
+    );
+    let worker_store = aiki::WorkerStore::from(&store);
     assert!(
         !worker_store.sweeps(),
         "a server's worker leaves the sweeps to the server"
@@ -129,18 +135,19 @@ async fn a_worker_and_a_client_connect_to_a_server_by_url() {
         .build()
         .unwrap()
         .start();
-    let store = aiki_store::connect_client(&url, aiki_store::MigrationMode::Check)
-        .await
-        .unwrap();
     let client = aiki::Client::new(store);
     let run = client.start::<Echo>(41).await.unwrap();
     assert_eq!(run.result().await.unwrap(), 42);
     worker.shutdown().await;
+    // A database's connection is the whole store, and its worker sweeps.
+    let database = aiki::connect("memory:").await.unwrap();
+    assert!(aiki::WorkerStore::from(&database).sweeps());
+    assert!(database.whole().is_some());
     // A whole store (every role) is not what a server offers: said, not half-served.
     let error = aiki_store::connect(&url)
         .await
         .expect_err("not a whole store");
-    assert!(error.to_string().contains("connect_client"), "{error}");
+    assert!(error.to_string().contains("aiki::connect"), "{error}");
 }
 
 #[aiki::task(name = "echo-step")]

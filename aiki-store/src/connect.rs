@@ -1,28 +1,46 @@
 use std::sync::Arc;
 
-use crate::{BoxStore, MigrationMode, StoreError};
+use crate::{BoxStore, Connection, MigrationMode, StoreError};
 
-/// Opens the store a URL names, applying migrations ([`MigrationMode::Apply`]):
+/// Opens the database a URL names, with every role, applying migrations
+/// ([`MigrationMode::Apply`]):
 ///
 /// * `memory:` — [`MemoryStore`](crate::memory::MemoryStore), not durable;
 /// * `sqlite://path/to/file.db` or `sqlite:path/to/file.db` (created if missing), or
 ///   `sqlite::memory:` — feature `sqlite`;
 /// * `postgres://user@host:port/db` or `postgresql://…` — feature `postgres`.
 ///
+/// An aiki server's URL is [`open`]'s business: a server serves some roles, not a whole store.
 /// An unknown scheme, or one whose feature is off, is [`StoreError::UnsupportedUrl`]; a
 /// database server that does not answer is [`StoreError::Unavailable`].
 pub async fn connect(url: &str) -> Result<BoxStore, StoreError> {
     connect_with_mode(url, MigrationMode::Apply).await
 }
 
-/// Opens the store a URL names, doing with its schema what `mode` says: operator tools pass
-/// [`MigrationMode::Check`], so that they never migrate a database that workers of another
+/// Opens the database a URL names, doing with its schema what `mode` says: operator tools
+/// pass [`MigrationMode::Check`], so that they never migrate a database that workers of another
 /// release use, and refuse a schema they would misread.
 pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStore, StoreError> {
-    let unsupported = |reason: &str| StoreError::UnsupportedUrl {
-        url: crate::error::redact(url),
-        reason: reason.to_owned(),
-    };
+    if is_server(url) {
+        return Err(unsupported(
+            url,
+            "an aiki server serves the executor, client and read roles, not a whole store: \
+             open it with `aiki::connect` or `aiki_store::open`",
+        ));
+    }
+    Ok(open(url, mode)
+        .await?
+        .whole()
+        .expect("a database has every role"))
+}
+
+/// What a URL reaches, as clients, workers and operator tools take it: the database
+/// [`connect_with_mode`] opens (every role), or, for `http://host:port` (feature `http`;
+/// `https://` with `http-tls`), an [`HttpStore`](crate::http::HttpStore) on an `aiki-server`
+/// (the executor, client and read roles; its schema is the server's business, so `mode` does
+/// not apply), sending the API key in the `AIKI_API_KEY` environment variable if set, its
+/// claims long-polling the server for up to 5 s.
+pub async fn open(url: &str, mode: MigrationMode) -> Result<Connection, StoreError> {
     if url == "memory:" {
         return Ok(Arc::new(crate::memory::MemoryStore::new()));
     }
@@ -36,6 +54,7 @@ pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStor
         ));
         #[cfg(not(feature = "sqlite"))]
         return Err(unsupported(
+            url,
             "SQLite support is off: enable the `sqlite` feature of aiki-store",
         ));
     }
@@ -49,45 +68,38 @@ pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStor
         ));
         #[cfg(not(feature = "postgres"))]
         return Err(unsupported(
+            url,
             "PostgreSQL support is off: enable the `postgres` feature of aiki-store",
         ));
     }
-    if url.starts_with("http://") || url.starts_with("https://") {
-        return Err(unsupported(
-            "an aiki server serves the executor, client and read roles, not a whole store: \
-             open it with `aiki_store::connect_client` (clients) or `aiki::WorkerStore::connect` \
-             (workers), with the `http` feature",
-        ));
-    }
-    Err(unsupported("no enabled backend serves this scheme"))
-}
-
-/// Opens the client and read roles of the store a URL names: what [`connect_with_mode`] opens,
-/// or, for `http://host:port` (feature `http`; `https://` with `http-tls`), an
-/// [`HttpStore`](crate::http::HttpStore) on an `aiki-server`, whose schema is the server's
-/// business (`mode` does not apply), sending the API key in the `AIKI_API_KEY` environment
-/// variable if set.
-pub async fn connect_client(
-    url: &str,
-    mode: MigrationMode,
-) -> Result<Arc<dyn crate::ClientStore>, StoreError> {
-    if url.starts_with("http://") || url.starts_with("https://") {
+    if is_server(url) {
         #[cfg(feature = "http")]
         {
-            let store = crate::http::HttpStore::new(url)?;
+            let store =
+                crate::http::HttpStore::new(url)?.long_poll(std::time::Duration::from_secs(5));
             return Ok(Arc::new(match std::env::var("AIKI_API_KEY") {
                 Ok(key) if !key.is_empty() => store.with_key(key),
                 _ => store,
             }));
         }
         #[cfg(not(feature = "http"))]
-        return Err(StoreError::UnsupportedUrl {
-            url: crate::error::redact(url),
-            reason: "reaching an aiki server is off: enable the `http` feature of aiki-store"
-                .to_owned(),
-        });
+        return Err(unsupported(
+            url,
+            "reaching an aiki server is off: enable the `http` feature of aiki-store",
+        ));
     }
-    Ok(connect_with_mode(url, mode).await?)
+    Err(unsupported(url, "no enabled backend serves this scheme"))
+}
+
+fn is_server(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+fn unsupported(url: &str, reason: &str) -> StoreError {
+    StoreError::UnsupportedUrl {
+        url: crate::error::redact(url),
+        reason: reason.to_owned(),
+    }
 }
 
 /// Brings the schema of the store a URL names up to this release's (what `aiki migrate`

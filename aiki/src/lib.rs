@@ -222,13 +222,15 @@
 //! ## Storage
 //!
 //! [`connect`] takes a URL: `sqlite://aiki.db` (embedded, the default), `postgres://…` (many
-//! worker machines) or `memory:` (tests).
+//! worker machines), `http://…` (an `aiki-server` in front of either, feature `http`) or
+//! `memory:` (tests).
 
 mod address;
 mod called;
 mod catalog;
 mod client;
 mod clock;
+mod connect;
 mod direct;
 mod error;
 mod executor;
@@ -258,6 +260,7 @@ pub mod __private;
 pub use address::{TaskAddress, canonical_json, child_address, input_hash, sha256_hex};
 pub use client::{Client, ConflictPolicy, Start, StartJson};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use connect::connect;
 pub use error::{ClientError, TaskError, WorkflowError};
 pub use executor::{Executor, ExecutorBuilder};
 pub use handle::{
@@ -285,9 +288,8 @@ pub use aiki_macros::task;
 pub use aiki_macros::workflow;
 
 pub use aiki_store::{
-    self as store, BoxStore, ConfigKey, Failure, MigrationMode, Millis, Namespace, RunId,
-    RunRecord, RunStatus, RuntimeConfig, Store, StoreError, WaitSpec, connect, connect_client,
-    connect_with_mode,
+    self as store, BoxStore, ConfigKey, Connected, Connection, Failure, MigrationMode, Millis,
+    Namespace, RunId, RunRecord, RunStatus, RuntimeConfig, Store, StoreError, WaitSpec,
 };
 
 /// The input type of a task or workflow function that takes no input. It hashes as `{}`, like

@@ -57,7 +57,7 @@ async fn gather_all(run: &Run, n: u64) -> Result<u64, WorkflowError> {
 
 /// Both ways on the store at `url`.
 pub(crate) async fn measure(url: &str, children: u64) -> anyhow::Result<Value> {
-    let store = aiki::connect(url).await?;
+    let store = aiki::store::connect(url).await?;
     let worker = Worker::builder(store.clone())
         .register(GatherLeaf)
         .register(GatherEach)

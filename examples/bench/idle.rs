@@ -39,7 +39,7 @@ pub(crate) async fn worker_process(url: String) -> anyhow::Result<()> {
 
 pub(crate) async fn measure(url: &str, processes: usize, seconds: u64) -> anyhow::Result<Value> {
     // The schema first, so that the processes do not all migrate at once.
-    drop(aiki::connect(url).await?);
+    drop(aiki::store::connect(url).await?);
     let mut fleet = Vec::new();
     for _ in 0..processes {
         fleet.push(super::WorkerProcess::start_with(&["--idle-worker", url], false).await?);

@@ -30,7 +30,7 @@ async fn ten_then_wait(run: &Run, start: u64) -> Result<u64, WorkflowError> {
 const CONCURRENCY: usize = 16;
 
 pub(crate) async fn measure(url: &str, runs: u64) -> anyhow::Result<Value> {
-    let store = aiki::connect(url).await?;
+    let store = aiki::store::connect(url).await?;
     let client = Client::new(store.clone());
     let filling = Instant::now();
     let worker = Worker::builder(store.clone())

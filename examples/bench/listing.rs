@@ -186,7 +186,7 @@ fn percentiles(mut ms: Vec<f64>) -> Value {
 
 /// The measure on the fresh store behind `url`.
 pub(crate) async fn measure(url: &str, runs: i64) -> anyhow::Result<Value> {
-    let store = aiki::connect(url).await?;
+    let store = aiki::store::connect(url).await?;
     let mut raw = Raw::open(url).await?;
     let filled = Instant::now();
     raw.fill(runs).await?;

@@ -46,7 +46,7 @@ struct Served {
 
 impl Served {
     async fn start(url: &str) -> anyhow::Result<Served> {
-        let store = aiki::connect(url).await?;
+        let store = aiki::store::connect(url).await?;
         let key = aiki_server::keys::generate(
             "bench",
             vec![aiki::store::Scope::Executor, aiki::store::Scope::Operator],

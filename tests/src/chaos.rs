@@ -118,7 +118,7 @@ impl Soak {
         let side_table = SideTable::create(&self.side_table_url)
             .await
             .expect("the side table is created");
-        let store = aiki::connect(&self.store_url)
+        let store = aiki::store::connect(&self.store_url)
             .await
             .expect("the store opens");
         let client = Client::new(store.clone());

@@ -69,7 +69,7 @@ impl Backend {
     /// Opens a fresh, empty store of this backend.
     pub async fn open(self) -> BoxStore {
         let url = self.fresh_url().await;
-        aiki::connect(&url).await.expect("the store opens")
+        aiki::store::connect(&url).await.expect("the store opens")
     }
 
     /// The URL of a fresh, empty store of this backend (for worker processes to share). For
@@ -260,7 +260,7 @@ impl Harness {
     /// The store a URL names (from [`Backend::fresh_url`], for a test that also reaches the
     /// database directly) and no worker yet.
     pub async fn on_url(url: &str) -> Harness {
-        let store = aiki::connect(&caller_claim_clock(url))
+        let store = aiki::store::connect(&caller_claim_clock(url))
             .await
             .expect("the store opens");
         let clock = ManualClock::starting_now();

@@ -54,7 +54,7 @@ async fn skew_timers(run: &Run) -> Result<String, WorkflowError> {
 /// the store's times of the run's changes.
 async fn run_with_skew(skew: Millis) -> (Duration, Vec<Millis>) {
     let url = Backend::Postgres.fresh_url().await;
-    let store = aiki::connect(&url).await.expect("the store opens");
+    let store = aiki::store::connect(&url).await.expect("the store opens");
     let daemons = Worker::builder(store.clone())
         .poll_interval(Duration::from_millis(20))
         .build()

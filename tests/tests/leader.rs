@@ -57,7 +57,7 @@ async fn a_frozen_leader_is_replaced_and_sweeps_nothing_when_thawed() {
         return;
     }
     let url = Backend::Postgres.fresh_url().await;
-    let store = aiki::connect(&url).await.expect("the store opens");
+    let store = aiki::store::connect(&url).await.expect("the store opens");
     let effects = std::env::temp_dir().join(format!("aiki-leader-{}", uuid::Uuid::new_v4()));
     let mut workers = WorkerProcesses::default();
     let a = workers.spawn(worker(&url, &effects, "leader-a"));

@@ -54,7 +54,7 @@ async fn runs_complete_across_an_outage_of(down: Duration) {
         .await
         .expect("the fault proxy starts");
     let url = proxy.url_through(&Backend::Postgres.fresh_url().await);
-    let store = aiki::connect(&url).await.expect("the store opens");
+    let store = aiki::store::connect(&url).await.expect("the store opens");
     configure_idle_timeout(&store, Duration::from_secs(30)).await;
     let executions = Executions::default();
     let worker = Worker::builder(store.clone())
@@ -174,7 +174,7 @@ async fn held_flow(run: &Run) -> Result<(), WorkflowError> {
 /// for stale claims for three idle timeouts; returns whether the run was taken from it.
 async fn a_skewed_worker_sweeps(url: &str) -> bool {
     let _serial = SERIAL.lock().await;
-    let store = aiki::connect(url).await.expect("the store opens");
+    let store = aiki::store::connect(url).await.expect("the store opens");
     let gate = Arc::new(tokio::sync::Notify::new());
     let executions = Executions::default();
     let idle = Duration::from_millis(1500);

@@ -64,7 +64,9 @@ async fn after_an_outage_a_fresh_sweeper_releases_only_the_dead_executors_run() 
     }
     let direct = caller_claim_clock(&Backend::Postgres.fresh_url().await);
     // The test reads through its own connection, which the proxy does not carry.
-    let store = aiki::connect(&direct).await.expect("the store opens");
+    let store = aiki::store::connect(&direct)
+        .await
+        .expect("the store opens");
     let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(20));
     let proxy = FaultProxy::start(aiki_tests::proxy::postgres_server())
         .await

@@ -78,7 +78,7 @@ impl World {
 
     /// A world whose client and workers reach the store at `url`.
     async fn on_url(url: String) -> World {
-        let store = aiki::connect(&url).await.expect("the store opens");
+        let store = aiki::store::connect(&url).await.expect("the store opens");
         let effects =
             std::env::temp_dir().join(format!("aiki-effects-{}.log", uuid::Uuid::new_v4()));
         World {
@@ -92,7 +92,9 @@ impl World {
 
     /// A key for remote workers, kept in the world's store.
     async fn worker_key(&self) -> String {
-        let store = aiki::connect(&self.url).await.expect("the store opens");
+        let store = aiki::store::connect(&self.url)
+            .await
+            .expect("the store opens");
         let key = aiki_server::keys::generate(
             "remote workers",
             vec![aiki::store::Scope::Executor, aiki::store::Scope::Operator],
@@ -134,7 +136,9 @@ impl World {
     /// process (its daemons beside it), with an executor key.
     async fn through_a_server(backend: Backend) -> World {
         let mut world = World::new(backend).await;
-        let store = aiki::connect(&world.url).await.expect("the store opens");
+        let store = aiki::store::connect(&world.url)
+            .await
+            .expect("the store opens");
         let key = world.worker_key().await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();

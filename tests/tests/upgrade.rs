@@ -26,7 +26,7 @@ fn fixture(release: &str, file: &str) -> PathBuf {
 
 /// Upgrades the store at `url` by opening it, then finishes every run it holds.
 async fn finish_every_run(url: &str, release: &str) {
-    let store = aiki::connect(url)
+    let store = aiki::store::connect(url)
         .await
         .expect("the fixture opens and migrates");
     let clock = ManualClock::new(WRITTEN_AT + 1_000);

@@ -91,7 +91,7 @@ fn in_status(url: &str, status: &str) -> HashSet<String> {
 /// `RUNS` queued runs no worker serves.
 async fn queued(backend: Backend, runs: usize) -> String {
     let url = backend.fresh_url().await;
-    let client = Client::new(aiki::connect(&url).await.unwrap());
+    let client = Client::new(aiki::store::connect(&url).await.unwrap());
     for _ in 0..runs {
         client.start::<CliUnserved>(NoInput).await.unwrap();
     }

@@ -9,7 +9,7 @@ use crate::support::{self, aiki, fixture, on};
 
 async fn starts_and_sends_checked_against_the_catalog(backend: Backend) {
     let f = fixture(backend).await;
-    let store = aiki::connect(&f.url).await.unwrap();
+    let store = aiki::store::connect(&f.url).await.unwrap();
     let client = aiki::Client::new(store.clone());
     // The fixture's worker published what it registers; a version no worker registers is
     // listed by its runs alone.

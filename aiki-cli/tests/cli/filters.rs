@@ -53,7 +53,7 @@ async fn filters_a_person_can_use(backend: Backend) {
     assert_eq!(dry["count"], 1, "{dry}");
 
     // A kind only the store knows: recorded by another service's code.
-    let store = aiki::connect(url).await.unwrap();
+    let store = aiki::store::connect(url).await.unwrap();
     let namespace = Namespace::new("cli-foreign", "1");
     let now = SystemClock.now();
     let run = NewRun::new(namespace.clone(), serde_json::json!(null), "h", now);

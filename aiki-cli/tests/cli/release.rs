@@ -12,7 +12,7 @@ use crate::support::{aiki, aiki_with};
 
 async fn a_run_held_by_a_gone_worker_is_released(backend: Backend) {
     let url = backend.fresh_url().await;
-    let store = aiki::connect(&url).await.unwrap();
+    let store = aiki::store::connect(&url).await.unwrap();
     Client::new(store.clone())
         .set_config(aiki::ConfigKey::ClaimIdleTimeout, 120_000)
         .await

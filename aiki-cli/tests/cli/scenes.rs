@@ -97,7 +97,7 @@ pub(crate) struct Scene {
 
 pub(crate) async fn scene(backend: Backend) -> Scene {
     let url = backend.fresh_url().await;
-    let store = aiki::connect(&url).await.expect("the store opens");
+    let store = aiki::store::connect(&url).await.expect("the store opens");
     let worker = Worker::builder(store.clone())
         .register(CliTimeouts)
         .register(CliImpatient)

@@ -101,7 +101,7 @@ async fn the_cli_reads_and_acts_through_a_server(backend: Backend) {
     assert_eq!(shown.code, 0, "{}", shown.stderr);
     let cancelled = aiki_with(&server.address, &["runs", "cancel", &waiting], &with_key);
     assert_eq!(cancelled.code, 0, "{}", cancelled.stderr);
-    let store = aiki::connect(&f.url).await.unwrap();
+    let store = aiki::store::connect(&f.url).await.unwrap();
     let run = store.get_run(f.waiting).await.unwrap();
     assert_eq!(
         run.status,
@@ -250,7 +250,7 @@ async fn remote_workers_ride_out_a_killed_server(backend: Backend) {
     let _server = Server::start(&url, listen);
     for (n, run) in (first..).zip(&runs) {
         let Ok(output) = tokio::time::timeout(Duration::from_secs(60), run.result()).await else {
-            let direct = aiki::connect(&url).await.unwrap();
+            let direct = aiki::store::connect(&url).await.unwrap();
             let record = direct.get_run(run.id()).await.unwrap();
             let timeline = direct.timeline(run.id()).await.unwrap();
             panic!("run {n} has not completed within a minute: {record:#?}\n{timeline:#?}");
@@ -329,7 +329,7 @@ async fn two_servers_on_one_postgres_database_share_the_work() {
                 .unwrap();
             assert_eq!(output, n + 102);
         }
-        let direct = aiki::connect(&url).await.unwrap();
+        let direct = aiki::store::connect(&url).await.unwrap();
         let mut owners = std::collections::BTreeMap::<String, u32>::new();
         for run in &runs {
             for change in direct.timeline(run.id()).await.unwrap() {

@@ -73,7 +73,7 @@ pub(crate) struct Fixture {
 
 pub(crate) async fn fixture(backend: Backend) -> Fixture {
     let url = backend.fresh_url().await;
-    let store = aiki::connect(&url).await.expect("the store opens");
+    let store = aiki::store::connect(&url).await.expect("the store opens");
     let worker = Worker::builder(store.clone())
         .register(CliDone)
         .register(CliFails)

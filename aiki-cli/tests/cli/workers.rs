@@ -11,7 +11,7 @@ use crate::support::{aiki, workflow};
 
 async fn workers_and_the_builds_they_run(backend: Backend) {
     let url = backend.fresh_url().await;
-    let store = aiki::connect(&url).await.unwrap();
+    let store = aiki::store::connect(&url).await.unwrap();
     let start = |id: &str, pool: &str, old: bool| {
         let builder = Worker::builder(store.clone())
             .worker_id(id)

@@ -241,3 +241,9 @@ impl ClientStore for HttpStore {
             .await
     }
 }
+
+impl crate::Connected for HttpStore {
+    fn whole(self: std::sync::Arc<Self>) -> Option<crate::BoxStore> {
+        None
+    }
+}

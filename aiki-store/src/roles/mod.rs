@@ -26,7 +26,7 @@ pub use sweeper::Sweeper;
 /// The role traits, for calling their methods on a [`Store`] (or on any role): `use
 /// aiki_store::prelude::*;`.
 pub mod prelude {
-    pub use super::{ClientStore, ExecutorStore, KeyStore, ReadStore, Store, Sweeper};
+    pub use super::{ClientStore, Connected, ExecutorStore, KeyStore, ReadStore, Store, Sweeper};
 }
 
 /// A shared, type-erased store offering every role.
@@ -37,3 +37,22 @@ pub type BoxStore = Arc<dyn Store>;
 pub trait Store: ExecutorStore + ClientStore + Sweeper + KeyStore {}
 
 impl<T: ExecutorStore + ClientStore + Sweeper + KeyStore + ?Sized> Store for T {}
+
+/// A store as a URL reaches it ([`open`](crate::open)), as clients and workers take it: a
+/// database offers every role, an aiki server ([`HttpStore`](crate::http::HttpStore)) the
+/// executor, client and read roles. A [`Connection`] is a `ClientStore` and an
+/// `ExecutorStore` as it is; [`whole`](Connected::whole) says whether it is also the rest.
+pub trait Connected: ExecutorStore + ClientStore {
+    /// The whole store when this is a database, so the daemons may sweep it and keys be
+    /// written to it; `None` for a server, whose own leader sweeps.
+    fn whole(self: Arc<Self>) -> Option<BoxStore>;
+}
+
+/// A shared, type-erased [`Connected`] store: what [`open`](crate::open) gives.
+pub type Connection = Arc<dyn Connected>;
+
+impl<T: Store> Connected for T {
+    fn whole(self: Arc<Self>) -> Option<BoxStore> {
+        Some(self)
+    }
+}

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use aiki_store::{BoxStore, ExecutorStore, Sweeper};
+use aiki_store::{BoxStore, Connection, ExecutorStore, Sweeper};
 
 /// The store a [`Worker`](crate::Worker) works on: the executor role it claims and executes
 /// runs through, and the sweeper role when this process may run the daemons (wake-ups, claim
@@ -27,38 +27,6 @@ pub struct WorkerStore {
 }
 
 impl WorkerStore {
-    /// The store a URL names, with the roles it offers a worker: a database (`sqlite://…`,
-    /// `postgres://…`, `memory:`; migrated as [`connect`](crate::connect) migrates) executes
-    /// and sweeps; an aiki server (`http://host:port`, feature `http`) only executes, with the
-    /// API key in `AIKI_API_KEY` and its claims long-polling the server for up to 5 s (so a
-    /// graceful shutdown may wait that long for the claim in flight). The same worker code
-    /// serves either: only the URL changes.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), aiki::ClientError> {
-    /// let url = std::env::var("AIKI_URL").unwrap_or_else(|_| "sqlite://app.db".into());
-    /// let worker = aiki::Worker::builder(aiki::WorkerStore::connect(&url).await?).build()?;
-    /// # drop(worker);
-    /// # Ok(()) }
-    /// ```
-    pub async fn connect(url: &str) -> Result<Self, aiki_store::StoreError> {
-        if url.starts_with("http://") || url.starts_with("https://") {
-            #[cfg(feature = "http")]
-            {
-                let mut store = aiki_store::http::HttpStore::new(url)?
-                    .long_poll(std::time::Duration::from_secs(5));
-                if let Ok(key) = std::env::var("AIKI_API_KEY")
-                    && !key.is_empty()
-                {
-                    store = store.with_key(key);
-                }
-                return Ok(WorkerStore::executor(Arc::new(store)));
-            }
-        }
-        // Anything else is a database's URL, or unsupported (which `connect` says).
-        Ok(WorkerStore::from(aiki_store::connect(url).await?))
-    }
-
     /// A store that executes and does not sweep: the worker runs no daemons.
     pub fn executor(executor: Arc<dyn ExecutorStore>) -> Self {
         WorkerStore {
@@ -90,6 +58,22 @@ impl From<BoxStore> for WorkerStore {
 
 impl From<&BoxStore> for WorkerStore {
     fn from(store: &BoxStore) -> Self {
+        WorkerStore::from(store.clone())
+    }
+}
+
+/// A database's connection executes and sweeps; a server's only executes (its leader sweeps).
+impl From<Connection> for WorkerStore {
+    fn from(store: Connection) -> Self {
+        WorkerStore {
+            executor: store.clone(),
+            sweeper: store.whole().map(|whole| whole as Arc<dyn Sweeper>),
+        }
+    }
+}
+
+impl From<&Connection> for WorkerStore {
+    fn from(store: &Connection) -> Self {
         WorkerStore::from(store.clone())
     }
 }

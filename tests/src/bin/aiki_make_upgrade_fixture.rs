@@ -73,7 +73,7 @@ async fn main() -> anyhow::Result<()> {
 
 /// Runs the fixture workflows on the store at `url` until every run waits where it should.
 async fn write(url: &str) -> anyhow::Result<()> {
-    let store = aiki::connect(url).await?;
+    let store = aiki::store::connect(url).await?;
     let clock = ManualClock::new(WRITTEN_AT);
     let client = Client::new(store.clone()).with_clock(clock.clone());
     let worker = Worker::builder(store.clone())

@@ -17,7 +17,7 @@ async fn serve() -> anyhow::Result<()> {
     let url = std::env::var("AIKI_SERVER_STORE_URL")
         .map_err(|_| anyhow::anyhow!("set AIKI_SERVER_STORE_URL"))?;
     let listen = std::env::var("AIKI_SERVER_LISTEN").unwrap_or_else(|_| "127.0.0.1:0".to_owned());
-    let store = aiki::connect(&url).await?;
+    let store = aiki::store::connect(&url).await?;
     // The address of a server just killed may take a moment to be free again.
     let listener = loop {
         match tokio::net::TcpListener::bind(&listen).await {

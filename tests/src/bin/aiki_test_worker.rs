@@ -51,7 +51,7 @@ async fn main() -> anyhow::Result<()> {
     } else {
         // The store may be restarting: keep trying, as a deployed worker would.
         let store = loop {
-            match aiki::connect(&url).await {
+            match aiki::store::connect(&url).await {
                 Ok(store) => break store,
                 Err(error) => {
                     eprintln!("{worker_id}: store not ready ({error}); retrying");

@@ -76,7 +76,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_text_counts_runs_tasks_and_the_queue_at_scrape_time() {
     let meter = super::init();
-    let store = aiki::connect("memory:").await.unwrap();
+    let store = aiki::store::connect("memory:").await.unwrap();
     let worker = Worker::builder(store.clone())
         .register(PromFlow)
         .register(PromFail)
@@ -175,7 +175,7 @@ async fn prometheus_text_counts_runs_tasks_and_the_queue_at_scrape_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_process_reports_the_queue_gauges_through_opentelemetry() {
     let meter = super::init();
-    let store = aiki::connect("memory:").await.unwrap();
+    let store = aiki::store::connect("memory:").await.unwrap();
     let client = Client::new(store.clone());
     #[aiki::workflow(name = "otel-queued", version = "1")]
     async fn otel_queued(_run: &Run) -> Result<(), WorkflowError> {

@@ -106,7 +106,7 @@ fn worker(store: &aiki::BoxStore, gate: &Arc<Gate>, id: &str) -> Worker {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn executions_link_to_the_start_across_a_recovery_on_another_worker() {
     super::init();
-    let store = aiki::connect("memory:").await.unwrap();
+    let store = aiki::store::connect("memory:").await.unwrap();
     let client = Client::new(store.clone()).with_poll_interval(Duration::from_millis(20));
     client
         .set_config(aiki::ConfigKey::ClaimIdleTimeout, 1_000)

@@ -39,7 +39,7 @@ async fn executions_and_task_attempts_are_spans_and_replays_are_events() {
     super::init();
     let (dispatch, captured) = Captured::dispatch();
     // A real clock: the second task's in-process retry sleeps on it.
-    let store = aiki::connect("memory:").await.unwrap();
+    let store = aiki::store::connect("memory:").await.unwrap();
     let worker_id = format!("obs-worker-{}", aiki::RunId::new());
     // Started under the capturing dispatcher: the worker and its executions report to it.
     let worker = tracing::dispatcher::with_default(&dispatch, || {
