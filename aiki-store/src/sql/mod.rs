@@ -27,6 +27,7 @@ mod ops;
 pub(crate) mod outbox;
 mod roles;
 pub(crate) mod statements;
+mod transitions;
 mod workers;
 
 use std::sync::Arc;
