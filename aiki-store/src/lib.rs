@@ -7,11 +7,11 @@
 //! * `sqlite::SqliteStore` (feature `sqlite`, on by default): the embedded default.
 //! * `postgres::PostgresStore` (feature `postgres`): many worker machines, one database.
 //!
-//! [`connect`] picks a backend from a URL; [`open`] also reaches an aiki server. The `conformance` module (feature `conformance`) is
-//! the one test suite every backend must pass. [`api`] names the routes and bodies of the
-//! HTTP API an `aiki-server` serves the contract with, and `http::HttpStore` (feature `http`)
-//! is its client: the executor, client and read roles over HTTP ([`open`] opens one from a
-//! URL).
+//! [`connect`] picks a backend from a URL; [`open`] also reaches an aiki server. The
+//! `conformance` module (feature `conformance`) is the one test suite every backend must pass.
+//! [`api`] names the routes and bodies of the HTTP API an `aiki-server` serves the contract
+//! with, and `http::HttpStore` (feature `http`) is its client: the executor, client and read
+//! roles over HTTP ([`open`] opens one from a URL).
 //!
 //! The store knows nothing of workflow semantics beyond what must be atomic: every write an
 //! executor makes carries the revision it last saw, and the store checks it (and, for run

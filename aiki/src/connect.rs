@@ -26,9 +26,9 @@ use aiki_store::{Connection, MigrationMode, StoreError};
 ///
 /// An unknown scheme, or one whose feature is off, is [`StoreError::UnsupportedUrl`]; a
 /// database that does not answer is [`StoreError::Unavailable`]. What a [`Connection`] is
-/// beyond the executor and client roles (the sweeper and key roles of a database) is
-/// [`Connected::whole`](aiki_store::Connected::whole); [`aiki::store::connect`](crate::store::connect)
-/// opens a database with every role directly.
+/// beyond the executor and client roles (a database's sweeper and key roles) is
+/// [`Connected::whole`](aiki_store::Connected::whole);
+/// [`aiki::store::connect`](crate::store::connect) opens a database with every role directly.
 pub async fn connect(url: &str) -> Result<Connection, StoreError> {
     aiki_store::open(url, MigrationMode::Apply).await
 }
