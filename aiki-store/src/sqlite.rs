@@ -170,6 +170,8 @@ impl Dialect for SqliteDialect {
                  AND aiki_runs.status IN (SELECT value FROM json_each($16)) \
                  RETURNING {run}"
             ),
+            // One statement writes one table: the answer takes a transaction.
+            transition_answered: None,
             // The batch is read once (each field extracted once, into the materialized `j`),
             // and each row is checked against its run with one lookup.
             upsert_entries: format!(

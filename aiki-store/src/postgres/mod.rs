@@ -170,19 +170,10 @@ impl Dialect for PgDialect {
             now = self.claim_time("$2"),
         );
         let claimed = format!("RETURNING {run}::text, {}", claim_idle_column(level));
-        DialectStatements {
-            claim: format!(
-                "WITH picked AS (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
-                 AND namespace = ANY($4::text[]) AND NOT (id = ANY($6::uuid[])) \
-                 ORDER BY queued_at, id LIMIT $5 \
-                 FOR UPDATE SKIP LOCKED) \
-                 {claim} FROM picked WHERE r.id = picked.id AND r.status = 'queued' {claimed}"
-            ),
-            claim_run: format!(
-                "{claim} WHERE r.id = $3::uuid AND r.status = 'queued' \
-                 AND r.namespace = ANY($4::text[]) {claimed}"
-            ),
-            transition: format!(
+        // A transition's guarded update; `answered` records its answer in the same statement.
+        let transition = |answered: &str| {
+            let answered = answered.replace("{run}", &run);
+            format!(
                 "WITH v AS (SELECT \
                    $12 AND EXISTS (SELECT 1 FROM unnest($13::text[], $14::bigint[]) \
                      AS wanted(name, idx) \
@@ -201,8 +192,28 @@ impl Dialect for PgDialect {
                    RETURNING aiki_runs.*), \
                  sleeps AS (UPDATE aiki_sleeps s SET cancelled = true FROM updated u \
                    WHERE $17 AND s.run_id = u.id AND NOT s.cancelled AND s.wake_at > $4) \
-                 SELECT {run}::text FROM updated r"
+                 {answered}SELECT {run}::text FROM updated r",
+            )
+        };
+        DialectStatements {
+            claim: format!(
+                "WITH picked AS (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
+                 AND namespace = ANY($4::text[]) AND NOT (id = ANY($6::uuid[])) \
+                 ORDER BY queued_at, id LIMIT $5 \
+                 FOR UPDATE SKIP LOCKED) \
+                 {claim} FROM picked WHERE r.id = picked.id AND r.status = 'queued' {claimed}"
             ),
+            claim_run: format!(
+                "{claim} WHERE r.id = $3::uuid AND r.status = 'queued' \
+                 AND r.namespace = ANY($4::text[]) {claimed}"
+            ),
+            transition: transition(""),
+            transition_answered: level.answers.then(|| {
+                transition(
+                    ", answered AS (INSERT INTO aiki_operation_answers (id, answer, \
+                     recorded_at) SELECT $23, {run}::text, $24 FROM updated r) ",
+                )
+            }),
             // The runs are locked `FOR SHARE` (in id order, so two batches never wait on each
             // other crosswise), as the single-row upsert locks its run: each check sees the
             // latest committed revision, so a release committed while the batch was in flight

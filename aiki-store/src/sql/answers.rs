@@ -4,11 +4,11 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::SqlStore;
 use super::dialect::{Dialect, On, Param, Tx, params};
 use super::statements::{Level, fence};
+use super::{SqlStore, decode};
 use crate::operation::{self, OperationId};
-use crate::{Lease, Millis, StoreError};
+use crate::{Lease, Millis, RunRecord, StoreError};
 
 /// The statements of the answers table, on a schema that has it.
 #[derive(Debug)]
@@ -154,6 +154,74 @@ impl<D: Dialect> SqlStore<D> {
         };
         let params = self.fenced(&params![now, older_than_ms, i64::from(limit)], lease);
         self.execute(On::Write, &sql.forget, &params).await
+    }
+}
+
+/// The kind of the answers a transition records in its own statement
+/// (`DialectStatements::transition_answered`): the run's document as the statement returns it,
+/// where [`SqlStore::commit_answer`] keeps the serialized record under `transition`. A kind of
+/// its own, so a release that knows only `transition` finds no answer it would misread.
+const TRANSITION_DOC: &str = "transition-doc";
+
+impl<D: Dialect> SqlStore<D> {
+    /// The first answer of the transition in scope, whichever way it was recorded. A first
+    /// send looks only when `even_fresh` (its write was refused: a repeat racing it may have
+    /// done it first).
+    pub(crate) async fn first_transition_answer(
+        &self,
+        even_fresh: bool,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let Some((id, sql)) = in_scope(self) else {
+            return Ok(None);
+        };
+        if operation::is_fresh() && !even_fresh {
+            return Ok(None);
+        }
+        if let Some(run) = self.recorded_doc(&id, sql).await? {
+            return Ok(Some(run));
+        }
+        self.recorded_answer(&id, sql, "transition").await
+    }
+
+    /// Runs `statement`, a transition that records the run document it returns as the answer
+    /// of the operation in scope (`params` are the transition's; the answer's key and time are
+    /// appended): the run, `None` when the guard matched no row, or the answer a repeat
+    /// recorded first (the statement then wrote nothing).
+    pub(crate) async fn answered_in_statement(
+        &self,
+        statement: &str,
+        params: &mut Vec<Param<'_>>,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let (id, sql) = in_scope(self).expect("BUG: a transition answered out of scope");
+        params.push(Param::from(operation::key(&id, TRANSITION_DOC)));
+        params.push(wall_clock());
+        match self.fetch_text(On::Write, statement, params).await {
+            Ok(doc) => doc.map(|doc| decode::run_from_json(&doc)).transpose(),
+            Err(StoreError::AlreadyExists { what }) if what.contains("aiki_operation_answers") => {
+                match self.recorded_doc(&id, sql).await? {
+                    Some(run) => Ok(Some(run)),
+                    None => Err(StoreError::Corrupt {
+                        message: format!(
+                            "operation {id} (transition) was answered, then forgotten"
+                        ),
+                    }),
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The run document recorded as operation `id`'s answer to a transition, if any.
+    async fn recorded_doc(
+        &self,
+        id: &OperationId,
+        sql: &AnswerStatements,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let key = operation::key(id, TRANSITION_DOC);
+        self.fetch_text(On::Read, &sql.first, &params![key])
+            .await?
+            .map(|doc| decode::run_from_json(&doc))
+            .transpose()
     }
 }
 

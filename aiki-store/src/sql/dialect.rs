@@ -281,6 +281,11 @@ pub(crate) struct DialectStatements {
     /// The guarded update of a transition (parameters: `binds::transition`), returning the
     /// run document.
     pub(crate) transition: String,
+    /// For a database whose one statement may write two tables (PostgreSQL), on a schema that
+    /// keeps answers: `transition` that also records the run document it returns as the answer
+    /// of an operation, `$23` the answer's key and `$24` the time. When the operation has an
+    /// answer already the statement fails on the answers' key and writes nothing.
+    pub(crate) transition_answered: Option<String>,
     /// For a database that must lock before a transition whose outcome depends on other rows
     /// (an awaited event or child, pending sleeps): locks the awaited children `$1` (a list)
     /// and then the run `$1`, so the update's snapshot follows every racing write to them.

@@ -13,12 +13,16 @@ impl<D: Dialect> SqlStore<D> {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
-        if let Some(answer) = self.first_answer("transition").await? {
+        if let Some(answer) = self.first_transition_answer(false).await? {
             return Ok(answer);
         }
         match self.guarded_transition(id, expected, &transition).await? {
             Some(run) => Ok(run),
-            None => Err(self.explain_refusal(id, expected, transition.to).await),
+            // A repeat racing this send may have moved the run first: its answer is ours.
+            None => match self.first_transition_answer(true).await? {
+                Some(answer) => Ok(answer),
+                None => Err(self.explain_refusal(id, expected, transition.to).await),
+            },
         }
     }
 
@@ -72,13 +76,19 @@ impl<D: Dialect> SqlStore<D> {
         expected: u64,
         transition: &Transition,
     ) -> Result<Option<RunRecord>, StoreError> {
-        if !self.needs_transaction(transition) && !self.answers_in_scope() {
-            let params = binds::transition(id, expected, transition);
-            return self
-                .fetch_text(On::Write, &self.sql.own.transition, &params)
-                .await?
-                .map(|doc| decode::run_from_json(&doc))
-                .transpose();
+        if !self.needs_transaction(transition) {
+            if !self.answers_in_scope() {
+                let params = binds::transition(id, expected, transition);
+                return self
+                    .fetch_text(On::Write, &self.sql.own.transition, &params)
+                    .await?
+                    .map(|doc| decode::run_from_json(&doc))
+                    .transpose();
+            }
+            if let Some(answered) = &self.sql.own.transition_answered {
+                let mut params = binds::transition(id, expected, transition);
+                return self.answered_in_statement(answered, &mut params).await;
+            }
         }
         let mut tx = self.begin().await?;
         let Some(doc) = self
