@@ -266,6 +266,7 @@ impl Dialect for SqliteDialect {
     const CONFIG: i64 = 16;
     const KEYS: i64 = 17;
     const ANSWERS: i64 = 18;
+    const WRITES_IN_WITH: bool = false;
 
     async fn close(&self) {
         self.reader.close().await;

@@ -557,6 +557,81 @@ async fn round_trips_per_operation() {
     );
 }
 
+/// A new run and a plain transition record their answers in their own statement: one round
+/// trip each, as outside a scope. Sent as new under an id that answered already (a client
+/// misusing a key, or a repeat racing the first send), the statement writes nothing and the
+/// first answer is given.
+#[tokio::test]
+async fn answered_writes_take_one_round_trip_and_a_taken_id_writes_nothing() {
+    use aiki_store::operation::{OperationId, fresh_scope};
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).await.expect("open");
+    let namespace = unique_namespace();
+    let op = |name: &str| OperationId::new(format!("{name}-{}", RunId::new())).expect("an id");
+    let (start, finish) = (op("start"), op("finish"));
+
+    let s = store.statements();
+    let created = fresh_scope(start.clone(), store.create_run(new_run(&namespace, 1)))
+        .await
+        .expect("create");
+    cost("create_run (answered)", 1, s, store.statements()).await;
+    let other = new_run(&namespace, 1);
+    let other_id = other.id;
+    let again = fresh_scope(start, store.create_run(other))
+        .await
+        .expect("the repeat");
+    assert_eq!(again, created, "the first answer");
+    assert!(
+        matches!(
+            store.get_run(other_id).await,
+            Err(StoreError::NotFound { .. })
+        ),
+        "the repeat's run is not written"
+    );
+
+    let one = store
+        .claim(claim(&namespace, 2))
+        .await
+        .expect("claim")
+        .runs
+        .remove(0);
+    let two = store
+        .create_run(new_run(&namespace, 3))
+        .await
+        .expect("create")
+        .run()
+        .clone();
+    let two = store
+        .claim(claim(&namespace, 3))
+        .await
+        .expect("claim")
+        .runs
+        .into_iter()
+        .find(|run| run.id == two.id)
+        .expect("the second run claimed");
+    let done = || Transition::to(RunStatus::Completed, 4).output(json!(1), "f");
+    let s = store.statements();
+    let finished = fresh_scope(
+        finish.clone(),
+        store.transition(one.id, one.revision, done()),
+    )
+    .await
+    .expect("transition");
+    cost("transition (answered)", 1, s, store.statements()).await;
+    let again = fresh_scope(finish, store.transition(two.id, two.revision, done()))
+        .await
+        .expect("the repeat");
+    assert_eq!(again, finished, "the first answer");
+    let untouched = store.get_run(two.id).await.expect("get_run");
+    assert_eq!(
+        (untouched.status, untouched.revision),
+        (RunStatus::Running, two.revision),
+        "the repeat's own move is not written"
+    );
+}
+
 /// Concurrent `put_entry` calls share statements (group commit), and a write the database
 /// refuses (text with a NUL character) fails alone: the others in its batch are written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,7 @@
 //! First answers of operations (see [`crate::operation`]) on both SQL databases: one row per
-//! operation, written in the transaction of the write it answers.
+//! operation, written in the transaction of the write it answers, or, where one statement may
+//! write two tables (PostgreSQL: a transition that needs no transaction of its own, a new run),
+//! in the write's own statement.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -157,52 +159,59 @@ impl<D: Dialect> SqlStore<D> {
     }
 }
 
-/// The kind of the answers a transition records in its own statement
-/// (`DialectStatements::transition_answered`): the run's document as the statement returns it,
-/// where [`SqlStore::commit_answer`] keeps the serialized record under `transition`. A kind of
-/// its own, so a release that knows only `transition` finds no answer it would misread.
-const TRANSITION_DOC: &str = "transition-doc";
+/// The kinds of the answers a write records in its own statement (PostgreSQL: see
+/// `DialectStatements::transition_answered` and `Statements::insert_run_answered`): the run's
+/// document as the statement returns it, where [`SqlStore::commit_answer`] keeps the serialized
+/// outcome under the write's own kind. Kinds of their own, so that a release that knows only
+/// the serialized kinds finds no answer it would misread.
+pub(crate) const TRANSITION_DOC: &str = "transition-doc";
+/// See [`TRANSITION_DOC`]: a new run's document, answering `create_run`.
+pub(crate) const CREATED_DOC: &str = "create_run-doc";
 
 impl<D: Dialect> SqlStore<D> {
-    /// The first answer of the transition in scope, whichever way it was recorded. A first
-    /// send looks only when `even_fresh` (its write was refused: a repeat racing it may have
-    /// done it first).
-    pub(crate) async fn first_transition_answer(
+    /// The first answer of the write in scope, recorded as a run document (`doc_kind`) or as
+    /// `kind`'s serialized answer. A first send looks only when `even_fresh` (its write was
+    /// refused: a repeat racing it may have done it first).
+    pub(crate) async fn first_answer_of<T: DeserializeOwned>(
         &self,
+        doc_kind: &str,
+        kind: &str,
         even_fresh: bool,
-    ) -> Result<Option<RunRecord>, StoreError> {
+        from_doc: impl FnOnce(RunRecord) -> T,
+    ) -> Result<Option<T>, StoreError> {
         let Some((id, sql)) = in_scope(self) else {
             return Ok(None);
         };
         if operation::is_fresh() && !even_fresh {
             return Ok(None);
         }
-        if let Some(run) = self.recorded_doc(&id, sql).await? {
-            return Ok(Some(run));
+        if let Some(run) = self.recorded_doc(&id, sql, doc_kind).await? {
+            return Ok(Some(from_doc(run)));
         }
-        self.recorded_answer(&id, sql, "transition").await
+        self.recorded_answer(&id, sql, kind).await
     }
 
-    /// Runs `statement`, a transition that records the run document it returns as the answer
-    /// of the operation in scope (`params` are the transition's; the answer's key and time are
-    /// appended): the run, `None` when the guard matched no row, or the answer a repeat
-    /// recorded first (the statement then wrote nothing).
+    /// Runs `statement`, a write that records the run document it returns as the answer of
+    /// the operation in scope under `doc_kind` (`params` are the write's; the answer's key and
+    /// time are appended): the run, `None` when the statement wrote nothing (a guard or a
+    /// conflict), or the answer a repeat recorded first (the statement then wrote nothing).
     pub(crate) async fn answered_in_statement(
         &self,
         statement: &str,
         params: &mut Vec<Param<'_>>,
+        doc_kind: &str,
     ) -> Result<Option<RunRecord>, StoreError> {
-        let (id, sql) = in_scope(self).expect("BUG: a transition answered out of scope");
-        params.push(Param::from(operation::key(&id, TRANSITION_DOC)));
+        let (id, sql) = in_scope(self).expect("BUG: a write answered out of scope");
+        params.push(Param::from(operation::key(&id, doc_kind)));
         params.push(wall_clock());
         match self.fetch_text(On::Write, statement, params).await {
             Ok(doc) => doc.map(|doc| decode::run_from_json(&doc)).transpose(),
             Err(StoreError::AlreadyExists { what }) if what.contains("aiki_operation_answers") => {
-                match self.recorded_doc(&id, sql).await? {
+                match self.recorded_doc(&id, sql, doc_kind).await? {
                     Some(run) => Ok(Some(run)),
                     None => Err(StoreError::Corrupt {
                         message: format!(
-                            "operation {id} (transition) was answered, then forgotten"
+                            "operation {id} ({doc_kind}) was answered, then forgotten"
                         ),
                     }),
                 }
@@ -211,13 +220,14 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
-    /// The run document recorded as operation `id`'s answer to a transition, if any.
+    /// The run document recorded as operation `id`'s answer of `doc_kind`, if any.
     async fn recorded_doc(
         &self,
         id: &OperationId,
         sql: &AnswerStatements,
+        doc_kind: &str,
     ) -> Result<Option<RunRecord>, StoreError> {
-        let key = operation::key(id, TRANSITION_DOC);
+        let key = operation::key(id, doc_kind);
         self.fetch_text(On::Read, &sql.first, &params![key])
             .await?
             .map(|doc| decode::run_from_json(&doc))
