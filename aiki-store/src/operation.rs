@@ -1,7 +1,6 @@
 //! Operations done once however often they are sent: a write made inside [`scope`] records
 //! its answer under the scope's [`OperationId`] in the same transaction as the change (on
-//! PostgreSQL, a new run and a transition that needs no transaction record it in their own
-//! statement), and a
+//! PostgreSQL, a transition that needs no transaction records it in its own statement), and a
 //! repeat of it (the same id, the same kind of write) gets that first answer back instead of
 //! doing the write again, before any revision or status check.
 //!

@@ -266,7 +266,6 @@ impl Dialect for SqliteDialect {
     const CONFIG: i64 = 16;
     const KEYS: i64 = 17;
     const ANSWERS: i64 = 18;
-    const WRITES_IN_WITH: bool = false;
 
     async fn close(&self) {
         self.reader.close().await;

@@ -374,7 +374,6 @@ impl Dialect for PgDialect {
     const CONFIG: i64 = 17;
     const KEYS: i64 = 18;
     const ANSWERS: i64 = 19;
-    const WRITES_IN_WITH: bool = true;
 
     async fn close(&self) {
         self.pool.close().await;

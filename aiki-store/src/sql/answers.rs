@@ -1,7 +1,7 @@
 //! First answers of operations (see [`crate::operation`]) on both SQL databases: one row per
 //! operation, written in the transaction of the write it answers, or, where one statement may
-//! write two tables (PostgreSQL: a transition that needs no transaction of its own, a new run),
-//! in the write's own statement.
+//! write two tables (PostgreSQL, a transition that needs no transaction of its own), in the
+//! write's own statement.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -159,14 +159,14 @@ impl<D: Dialect> SqlStore<D> {
     }
 }
 
-/// The kinds of the answers a write records in its own statement (PostgreSQL: see
-/// `DialectStatements::transition_answered` and `Statements::insert_run_answered`): the run's
-/// document as the statement returns it, where [`SqlStore::commit_answer`] keeps the serialized
-/// outcome under the write's own kind. Kinds of their own, so that a release that knows only
-/// the serialized kinds finds no answer it would misread.
+/// The kind of the answers a transition records in its own statement (PostgreSQL: see
+/// `DialectStatements::transition_answered`): the run's document as the statement returns it,
+/// where [`SqlStore::commit_answer`] keeps the serialized outcome under `transition`. A kind of
+/// its own, so that the previous release, which knows only `transition`, finds no answer it
+/// would misread (its repeat redoes the transition: a revision conflict, no second effect). A
+/// new run keeps its serialized answer in its transaction: a repeat through the previous
+/// release must find it, or it would start a second run.
 pub(crate) const TRANSITION_DOC: &str = "transition-doc";
-/// See [`TRANSITION_DOC`]: a new run's document, answering `create_run`.
-pub(crate) const CREATED_DOC: &str = "create_run-doc";
 
 impl<D: Dialect> SqlStore<D> {
     /// The first answer of the write in scope, recorded as a run document (`doc_kind`) or as

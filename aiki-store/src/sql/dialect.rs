@@ -248,9 +248,6 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// The version of the operation answers migration (see
     /// [`Level::answers`](super::statements::Level::answers)).
     const ANSWERS: i64;
-    /// Whether one statement may write several tables (data-modifying `WITH` clauses), so a
-    /// write records its answer in its own statement.
-    const WRITES_IN_WITH: bool;
 
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;

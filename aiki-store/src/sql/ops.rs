@@ -13,7 +13,6 @@ use crate::{
     StoreError,
 };
 
-use super::answers::CREATED_DOC;
 use super::decode;
 use super::dialect::{Dialect, On, Tx, params};
 use super::{SqlStore, binds};
@@ -68,22 +67,8 @@ impl<D: Dialect> SqlStore<D> {
 
     pub(crate) async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
         if self.answers_in_scope() {
-            let created = CreateOutcome::Created;
-            if let Some(answer) = self
-                .first_answer_of(CREATED_DOC, "create_run", false, created)
-                .await?
-            {
+            if let Some(answer) = self.first_answer("create_run").await? {
                 return Ok(answer);
-            }
-            if let Some(answered) = &self.sql.insert_run_answered {
-                let mut params = binds::insert_run(&run).to_vec();
-                if let Some(run) = self
-                    .answered_in_statement(answered, &mut params, CREATED_DOC)
-                    .await?
-                {
-                    return Ok(CreateOutcome::Created(run));
-                }
-                // The reference id is taken: the transaction below answers with its holder.
             }
             let mut tx = self.begin().await?;
             let outcome = match self.insert_run(On::Tx(&mut tx), &run).await? {

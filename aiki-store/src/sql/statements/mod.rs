@@ -23,11 +23,6 @@ pub(crate) struct Statements {
     /// Inserts a run (see [`super::binds::insert_run`]) unless its namespace and reference id
     /// are taken; returns its document.
     pub(crate) insert_run: String,
-    /// For a database whose one statement may write two tables (PostgreSQL), on a schema that
-    /// keeps answers: `insert_run` that also records the new run's document as the answer of
-    /// an operation, `$19` the answer's key and `$20` the time. When the operation has an
-    /// answer already the statement fails on the answers' key and writes nothing.
-    pub(crate) insert_run_answered: Option<String>,
     /// The document of the run with `$1` namespace and `$2` reference id.
     pub(crate) select_by_reference: String,
     /// The document of run `$1`.
@@ -151,32 +146,23 @@ impl Statements {
         let event_doc = event_doc(level);
         let timers = status_list(RunStatus::wakes_on_timer);
         let render = |sql: String| (D::DRIVER.render)(&sql);
-        let insert_run = format!(
-            "INSERT INTO aiki_runs (id, namespace, workflow, version, input, input_hash, \
-             reference_id, pool, status, revision, attempts, due_at, queued_at, \
-             parent_run_id, parent_address, traceparent, forked_from, lineage_root, \
-             created_at, updated_at{note_columns}) \
-             VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, 1, 1, $10, $11, $12::uuid, \
-             $13, $15, $16::uuid, $17::uuid, $14, $14{note_values}) \
-             ON CONFLICT (namespace, reference_id) DO NOTHING",
-            note_columns = if level.operations {
-                ", change_actor, change_rev"
-            } else {
-                ""
-            },
-            note_values = if level.operations { ", $18, 1" } else { "" },
-        );
         Statements {
             own: dialect.statements(level),
-            insert_run: render(format!("{insert_run} RETURNING {run}::text")),
-            insert_run_answered: (D::WRITES_IN_WITH && level.answers).then(|| {
-                render(format!(
-                    "WITH created AS ({insert_run} RETURNING {run}::text AS doc), \
-                     answered AS (INSERT INTO aiki_operation_answers (id, answer, recorded_at) \
-                     SELECT $19, doc, $20 FROM created) \
-                     SELECT doc FROM created"
-                ))
-            }),
+            insert_run: render(format!(
+                "INSERT INTO aiki_runs (id, namespace, workflow, version, input, input_hash, \
+                 reference_id, pool, status, revision, attempts, due_at, queued_at, \
+                 parent_run_id, parent_address, traceparent, forked_from, lineage_root, \
+                 created_at, updated_at{note_columns}) \
+                 VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, 1, 1, $10, $11, $12::uuid, \
+                 $13, $15, $16::uuid, $17::uuid, $14, $14{note_values}) \
+                 ON CONFLICT (namespace, reference_id) DO NOTHING RETURNING {run}::text",
+                note_columns = if level.operations {
+                    ", change_actor, change_rev"
+                } else {
+                    ""
+                },
+                note_values = if level.operations { ", $18, 1" } else { "" },
+            )),
             select_by_reference: render(format!(
                 "SELECT {run}::text FROM aiki_runs WHERE namespace = $1 AND reference_id = $2"
             )),
