@@ -166,52 +166,48 @@ impl<D: Dialect> SqlStore<D> {
 /// would misread (its repeat redoes the transition: a revision conflict, no second effect). A
 /// new run keeps its serialized answer in its transaction: a repeat through the previous
 /// release must find it, or it would start a second run.
-pub(crate) const TRANSITION_DOC: &str = "transition-doc";
+const TRANSITION_DOC: &str = "transition-doc";
 
 impl<D: Dialect> SqlStore<D> {
-    /// The first answer of the write in scope, recorded as a run document (`doc_kind`) or as
-    /// `kind`'s serialized answer. A first send looks only when `even_fresh` (its write was
-    /// refused: a repeat racing it may have done it first).
-    pub(crate) async fn first_answer_of<T: DeserializeOwned>(
+    /// The first answer of the transition in scope, recorded as a run document (PostgreSQL's
+    /// one-statement transition) or serialized (in a transaction). A first send looks only
+    /// when `even_fresh` (its write was refused: a repeat racing it may have done it first).
+    pub(crate) async fn first_transition_answer(
         &self,
-        doc_kind: &str,
-        kind: &str,
         even_fresh: bool,
-        from_doc: impl FnOnce(RunRecord) -> T,
-    ) -> Result<Option<T>, StoreError> {
+    ) -> Result<Option<RunRecord>, StoreError> {
         let Some((id, sql)) = in_scope(self) else {
             return Ok(None);
         };
         if operation::is_fresh() && !even_fresh {
             return Ok(None);
         }
-        if let Some(run) = self.recorded_doc(&id, sql, doc_kind).await? {
-            return Ok(Some(from_doc(run)));
+        if let Some(run) = self.recorded_doc(&id, sql).await? {
+            return Ok(Some(run));
         }
-        self.recorded_answer(&id, sql, kind).await
+        self.recorded_answer(&id, sql, "transition").await
     }
 
-    /// Runs `statement`, a write that records the run document it returns as the answer of
-    /// the operation in scope under `doc_kind` (`params` are the write's; the answer's key and
-    /// time are appended): the run, `None` when the statement wrote nothing (a guard or a
-    /// conflict), or the answer a repeat recorded first (the statement then wrote nothing).
-    pub(crate) async fn answered_in_statement(
+    /// Runs `statement`, a transition that records the run document it returns as the answer
+    /// of the operation in scope (`params` are the transition's; the answer's key and time are
+    /// appended): the run, `None` when the guard matched no row, or the answer a repeat
+    /// recorded first (the statement then wrote nothing).
+    pub(crate) async fn transition_answered_in_statement(
         &self,
         statement: &str,
         params: &mut Vec<Param<'_>>,
-        doc_kind: &str,
     ) -> Result<Option<RunRecord>, StoreError> {
-        let (id, sql) = in_scope(self).expect("BUG: a write answered out of scope");
-        params.push(Param::from(operation::key(&id, doc_kind)));
+        let (id, sql) = in_scope(self).expect("BUG: a transition answered out of scope");
+        params.push(Param::from(operation::key(&id, TRANSITION_DOC)));
         params.push(wall_clock());
         match self.fetch_text(On::Write, statement, params).await {
             Ok(doc) => doc.map(|doc| decode::run_from_json(&doc)).transpose(),
             Err(StoreError::AlreadyExists { what }) if what.contains("aiki_operation_answers") => {
-                match self.recorded_doc(&id, sql, doc_kind).await? {
+                match self.recorded_doc(&id, sql).await? {
                     Some(run) => Ok(Some(run)),
                     None => Err(StoreError::Corrupt {
                         message: format!(
-                            "operation {id} ({doc_kind}) was answered, then forgotten"
+                            "operation {id} (transition) was answered, then forgotten"
                         ),
                     }),
                 }
@@ -220,14 +216,13 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
-    /// The run document recorded as operation `id`'s answer of `doc_kind`, if any.
+    /// The run document recorded as operation `id`'s answer to a transition, if any.
     async fn recorded_doc(
         &self,
         id: &OperationId,
         sql: &AnswerStatements,
-        doc_kind: &str,
     ) -> Result<Option<RunRecord>, StoreError> {
-        let key = operation::key(id, doc_kind);
+        let key = operation::key(id, TRANSITION_DOC);
         self.fetch_text(On::Read, &sql.first, &params![key])
             .await?
             .map(|doc| decode::run_from_json(&doc))

@@ -3,20 +3,10 @@
 
 use crate::{RunId, RunRecord, StoreError, Transition, WaitSpec};
 
-use super::answers::TRANSITION_DOC;
 use super::dialect::{Dialect, On, Param, Tx, params};
 use super::{SqlStore, binds, decode};
 
 impl<D: Dialect> SqlStore<D> {
-    /// The first answer of the transition in scope (see [`SqlStore::first_answer_of`]).
-    async fn first_transition_answer(
-        &self,
-        even_fresh: bool,
-    ) -> Result<Option<RunRecord>, StoreError> {
-        self.first_answer_of(TRANSITION_DOC, "transition", even_fresh, |run| run)
-            .await
-    }
-
     pub(crate) async fn transition(
         &self,
         id: RunId,
@@ -98,7 +88,7 @@ impl<D: Dialect> SqlStore<D> {
             if let Some(answered) = &self.sql.own.transition_answered {
                 let mut params = binds::transition(id, expected, transition);
                 return self
-                    .answered_in_statement(answered, &mut params, TRANSITION_DOC)
+                    .transition_answered_in_statement(answered, &mut params)
                     .await;
             }
         }
