@@ -1,8 +1,9 @@
 //! Long-polling claims: a claim that finds nothing may wait until a run is queued, through
-//! this server or any other on the same store. One reader of the store's change stream per
-//! server, running only while a claim waits, wakes every waiting claim when a change moves a
-//! run to `queued`; each then claims again (the claim stays the store's fenced transition: a
-//! wake-up is only a hint).
+//! this server or any other on the same store. On a store that sends ready hints (PostgreSQL:
+//! the process's one `LISTEN`ing connection), every hint wakes the waiting claims; on any other,
+//! one reader of the store's change stream per server, running only while a claim waits, wakes
+//! them when a change moves a run to `queued`. Each then claims again (the claim stays the
+//! store's fenced transition: a wake-up is only a hint).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -65,9 +66,39 @@ impl Waiters {
         self.waiting.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(self);
         if !self.tailing.swap(true, Ordering::SeqCst) {
-            tokio::spawn(self.clone().tail());
+            match self.store.ready_signals() {
+                Some(signals) => {
+                    tokio::spawn(self.clone().hear(signals));
+                }
+                None => {
+                    tokio::spawn(self.clone().tail());
+                }
+            }
         }
         let _ = tokio::time::timeout_at(deadline, seen.changed()).await;
+    }
+
+    /// Wakes the waiting claims at every ready hint, for as long as the server lives (the
+    /// listening connection is the process's, shared with its workers, and costs nothing while
+    /// no hint comes).
+    async fn hear(self: Arc<Self>, signals: aiki_store::ReadySignals) {
+        let mut hints = signals.subscribe();
+        drop(signals);
+        let waiters = Arc::downgrade(&self);
+        drop(self);
+        loop {
+            // The first pass: a run queued between a waiter's claim and the subscription.
+            let Some(waiters) = waiters.upgrade() else {
+                return;
+            };
+            if waiters.waiting.load(Ordering::SeqCst) > 0 {
+                waiters
+                    .generation
+                    .send_modify(|generation| *generation += 1);
+            }
+            drop(waiters);
+            hints.recv().await;
+        }
     }
 
     /// Reads the change stream from its end while any claim waits.

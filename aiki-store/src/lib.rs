@@ -29,6 +29,7 @@ mod model;
 pub mod operation;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod ready;
 // `SqlStore<D>`'s impls are bounded by the crate's own `Dialect` trait: users name
 // `SqliteStore` and `PostgresStore`, never a dialect of their own (the trait is sealed).
 mod roles;
@@ -47,6 +48,7 @@ pub use connect::{connect, connect_with_mode, migrate, open};
 pub use error::StoreError;
 pub use migration::{AppliedMigration, MigrationMode, MigrationReport};
 pub use model::*;
+pub use ready::{Ready, ReadyReceiver, ReadySignals};
 pub use roles::{
     BoxStore, ClientStore, Connected, Connection, ExecutorStore, KeyStore, ReadStore, Store,
     Sweeper, prelude,

@@ -271,7 +271,7 @@ pub use registry::{Registry, RegistryBuilder};
 pub use retry::{RetryPolicy, RetryPolicyError};
 pub use run::{ChildRun, ChildStart, EventWait, RECORDED_INPUT_MAX_BYTES, Run, SleepOutcome};
 pub use schema::Schema;
-pub use subscriber::{PollingSubscriber, Subscriber};
+pub use subscriber::{NotifySubscriber, PollingSubscriber, Subscriber};
 
 /// The attribute for implementing [`Subscriber`] (and [`Store`]): their methods are
 /// `async_trait` methods.

@@ -85,10 +85,11 @@ struct CountingSubscriber {
 
 #[aiki::async_trait]
 impl aiki::Subscriber for CountingSubscriber {
-    async fn next_signal(&self) {
+    async fn next_signal(&self) -> aiki::store::Ready {
         self.signals
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(5)).await;
+        aiki::store::Ready::Anything
     }
 
     async fn heartbeat(&self, run: RunId) {

@@ -28,6 +28,7 @@ use crate::sql::{Dialect, SqlStore, Tx, setters};
 use crate::{MigrationMode, RunStatus, StoreError};
 
 mod install;
+mod listen;
 mod url;
 
 /// The embedded migrations of the PostgreSQL schema.
@@ -63,6 +64,12 @@ pub struct PostgresOptions {
     /// previous release and this one side by side on one database.
     #[doc(hidden)]
     pub schema_cap: Option<i64>,
+    /// Where to `LISTEN` for ready hints (see
+    /// [`ExecutorStore::ready_signals`](crate::ExecutorStore::ready_signals)), when not `url`:
+    /// a direct connection to the database for deployments whose `url` goes through a
+    /// transaction-pooling proxy (PgBouncer in `transaction` mode), which cannot hold a
+    /// `LISTEN`. A URL may name it with `aiki_listen_url=URL`, percent-encoded.
+    pub listen_url: Option<String>,
 }
 
 /// Whose clock times a claim: when it was taken, when it was last refreshed, and whether it
@@ -98,6 +105,7 @@ impl PostgresOptions {
             migration: MigrationMode::Apply,
             claim_clock: ClaimClock::Database,
             schema_cap: None,
+            listen_url: None,
         }
     }
 
@@ -130,6 +138,13 @@ impl PostgresOptions {
         self
     }
 
+    /// Sets where to `LISTEN` for ready hints (see
+    /// [`listen_url`](PostgresOptions::listen_url)).
+    pub fn listen_url(mut self, url: impl Into<String>) -> Self {
+        self.listen_url = Some(url.into());
+        self
+    }
+
     /// Whether to apply pending migrations when connecting (`false`: [`MigrationMode::Never`]).
     pub fn migrate(mut self, migrate: bool) -> Self {
         self.migration = migrate.into();
@@ -151,6 +166,8 @@ pub struct PgDialect {
     /// Where the connection's own search path put them before they had a schema of their own
     /// (an install of v0.1.0), if that is elsewhere.
     legacy_schema: Option<String>,
+    /// Where ready hints are listened for.
+    listen: PgConnectOptions,
 }
 
 impl Dialect for PgDialect {
@@ -374,6 +391,11 @@ impl Dialect for PgDialect {
     const CONFIG: i64 = 17;
     const KEYS: i64 = 18;
     const ANSWERS: i64 = 19;
+    const READY_NOTIFY: i64 = 20;
+
+    fn ready_signals(&self) -> Option<crate::ReadySignals> {
+        Some(listen::signals(&self.listen, listen::channel(&self.schema)))
+    }
 
     async fn close(&self) {
         self.pool.close().await;
@@ -404,6 +426,15 @@ impl PostgresStore {
         let theirs =
             PgConnectOptions::from_str(&url).map_err(|error| unsupported(error.to_string()))?;
         let ours = theirs.clone().options([("search_path", schema.as_str())]);
+        let listen = match named.listen_url.or(options.listen_url.clone()) {
+            Some(listen_url) => PgConnectOptions::from_str(&listen_url).map_err(|error| {
+                unsupported(format!(
+                    "the listen URL `{}`: {error}",
+                    crate::error::redact(&listen_url)
+                ))
+            })?,
+            None => theirs.clone(),
+        };
         // One direct connection first: a pool retries a refused connection until its acquire
         // timeout, but a server that does not answer should be reported at once. It also tells
         // where an install of v0.1.0 (tables in the connection's own schema) would be.
@@ -427,6 +458,7 @@ impl PostgresStore {
             legacy_schema: current.filter(|current| *current != schema),
             schema,
             claim_clock,
+            listen,
         };
         SqlStore::open(dialect, options.migration, options.schema_cap).await
     }

@@ -10,6 +10,8 @@ pub(super) struct AikiParameters {
     pub(super) schema: Option<String>,
     /// `aiki_claim_clock=database|caller`.
     pub(super) claim_clock: Option<ClaimClock>,
+    /// `aiki_listen_url=URL` (percent-encoded): where to `LISTEN` for ready hints.
+    pub(super) listen_url: Option<String>,
 }
 
 /// Splits Aiki's parameters off a URL: the URL for the driver and what they say. A parameter
@@ -28,6 +30,16 @@ pub(super) fn take_aiki_parameters(url: &str) -> Result<(String, AikiParameters)
         };
         match parameter.split_once('=') {
             Some(("schema", name)) => found.schema = Some(name.to_owned()),
+            Some(("listen_url", encoded)) => {
+                let decoded = percent_encoding::percent_decode_str(encoded)
+                    .decode_utf8()
+                    .map_err(|_| {
+                        "`aiki_listen_url` is not percent-encoded UTF-8 (encode the URL it \
+                         names, e.g. `postgres%3A%2F%2Fhost%2Fdb`)"
+                            .to_owned()
+                    })?;
+                found.listen_url = Some(decoded.into_owned());
+            }
             Some(("claim_clock", clock)) => {
                 found.claim_clock = Some(match clock {
                     "database" => ClaimClock::Database,
@@ -43,7 +55,8 @@ pub(super) fn take_aiki_parameters(url: &str) -> Result<(String, AikiParameters)
             _ => {
                 return Err(format!(
                     "`aiki_{parameter}` is not a parameter Aiki knows (it knows \
-                     `aiki_schema=NAME` and `aiki_claim_clock=database|caller`)"
+                     `aiki_schema=NAME`, `aiki_claim_clock=database|caller` and \
+                     `aiki_listen_url=URL`)"
                 ));
             }
         }
@@ -72,6 +85,7 @@ mod tests {
             AikiParameters {
                 schema: Some("runs_1".to_owned()),
                 claim_clock: Some(ClaimClock::Caller),
+                listen_url: None,
             }
         );
         let (url, found) = take_aiki_parameters("postgres://u@h/db?aiki_schema=x").unwrap();
@@ -84,6 +98,15 @@ mod tests {
         let (_, found) =
             take_aiki_parameters("postgres://u@h/db?aiki_claim_clock=database").unwrap();
         assert_eq!(found.claim_clock, Some(ClaimClock::Database));
+        let (url, found) = take_aiki_parameters(
+            "postgres://u@h:6432/db?aiki_listen_url=postgres%3A%2F%2Fu%40h%3A5432%2Fdb%3Fsslmode%3Drequire",
+        )
+        .unwrap();
+        assert_eq!(url, "postgres://u@h:6432/db");
+        assert_eq!(
+            found.listen_url.as_deref(),
+            Some("postgres://u@h:5432/db?sslmode=require")
+        );
     }
 
     #[test]
@@ -91,6 +114,8 @@ mod tests {
         let error = take_aiki_parameters("postgres://u@h/db?aiki_claim_clock=server").unwrap_err();
         assert!(error.contains("aiki_claim_clock=server"), "{error}");
         assert!(error.contains("`database` or `caller`"), "{error}");
+        let error = take_aiki_parameters("postgres://u@h/db?aiki_listen_url=%FF").unwrap_err();
+        assert!(error.contains("percent-encoded UTF-8"), "{error}");
         let error = take_aiki_parameters("postgres://u@h/db?aiki_shema=x").unwrap_err();
         assert!(error.contains("`aiki_shema=x`"), "{error}");
         assert!(error.contains("aiki_schema=NAME"), "{error}");

@@ -248,6 +248,14 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// The version of the operation answers migration (see
     /// [`Level::answers`](super::statements::Level::answers)).
     const ANSWERS: i64;
+    /// The version of the migration whose trigger notifies ready runs (`i64::MAX` where the
+    /// database has no such signal).
+    const READY_NOTIFY: i64 = i64::MAX;
+
+    /// The process's feed of the database's ready hints, on a schema whose trigger sends them.
+    fn ready_signals(&self) -> Option<crate::ReadySignals> {
+        None
+    }
 
     /// Closes the connections, waiting for statements in flight.
     fn close(&self) -> impl Future<Output = ()> + Send;

@@ -75,6 +75,8 @@ pub struct SqlStore<D> {
     entries: EntryBatcher<Entries<D>>,
     /// What opening did to the schema.
     report: MigrationReport,
+    /// Whether the schema's trigger sends ready hints (see [`Dialect::ready_signals`]).
+    ready_notify: bool,
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -94,6 +96,7 @@ impl<D: Dialect> SqlStore<D> {
             cap,
             statements,
             report: MigrationReport::default(),
+            ready_notify: false,
         }
     }
 
@@ -114,7 +117,17 @@ impl<D: Dialect> SqlStore<D> {
             SqlStore::new(store.dialect.clone(), level, cap)
         };
         store.report = report;
+        store.ready_notify = accepted.render_at >= D::READY_NOTIFY;
         Ok(store)
+    }
+
+    /// The process's feed of ready hints, when the schema sends them.
+    pub(crate) fn ready_signals(&self) -> Option<crate::ReadySignals> {
+        if self.ready_notify {
+            self.dialect.ready_signals()
+        } else {
+            None
+        }
     }
 
     /// The backend's name.

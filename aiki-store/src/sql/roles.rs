@@ -65,6 +65,10 @@ impl<D: Dialect> ReadStore for SqlStore<D> {
 
 #[async_trait]
 impl<D: Dialect> ExecutorStore for SqlStore<D> {
+    fn ready_signals(&self) -> Option<crate::ReadySignals> {
+        self.ready_signals()
+    }
+
     async fn claim(
         &self,
         request: crate::ClaimRequest,

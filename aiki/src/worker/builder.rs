@@ -12,7 +12,10 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::ClientError;
 use crate::executor::Executor;
 use crate::registry::{Registry, RegistryBuilder};
-use crate::subscriber::{PollingSubscriber, Subscriber};
+use crate::subscriber::{NotifySubscriber, PollingSubscriber, Subscriber};
+
+/// How often a worker polls a store that sends ready hints, unless told otherwise.
+const SAFETY_POLL: Duration = Duration::from_secs(5);
 use crate::task::Task;
 use crate::workflow::Workflow;
 
@@ -25,7 +28,8 @@ pub struct WorkerBuilder {
     pool: String,
     worker_id: String,
     max_concurrent_runs: usize,
-    poll_interval: Duration,
+    /// `None`: 50 ms, or 5 s as the safety net of a store that sends ready hints.
+    poll_interval: Option<Duration>,
     claim_refresh_interval: Duration,
     shutdown_timeout: Duration,
     /// Whether to run the daemons: `None` runs them when the store offers the sweeper role.
@@ -53,7 +57,7 @@ impl WorkerBuilder {
             pool: "default".to_owned(),
             worker_id: crate::executor::random_id("worker"),
             max_concurrent_runs: 100,
-            poll_interval: Duration::from_millis(50),
+            poll_interval: None,
             claim_refresh_interval: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(5),
             daemons: None,
@@ -80,7 +84,9 @@ impl WorkerBuilder {
         self
     }
 
-    /// How the worker discovers work (default: [`PollingSubscriber`] at the poll interval).
+    /// How the worker discovers work (default: a [`NotifySubscriber`] on a store that sends
+    /// ready hints, a [`PollingSubscriber`] on any other, each at the
+    /// [`poll_interval`](Self::poll_interval)).
     pub fn subscriber(mut self, subscriber: impl Subscriber) -> Self {
         self.subscriber = Some(Arc::new(subscriber));
         self
@@ -116,10 +122,15 @@ impl WorkerBuilder {
         self
     }
 
-    /// How often the store is polled for work (default 50 ms). Runs started, woken or ended
-    /// in this process are picked up at once.
+    /// How often the store is polled for work. Runs started, woken or ended in this process
+    /// are picked up at once. On a store that sends hints when runs become ready
+    /// ([`ExecutorStore::ready_signals`](aiki_store::ExecutorStore::ready_signals):
+    /// PostgreSQL), the worker hears them through a [`NotifySubscriber`](crate::NotifySubscriber)
+    /// and this poll is its safety net (default 5 s); on any other (SQLite, memory, a server,
+    /// whose claims wait on its side) the default is 50 ms. Ignored with a
+    /// [`subscriber`](Self::subscriber) of your own.
     pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = interval;
+        self.poll_interval = Some(interval);
         self
     }
 
@@ -175,9 +186,17 @@ impl WorkerBuilder {
             .into_iter()
             .map(|entry| entry.published_by(self.worker_id.clone()))
             .collect();
-        let subscriber = self
-            .subscriber
-            .unwrap_or_else(|| Arc::new(PollingSubscriber::new(self.poll_interval)));
+        let subscriber =
+            self.subscriber
+                .unwrap_or_else(|| match self.store.executor.ready_signals() {
+                    Some(signals) => Arc::new(
+                        NotifySubscriber::new(signals)
+                            .safety_poll(self.poll_interval.unwrap_or(SAFETY_POLL)),
+                    ),
+                    None => Arc::new(PollingSubscriber::new(
+                        self.poll_interval.unwrap_or(Duration::from_millis(50)),
+                    )),
+                });
         let executor = Executor::builder(self.store.executor, registry)
             .id(self.worker_id)
             .shared_clock(self.clock)

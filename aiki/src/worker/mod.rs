@@ -133,7 +133,7 @@ impl Worker {
                 log_join_error(joined);
             }
             // Register interest before looking, so that a notification in between is not lost.
-            let jumped = exec.clock.jumped();
+            let mut jumped = exec.clock.jumped();
             let mut busy = false;
             let pass = async {
                 let free = self.max_concurrent_runs.saturating_sub(executions.len());
@@ -190,10 +190,18 @@ impl Worker {
             if busy {
                 continue;
             }
-            tokio::select! {
-                _ = self.shared.subscriber.next_signal() => {}
-                _ = jumped => {}
-                _ = stop.changed() => {}
+            // Wait for a hint that concerns what this worker serves (or the clock's jump, or
+            // a stop).
+            loop {
+                tokio::select! {
+                    ready = self.shared.subscriber.next_signal() => {
+                        if ready.concerns(&namespaces, &self.shared.pool) {
+                            break;
+                        }
+                    }
+                    _ = &mut jumped => break,
+                    _ = stop.changed() => break,
+                }
             }
         }
         if *stop.borrow() == Stop::Now {

@@ -8,7 +8,8 @@
 //! `AIKI_CLAIM_REFRESH_MS` and `AIKI_CLAIM_IDLE_MS` say otherwise: the idle timeout is the
 //! store's runtime configuration, which the process sets as it starts (as an operator would,
 //! every process of a test setting the same); `AIKI_WORKER_POOL` names
-//! its pool (`default`). SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
+//! its pool (`default`), `AIKI_POLL_MS` its poll interval (20 ms; on PostgreSQL the safety net
+//! beside the ready hints). SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
 //! `kill -9` and `SIGSTOP` it. With an `http://` URL it is a remote worker: the executor role
 //! through that aiki server (key in `AIKI_API_KEY`, claims long-polling), no daemons.
 
@@ -103,7 +104,7 @@ async fn main() -> anyhow::Result<()> {
         .worker_id(worker_id.clone())
         .pool(std::env::var("AIKI_WORKER_POOL").unwrap_or_else(|_| "default".to_owned()))
         .max_concurrent_runs(64)
-        .poll_interval(Duration::from_millis(20))
+        .poll_interval(millis("AIKI_POLL_MS", 20)?)
         .claim_refresh_interval(millis("AIKI_CLAIM_REFRESH_MS", 200)?)
         .build()?
         .start();

@@ -158,7 +158,13 @@ impl World {
 
     /// Starts a worker process; its long steps take `long_task`.
     pub fn spawn(&mut self, id: &str, long_task: Duration) -> usize {
+        self.spawn_with(id, long_task, &[])
+    }
+
+    /// Starts a worker process with more environment (`AIKI_POLL_MS`, say).
+    pub fn spawn_with(&mut self, id: &str, long_task: Duration, env: &[(&str, &str)]) -> usize {
         let mut command = Command::new(env!("CARGO_BIN_EXE_aiki_test_worker"));
+        command.envs(env.iter().copied());
         let url = match &self.server {
             Some(server) => {
                 command

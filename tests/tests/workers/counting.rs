@@ -105,6 +105,9 @@ impl aiki::store::ReadStore for Counting {
 
 #[aiki::async_trait]
 impl aiki::store::ExecutorStore for Counting {
+    fn ready_signals(&self) -> Option<aiki::store::ReadySignals> {
+        self.inner.ready_signals()
+    }
     async fn transition(
         &self,
         id: RunId,

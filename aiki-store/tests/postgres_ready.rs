@@ -1,0 +1,205 @@
+//! PostgreSQL's ready hints (migration 0020 and `ExecutorStore::ready_signals`): what notifies
+//! and what does not, one listening connection per process, and a listener whose connection
+//! is killed coming back. Each test has a schema (and so a channel) of its own. Skipped loudly
+//! without a server (failing under `CI=true`).
+#![cfg(feature = "postgres")]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use aiki_store::postgres::PostgresStore;
+use aiki_store::prelude::*;
+use aiki_store::{
+    Namespace, NewEvent, Ready, ReadyReceiver, ReadySignals, RunId, RunStatus, Transition, WaitSpec,
+};
+use serde_json::json;
+use support::postgres as pg;
+use support::records::{claim, entry, new_run};
+
+/// A store on a schema of its own, and the schema's name.
+async fn fresh_store() -> Option<(PostgresStore, String)> {
+    let url = pg::shared_database().await?;
+    let schema = format!("ready_{}", RunId::new().as_uuid().simple());
+    let store = PostgresStore::connect(&format!("{url}?aiki_schema={schema}"))
+        .await
+        .expect("open");
+    Some((store, schema))
+}
+
+fn signals(store: &PostgresStore) -> ReadySignals {
+    store
+        .ready_signals()
+        .expect("a schema at migration 20 sends ready hints")
+}
+
+/// The next hint, within 10 s.
+async fn next(hints: &mut ReadyReceiver) -> Ready {
+    tokio::time::timeout(Duration::from_secs(10), hints.recv())
+        .await
+        .expect("a hint within 10 s")
+}
+
+fn hint(namespace: &Namespace) -> Ready {
+    Ready::Namespace {
+        namespace: namespace.clone(),
+        pool: "default".to_owned(),
+    }
+}
+
+/// The listening backends of `schema`'s channel.
+async fn listeners(schema: &str) -> Vec<i32> {
+    let mut admin = pg::admin().await.expect("admin connection");
+    sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'aiki listener' \
+         AND query = $1",
+    )
+    .bind(format!("LISTEN \"aiki_ready_{schema}\""))
+    .fetch_all(&mut admin)
+    .await
+    .expect("pg_stat_activity")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_becoming_queued_notify_and_nothing_else_does() {
+    let Some((store, _schema)) = fresh_store().await else {
+        return;
+    };
+    let mut hints = signals(&store).subscribe();
+    assert_eq!(next(&mut hints).await, Ready::Anything, "listening");
+
+    // A start notifies.
+    let namespace = Namespace::new("ready-flow", "1");
+    let run = store
+        .create_run(new_run(&namespace, 1))
+        .await
+        .expect("create")
+        .run()
+        .clone();
+    assert_eq!(next(&mut hints).await, hint(&namespace), "a start");
+
+    // A claim, task writes and a suspension do not: the next hint is a marker's start
+    // (hints come in commit order).
+    let run = store
+        .claim(claim(&namespace, 2))
+        .await
+        .expect("claim")
+        .runs
+        .into_iter()
+        .find(|claimed| claimed.id == run.id)
+        .expect("claimed");
+    for task in 0..20 {
+        store
+            .put_entry(run.revision, entry(run.id, &format!("task-{task}")))
+            .await
+            .expect("task write");
+    }
+    let mut suspend = Transition::to(RunStatus::AwaitingEvent, 3);
+    suspend.wait = Some(WaitSpec::default().event("go", 0));
+    let run = store
+        .transition(run.id, run.revision, suspend)
+        .await
+        .expect("suspend");
+    let marker = Namespace::new("ready-marker", "1");
+    store.create_run(new_run(&marker, 4)).await.expect("marker");
+    assert_eq!(
+        next(&mut hints).await,
+        hint(&marker),
+        "a claim, task writes or a suspension notified"
+    );
+
+    // An event that wakes the run notifies; so does a claim released back to the queue.
+    store
+        .append_event(NewEvent::new(run.id, "go", json!(1), 5))
+        .await
+        .expect("event");
+    assert_eq!(
+        next(&mut hints).await,
+        hint(&namespace),
+        "an event's wake-up"
+    );
+    let run = store
+        .claim(claim(&namespace, 6))
+        .await
+        .expect("claim")
+        .runs
+        .remove(0);
+    store
+        .transition(run.id, run.revision, Transition::to(RunStatus::Queued, 7))
+        .await
+        .expect("release");
+    assert_eq!(next(&mut hints).await, hint(&namespace), "a released claim");
+    assert_eq!(hints.try_recv(), None, "one hint each");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_listens_on_one_connection_per_schema() {
+    let Some((store, schema)) = fresh_store().await else {
+        return;
+    };
+    let url = pg::shared_database().await.expect("shared database");
+    let other = PostgresStore::connect(&format!("{url}?aiki_schema={schema}"))
+        .await
+        .expect("open");
+    let (first, second) = (signals(&store), signals(&other));
+    assert!(first.same_source(&second), "two stores, one listener");
+    let mut hints = [first.subscribe(), second.subscribe(), first.subscribe()];
+    for hints in &mut hints {
+        assert_eq!(next(hints).await, Ready::Anything);
+    }
+    assert_eq!(listeners(&schema).await.len(), 1, "one listening backend");
+    // Every receiver hears every hint.
+    let namespace = Namespace::new("shared", "1");
+    other
+        .create_run(new_run(&namespace, 1))
+        .await
+        .expect("create");
+    for hints in &mut hints {
+        assert_eq!(next(hints).await, hint(&namespace));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_listener_comes_back_and_says_anything_may_be_ready() {
+    let Some((store, schema)) = fresh_store().await else {
+        return;
+    };
+    let mut hints = signals(&store).subscribe();
+    assert_eq!(next(&mut hints).await, Ready::Anything, "listening");
+    for round in 0..3 {
+        let pids = listeners(&schema).await;
+        assert_eq!(pids.len(), 1, "round {round}: one listening backend");
+        let mut admin = pg::admin().await.expect("admin connection");
+        let killed = Instant::now();
+        sqlx::query("SELECT pg_terminate_backend($1)")
+            .bind(pids[0])
+            .execute(&mut admin)
+            .await
+            .expect("terminate");
+        // Hints sent while it was away are lost: the first one back is "anything".
+        assert_eq!(next(&mut hints).await, Ready::Anything, "round {round}");
+        let back = killed.elapsed();
+        println!("ready hints: listener killed, listening again after {back:?}");
+        assert!(back < Duration::from_secs(5), "back after {back:?}");
+        let namespace = Namespace::new(format!("after-kill-{round}"), "1");
+        store
+            .create_run(new_run(&namespace, 1))
+            .await
+            .expect("create");
+        assert_eq!(next(&mut hints).await, hint(&namespace), "round {round}");
+    }
+}
+
+#[tokio::test]
+async fn a_bad_listen_url_is_refused_when_connecting() {
+    let Some(url) = pg::shared_database().await else {
+        return;
+    };
+    let error = PostgresStore::connect(&format!(
+        "{url}?aiki_listen_url=postgres%3A%2F%2Fh%3Aport%2Fdb"
+    ))
+    .await
+    .expect_err("a listen URL that is not PostgreSQL's");
+    let message = error.to_string();
+    assert!(message.contains("listen URL"), "{message}");
+}
