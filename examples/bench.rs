@@ -33,6 +33,9 @@
 //! * **idle fleet** (`--idle-fleet`, instead of the phases above): eight idle worker processes
 //!   (two with `--quick`) for 60 s (3 s), the statements per second they send, the claim polls
 //!   and heartbeats apart from the daemons' (see `bench/idle.rs`).
+//! * **wake-up** (`--wake`, instead of the phases above): how soon a worker process hears of a
+//!   start, an event sent and a timer due, polling every 50 ms and with ready hints (on
+//!   PostgreSQL, `NOTIFY`), p50 and p99 of 50 each (5 with `--quick`; see `bench/wake.rs`).
 //! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
 //!   one worker process, five times with a subscriber recording at `info` and five times with
 //!   none, interleaved; median and spread of each (see `bench/tracing_cost.rs`).
@@ -67,6 +70,8 @@ mod listing;
 mod server;
 #[path = "bench/tracing_cost.rs"]
 mod tracing_cost;
+#[path = "bench/wake.rs"]
+mod wake;
 
 // ---------------------------------------------------------------------------------------------
 // Workflows and tasks
@@ -202,6 +207,7 @@ struct Options {
     gather: bool,
     impact: bool,
     idle_fleet: bool,
+    wake: bool,
     json: Option<PathBuf>,
     backends: Vec<Backend>,
 }
@@ -236,6 +242,8 @@ enum Mode {
     IdleWorker(String),
     /// `--remote-worker <server url> <key>`.
     RemoteWorker(String, String),
+    /// `--wake-worker <url> <poll|hints>`.
+    WakeWorker(String, String),
 }
 
 fn parse_args() -> anyhow::Result<Mode> {
@@ -247,6 +255,7 @@ fn parse_args() -> anyhow::Result<Mode> {
         gather: false,
         impact: false,
         idle_fleet: false,
+        wake: false,
         json: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
     };
@@ -266,6 +275,12 @@ fn parse_args() -> anyhow::Result<Mode> {
                 return Ok(Mode::IdleWorker(url));
             }
             "--idle-fleet" => options.idle_fleet = true,
+            "--wake" => options.wake = true,
+            "--wake-worker" => {
+                let url = args.next().context("--wake-worker needs a store URL")?;
+                let discovery = args.next().context("--wake-worker needs poll or hints")?;
+                return Ok(Mode::WakeWorker(url, discovery));
+            }
             "--quick" => options.quick = true,
             "--tracing-cost" => options.tracing_cost = true,
             "--list" => options.list = true,
@@ -287,7 +302,7 @@ fn parse_args() -> anyhow::Result<Mode> {
                     .collect::<anyhow::Result<_>>()?;
             }
             other => anyhow::bail!(
-                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact | --idle-fleet] \
+                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact | --idle-fleet | --wake] \
                  [--json out.json] [--backends sqlite,postgres]"
             ),
         }
@@ -1176,6 +1191,7 @@ async fn main() -> anyhow::Result<()> {
     let options = match parse_args()? {
         Mode::Worker(url) => return worker_process(url).await,
         Mode::IdleWorker(url) => return idle::worker_process(url).await,
+        Mode::WakeWorker(url, discovery) => return wake::worker_process(url, discovery).await,
         Mode::RemoteWorker(url, key) => return server::worker_process(url, key).await,
         Mode::Bench(options) => options,
     };
@@ -1187,6 +1203,7 @@ async fn main() -> anyhow::Result<()> {
         || options.gather
         || options.impact
         || options.idle_fleet
+        || options.wake
     {
         Vec::new()
     } else {
@@ -1215,7 +1232,27 @@ async fn main() -> anyhow::Result<()> {
             skipped.push(json!(line));
             continue;
         }
-        if options.idle_fleet {
+        if options.wake {
+            let mut stores = Stores::new(backend)?;
+            let runs = if options.quick { 5 } else { 50 };
+            let mut rows = Vec::new();
+            for discovery in ["poll", "hints"] {
+                eprintln!("[{}] wake-up, {discovery}", backend.name());
+                let url = stores.fresh_url(&format!("wake{discovery}")).await?;
+                let result = wake::measure(&url, discovery, runs).await;
+                let result = match result {
+                    Ok(result) => result,
+                    Err(error) => {
+                        stores.cleanup().await?;
+                        return Err(error);
+                    }
+                };
+                wake::print(backend.name(), &result);
+                rows.push(result);
+            }
+            stores.cleanup().await?;
+            backends.push(json!({ "backend": backend.name(), "wake": rows }));
+        } else if options.idle_fleet {
             let mut stores = Stores::new(backend)?;
             let (processes, seconds) = if options.quick { (2, 3) } else { (8, 60) };
             eprintln!(
@@ -1281,6 +1318,7 @@ async fn main() -> anyhow::Result<()> {
         && !options.gather
         && !options.impact
         && !options.idle_fleet
+        && !options.wake
     {
         print_report(&report);
     }

@@ -3,7 +3,10 @@
 //! counts the statements it sends through its executor role (claim polls, heartbeats) and
 //! through its sweeper role (the daemons' lease and sweeps) apart, on two stores of its own, and
 //! reports them when it stops. Only the holder of the daemons' lease sweeps; the others only ask
-//! for the lease now and then.
+//! for the lease now and then. On PostgreSQL the workers hear ready hints (`NOTIFY`) and poll
+//! every 5 s as the safety net; the database's own count of transactions committed
+//! (`pg_stat_database`, the whole database, this bench's two reads taken off) is shown beside
+//! the processes' counts.
 
 use std::time::{Duration, Instant};
 
@@ -44,8 +47,14 @@ pub(crate) async fn measure(url: &str, processes: usize, seconds: u64) -> anyhow
     for _ in 0..processes {
         fleet.push(super::WorkerProcess::start_with(&["--idle-worker", url], false).await?);
     }
+    let commits_before = database_commits(url).await?;
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let commits = match (commits_before, database_commits(url).await?) {
+        // This bench's own two reads are transactions too.
+        (Some(before), Some(after)) => Some((after - before - 2).max(0) as f64),
+        _ => None,
+    };
     let mut executor = Vec::new();
     let mut sweeper = Vec::new();
     for mut process in fleet {
@@ -66,6 +75,7 @@ pub(crate) async fn measure(url: &str, processes: usize, seconds: u64) -> anyhow
     Ok(json!({
         "processes": processes,
         "seconds": window,
+        "database_commits_per_s": commits.map(|commits| commits / window),
         "statements_per_s": per_s(&executor) + per_s(&sweeper),
         "executor_statements_per_s": per_s(&executor),
         "sweeper_statements_per_s": per_s(&sweeper),
@@ -75,12 +85,30 @@ pub(crate) async fn measure(url: &str, processes: usize, seconds: u64) -> anyhow
     }))
 }
 
+/// PostgreSQL's count of the transactions committed in the bench's database so far (`None`
+/// on SQLite). Each backend reports its counts at most every second (an idle one within 10 s):
+/// over a 60 s window, a small error.
+async fn database_commits(url: &str) -> anyhow::Result<Option<i64>> {
+    use sqlx::Connection;
+    if !url.starts_with("postgres") {
+        return Ok(None);
+    }
+    let mut admin = sqlx::PgConnection::connect(&super::postgres_url()).await?;
+    let commits: i64 = sqlx::query_scalar(
+        "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(&mut admin)
+    .await?;
+    let _ = admin.close().await;
+    Ok(Some(commits))
+}
+
 pub(crate) fn print(backend: &str, result: &Value) {
     let f = |key: &str| result[key].as_f64().unwrap_or(f64::NAN);
     println!(
         "  {backend:<8} idle fleet, {} worker processes, {:.0} s: {:.0} statements/s \
          (executor: claim polls and heartbeats {:.0}/s; sweeper {:.1}/s, of which the lease \
-         holder's sweeps and renewals {:.1}/s and the others' lease asks {:.1}/s)",
+         holder's sweeps and renewals {:.1}/s and the others' lease asks {:.1}/s){}",
         result["processes"],
         f("seconds"),
         f("statements_per_s"),
@@ -88,5 +116,9 @@ pub(crate) fn print(backend: &str, result: &Value) {
         f("sweeper_statements_per_s"),
         f("leader_sweeper_statements_per_s"),
         f("followers_sweeper_statements_per_s"),
+        match result["database_commits_per_s"].as_f64() {
+            Some(commits) => format!("; the database counted {commits:.1} commits/s"),
+            None => String::new(),
+        },
     );
 }

@@ -1,0 +1,95 @@
+//! `--wake`: how soon a worker in another process hears of work. One worker process with the
+//! default settings except how it discovers work: `poll` (a `PollingSubscriber` every 50 ms,
+//! the default before ready hints) and `hints` (the default: on PostgreSQL the `NOTIFY` hints
+//! with a 5 s safety poll; elsewhere the 50 ms poll again). This process, which is not a
+//! worker (its in-process wake-up reaches no worker), starts one-task runs, and sends events to
+//! runs waiting for them; each latency is read from the store's times (the run's start or the
+//! event's send, to its completion), so how often this process looks does not count. Timer
+//! wake-ups (a 50 ms durable sleep) are the worker's own daemons' and are shown beside them.
+
+use std::time::Duration;
+
+use aiki::{Client, PollingSubscriber, RunStatus, Worker};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+/// `--wake-worker <url> <poll|hints>`.
+pub(crate) async fn worker_process(url: String, discovery: String) -> anyhow::Result<()> {
+    let store = aiki::store::connect(&url).await?;
+    let builder = Worker::builder(store)
+        .register(super::One)
+        .register(super::Nap)
+        .register(super::Waiter);
+    let builder = match discovery.as_str() {
+        "poll" => builder.subscriber(PollingSubscriber::new(Duration::from_millis(50))),
+        "hints" => builder,
+        other => anyhow::bail!("--wake-worker: `{other}` is not `poll` or `hints`"),
+    };
+    let worker = builder.build()?.start();
+    println!("ready");
+    let mut sink = Vec::new();
+    let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+    worker.shutdown().await;
+    Ok(())
+}
+
+/// The three latencies with a worker process discovering work by `discovery`.
+pub(crate) async fn measure(url: &str, discovery: &str, runs: usize) -> anyhow::Result<Value> {
+    let store = aiki::store::connect(url).await?;
+    let worker =
+        super::WorkerProcess::start_with(&["--wake-worker", url, discovery], false).await?;
+    let client = Client::new(store).with_poll_interval(Duration::from_millis(2));
+    let mut start = Vec::new();
+    let mut send = Vec::new();
+    let mut timer = Vec::new();
+    for i in 0..runs {
+        // Apart, so that each start finds the worker waiting for work.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let handle = client.start::<super::One>(i as u64).await?;
+        let run = super::wait_for(&handle, RunStatus::Completed).await?;
+        start.push((run.updated_at - run.created_at) as f64);
+
+        let handle = client.start::<super::Waiter>(i as u64).await?;
+        super::wait_for(&handle, RunStatus::AwaitingEvent).await?;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let sent = super::now_ms();
+        handle.send::<super::WaiterGo>(()).await?;
+        let run = super::wait_for(&handle, RunStatus::Completed).await?;
+        send.push((run.updated_at - sent) as f64);
+
+        let handle = client.start::<super::Nap>(i as u64).await?;
+        let sleeping = super::wait_for(&handle, RunStatus::Sleeping).await?;
+        let due = sleeping.due_at.unwrap_or(sleeping.updated_at);
+        let run = super::wait_for(&handle, RunStatus::Completed).await?;
+        timer.push((run.updated_at - due) as f64);
+    }
+    worker.stop().await;
+    let p = |values: Vec<f64>, q: f64| super::percentile(&super::sorted(values), q);
+    Ok(json!({
+        "discovery": discovery,
+        "runs": runs,
+        "start_p50_ms": p(start.clone(), 0.5),
+        "start_p99_ms": p(start, 0.99),
+        "send_p50_ms": p(send.clone(), 0.5),
+        "send_p99_ms": p(send, 0.99),
+        "timer_p50_ms": p(timer.clone(), 0.5),
+        "timer_p99_ms": p(timer, 0.99),
+    }))
+}
+
+pub(crate) fn print(backend: &str, result: &Value) {
+    let ms = |key: &str| format!("{:.0} ms", result[key].as_f64().unwrap_or(f64::NAN));
+    println!(
+        "  {backend:<8} wake-up in another process ({}, {} runs each), p50 / p99: \
+         start → completed {} / {}; send → completed {} / {}; 50 ms timer due → completed \
+         {} / {}",
+        result["discovery"].as_str().unwrap_or("?"),
+        result["runs"],
+        ms("start_p50_ms"),
+        ms("start_p99_ms"),
+        ms("send_p50_ms"),
+        ms("send_p99_ms"),
+        ms("timer_p50_ms"),
+        ms("timer_p99_ms"),
+    );
+}
