@@ -1236,7 +1236,7 @@ async fn main() -> anyhow::Result<()> {
             let mut stores = Stores::new(backend)?;
             let runs = if options.quick { 5 } else { 50 };
             let mut rows = Vec::new();
-            for discovery in ["poll", "hints"] {
+            for discovery in ["poll", "hints", "redis"] {
                 eprintln!("[{}] wake-up, {discovery}", backend.name());
                 let url = stores.fresh_url(&format!("wake{discovery}")).await?;
                 let result = wake::measure(&url, discovery, runs).await;

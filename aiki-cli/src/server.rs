@@ -56,6 +56,15 @@ pub(crate) async fn serve(
                 .start(),
         )
     };
+    #[cfg(feature = "redis")]
+    let _publisher = match &args.redis_url {
+        Some(redis) => Some(
+            aiki::redis::RedisPublisher::new(redis, store.clone())
+                .map_err(|error| Failure::error(format!("--redis-url: {error}")))?
+                .start(),
+        ),
+        None => None,
+    };
     writeln!(out, "aiki server listening on http://{address}")?;
     out.flush()?;
     aiki_server::serve(listener, store, config, stopped()).await?;

@@ -241,6 +241,8 @@ mod liveness;
 pub mod metrics;
 pub mod ops;
 mod panic;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod registry;
 mod retry;
 mod run;

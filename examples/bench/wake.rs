@@ -1,7 +1,9 @@
 //! `--wake`: how soon a worker in another process hears of work. One worker process with the
 //! default settings except how it discovers work: `poll` (a `PollingSubscriber` every 50 ms,
-//! the default before ready hints) and `hints` (the default: on PostgreSQL the `NOTIFY` hints
-//! with a 5 s safety poll; elsewhere the 50 ms poll again). This process, which is not a
+//! the default before ready hints), `hints` (the default: on PostgreSQL the `NOTIFY` hints
+//! with a 5 s safety poll; elsewhere the 50 ms poll again) and `redis` (a `RedisSubscriber`
+//! fed by a `RedisPublisher` in this process, on `AIKI_BENCH_REDIS_URL`, default
+//! `redis://127.0.0.1:6379/`). This process, which is not a
 //! worker (its in-process wake-up reaches no worker), starts one-task runs, and sends events to
 //! runs waiting for them; each latency is read from the store's times (the run's start or the
 //! event's send, to its completion), so how often this process looks does not count. Timer
@@ -23,7 +25,8 @@ pub(crate) async fn worker_process(url: String, discovery: String) -> anyhow::Re
     let builder = match discovery.as_str() {
         "poll" => builder.subscriber(PollingSubscriber::new(Duration::from_millis(50))),
         "hints" => builder,
-        other => anyhow::bail!("--wake-worker: `{other}` is not `poll` or `hints`"),
+        "redis" => builder.subscriber(aiki::redis::RedisSubscriber::new(&redis_url())?),
+        other => anyhow::bail!("--wake-worker: `{other}` is not `poll`, `hints` or `redis`"),
     };
     let worker = builder.build()?.start();
     println!("ready");
@@ -33,9 +36,17 @@ pub(crate) async fn worker_process(url: String, discovery: String) -> anyhow::Re
     Ok(())
 }
 
+fn redis_url() -> String {
+    std::env::var("AIKI_BENCH_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_owned())
+}
+
 /// The three latencies with a worker process discovering work by `discovery`.
 pub(crate) async fn measure(url: &str, discovery: &str, runs: usize) -> anyhow::Result<Value> {
     let store = aiki::store::connect(url).await?;
+    let _publisher = match discovery {
+        "redis" => Some(aiki::redis::RedisPublisher::new(&redis_url(), store.clone())?.start()),
+        _ => None,
+    };
     let worker =
         super::WorkerProcess::start_with(&["--wake-worker", url, discovery], false).await?;
     let client = Client::new(store).with_poll_interval(Duration::from_millis(2));

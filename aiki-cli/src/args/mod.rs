@@ -176,6 +176,11 @@ pub struct ServerArgs {
     /// over it, requests are answered 429 and clients retry after a pause. Default: no limit.
     #[arg(long, value_name = "PER_SECOND")]
     pub rate_limit: Option<std::num::NonZeroU32>,
+    /// Publish every queued run into this Redis (`redis://host:port/db`), a sorted set per
+    /// workflow version and pool, for workers with a `RedisSubscriber`.
+    #[cfg(feature = "redis")]
+    #[arg(long, value_name = "URL", value_parser = parse::redis_url)]
+    pub redis_url: Option<String>,
 }
 
 /// `config`.

@@ -74,6 +74,16 @@ pub(crate) fn config_key(text: &str) -> Result<aiki::ConfigKey, String> {
     })
 }
 
+/// A Redis URL (`redis://host:port/db`, `rediss://`, `unix://`).
+#[cfg(feature = "redis")]
+pub(crate) fn redis_url(text: &str) -> Result<String, String> {
+    aiki::redis::RedisSubscriber::new(text)
+        .map(|_| text.to_owned())
+        .map_err(|error| {
+            format!("`{text}` is not a Redis URL such as redis://127.0.0.1:6379/ ({error})")
+        })
+}
+
 /// `30s`, `5m`, `2h`, `1d` (a number and a unit).
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("`{text}` is not a duration such as 30s, 5m, 2h or 1d");

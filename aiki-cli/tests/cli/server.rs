@@ -156,6 +156,8 @@ async fn keys_are_created_listed_revoked_and_bad_input_refused(backend: Backend)
         ["server", "--rate-limit", "0"],
         ["server", "--rate-limit", "many"],
         ["server", "--listen", "nowhere"],
+        ["server", "--redis-url", "http://127.0.0.1:6379"],
+        ["server", "--redis-url", "redis://"],
     ] {
         let refused = aiki(&url, &bad);
         assert_eq!(refused.code, 2, "{bad:?}: {}", refused.stderr);

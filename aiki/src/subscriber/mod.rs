@@ -88,6 +88,13 @@ pub use notify::NotifySubscriber;
 /// (A real one also forgets a receipt once its run has ended, and deletes the message then.)
 #[async_trait]
 pub trait Subscriber: Send + Sync + fmt::Debug + 'static {
+    /// Told once, before the first [`next_signal`](Subscriber::next_signal), which workflow
+    /// versions and pool the worker serves (a queue's subscriber listens to theirs). The
+    /// default does nothing.
+    fn serve(&self, namespaces: &[aiki_store::Namespace], pool: &str) {
+        let _ = (namespaces, pool);
+    }
+
     /// Resolves when runs may be ready to claim, with what may be ready.
     async fn next_signal(&self) -> Ready;
 
@@ -140,6 +147,10 @@ impl Subscriber for PollingSubscriber {
 /// A shared subscriber is a subscriber (keep an `Arc` to look at it from elsewhere).
 #[async_trait]
 impl<S: Subscriber + ?Sized> Subscriber for std::sync::Arc<S> {
+    fn serve(&self, namespaces: &[aiki_store::Namespace], pool: &str) {
+        (**self).serve(namespaces, pool);
+    }
+
     async fn next_signal(&self) -> Ready {
         (**self).next_signal().await
     }

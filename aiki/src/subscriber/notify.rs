@@ -13,6 +13,11 @@ use super::Subscriber;
 /// The safety poll's default interval.
 const SAFETY_POLL: Duration = Duration::from_secs(5);
 
+/// The shortest time between two hints given: under a burst of starts the worker claims in
+/// batches (as a poll would), while the first hint after a quiet spell is given at once (and
+/// a wake-up raised in this process, or the safety poll, at once whenever it comes).
+const BURST_GAP: Duration = Duration::from_millis(5);
+
 /// Hears the store's hints that runs may be ready ([`ExecutorStore::ready_signals`]: on
 /// PostgreSQL, one listening connection per process), so a run started, woken or released by
 /// any process is claimed within milliseconds, and polls the store every 5 s (by default) in
@@ -42,6 +47,8 @@ pub struct NotifySubscriber {
     /// listening connection).
     hints: Mutex<Option<ReadyReceiver>>,
     local: Mutex<watch::Receiver<u64>>,
+    /// When the last hint from the store was given.
+    last: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl NotifySubscriber {
@@ -54,6 +61,7 @@ impl NotifySubscriber {
             safety_poll: SAFETY_POLL,
             hints: Mutex::new(None),
             local: Mutex::new(crate::wake::subscribe()),
+            last: Mutex::new(None),
         }
     }
 
@@ -73,6 +81,24 @@ impl fmt::Debug for NotifySubscriber {
     }
 }
 
+/// One hint for `first` and the hints waiting behind it: their version and pool if they all
+/// name the same, else [`Ready::Anything`].
+fn coalesce(first: Ready, waiting: impl Iterator<Item = Ready>) -> Ready {
+    let scope = |hint: Ready| match hint {
+        Ready::Run {
+            namespace, pool, ..
+        } => Ready::Namespace { namespace, pool },
+        other => other,
+    };
+    let mut merged = scope(first);
+    for hint in waiting {
+        if merged != Ready::Anything && scope(hint) != merged {
+            merged = Ready::Anything;
+        }
+    }
+    merged
+}
+
 #[async_trait]
 impl Subscriber for NotifySubscriber {
     async fn next_signal(&self) -> Ready {
@@ -82,10 +108,49 @@ impl Subscriber for NotifySubscriber {
             return Ready::Anything;
         };
         let mut local = self.local.lock().await;
-        tokio::select! {
+        let hint = tokio::select! {
             hint = hints.recv() => hint,
-            _ = local.changed() => Ready::Anything,
-            _ = tokio::time::sleep(self.safety_poll) => Ready::Anything,
+            _ = local.changed() => return Ready::Anything,
+            _ = tokio::time::sleep(self.safety_poll) => return Ready::Anything,
+        };
+        // Hints that come meanwhile are answered by the same claim: one pass for a burst of
+        // starts, not one each.
+        let mut last = self.last.lock().await;
+        if let Some(last) = *last {
+            tokio::time::sleep_until(last + BURST_GAP).await;
         }
+        *last = Some(tokio::time::Instant::now());
+        coalesce(hint, std::iter::from_fn(|| hints.try_recv()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aiki_store::Namespace;
+
+    use super::*;
+
+    fn hint(workflow: &str) -> Ready {
+        Ready::Namespace {
+            namespace: Namespace::new(workflow, "1"),
+            pool: "default".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_burst_of_hints_is_one() {
+        assert_eq!(coalesce(hint("a"), std::iter::empty()), hint("a"));
+        assert_eq!(
+            coalesce(hint("a"), [hint("a"), hint("a")].into_iter()),
+            hint("a")
+        );
+        assert_eq!(
+            coalesce(hint("a"), [hint("a"), hint("b")].into_iter()),
+            Ready::Anything
+        );
+        assert_eq!(
+            coalesce(Ready::Anything, [hint("a")].into_iter()),
+            Ready::Anything
+        );
     }
 }

@@ -213,8 +213,9 @@ impl Daemons {
     }
 
     /// Takes or renews the daemons' lease when it is time to (a leader every third of the
-    /// lease, a follower once the holder's lease should have expired, and both at least that
-    /// often in real time, whatever the clocks say); the lease when this worker holds it.
+    /// lease, a follower once the holder's lease should have expired; a leader at least every
+    /// third of the lease and a follower at least every lease in real time, whatever the
+    /// clocks say); the lease when this worker holds it.
     async fn lead(
         &self,
         leadership: &mut Leadership,
@@ -223,12 +224,13 @@ impl Daemons {
         let me = &self.shared.exec().id;
         let due = match (&leadership.lease, leadership.tried) {
             (Some(lease), Some(tried)) => {
-                let at = if lease.holder == *me {
-                    lease.expires_at - LEASE_TTL * 2 / 3
+                let (at, every) = if lease.holder == *me {
+                    (lease.expires_at - LEASE_TTL * 2 / 3, LEASE_TTL / 3)
                 } else {
-                    lease.expires_at
+                    // An idle fleet's followers ask once a lease, not once a renewal.
+                    (lease.expires_at, LEASE_TTL)
                 };
-                now >= at || tried.elapsed() >= Duration::from_millis(LEASE_TTL as u64 / 3)
+                now >= at || tried.elapsed() >= Duration::from_millis(every as u64)
             }
             _ => true,
         };

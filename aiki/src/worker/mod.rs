@@ -117,6 +117,7 @@ impl Worker {
             return;
         }
         let namespaces: Vec<Namespace> = self.registry().namespaces().cloned().collect();
+        self.shared.subscriber.serve(&namespaces, &self.shared.pool);
         let exec = self.shared.exec();
         let heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
         let mut executions = JoinSet::new();

@@ -9,7 +9,8 @@
 //! store's runtime configuration, which the process sets as it starts (as an operator would,
 //! every process of a test setting the same); `AIKI_WORKER_POOL` names
 //! its pool (`default`), `AIKI_POLL_MS` its poll interval (20 ms; on PostgreSQL the safety net
-//! beside the ready hints). SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
+//! beside the ready hints); with `AIKI_REDIS_URL` it hears of work through Redis, polling the
+//! store every `AIKI_POLL_MS` (5 s) as the safety net. SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
 //! `kill -9` and `SIGSTOP` it. With an `http://` URL it is a remote worker: the executor role
 //! through that aiki server (key in `AIKI_API_KEY`, claims long-polling), no daemons.
 
@@ -99,6 +100,11 @@ async fn main() -> anyhow::Result<()> {
                 std::env::var("AIKI_SOAK_TASK_MS").map_or(Ok(100), |ms| ms.parse())?,
             ),
         });
+    }
+    if let Ok(redis) = std::env::var("AIKI_REDIS_URL") {
+        builder = builder.subscriber(
+            aiki::redis::RedisSubscriber::new(&redis)?.safety_poll(millis("AIKI_POLL_MS", 5000)?),
+        );
     }
     let worker = builder
         .worker_id(worker_id.clone())
