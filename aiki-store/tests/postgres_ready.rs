@@ -19,12 +19,17 @@ use support::records::{claim, entry, new_run};
 
 /// A store on a schema of its own, and the schema's name.
 async fn fresh_store() -> Option<(PostgresStore, String)> {
-    let url = pg::shared_database().await?;
     let schema = format!("ready_{}", RunId::new().as_uuid().simple());
+    Some((open(&schema).await?, schema))
+}
+
+/// A store on `schema` of the shared database.
+async fn open(schema: &str) -> Option<PostgresStore> {
+    let url = pg::shared_database().await?;
     let store = PostgresStore::connect(&format!("{url}?aiki_schema={schema}"))
         .await
         .expect("open");
-    Some((store, schema))
+    Some(store)
 }
 
 fn signals(store: &PostgresStore) -> ReadySignals {
@@ -137,10 +142,7 @@ async fn a_process_listens_on_one_connection_per_schema() {
     let Some((store, schema)) = fresh_store().await else {
         return;
     };
-    let url = pg::shared_database().await.expect("shared database");
-    let other = PostgresStore::connect(&format!("{url}?aiki_schema={schema}"))
-        .await
-        .expect("open");
+    let other = open(&schema).await.expect("the shared database");
     let (first, second) = (signals(&store), signals(&other));
     assert!(first.same_source(&second), "two stores, one listener");
     let mut hints = [first.subscribe(), second.subscribe(), first.subscribe()];

@@ -7,7 +7,7 @@ use aiki_store::{ChangeCursor, ExecutorStore, ListRuns, MAX_PAGE, RunFilter, Run
 
 use super::queue_key;
 
-/// How long the publisher waits for Redis to connect or answer.
+/// How long the publisher waits for Redis to connect or answer (its connection's timeouts).
 const REDIS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Mirrors the runs that become `queued` into Redis, one sorted set per workflow version and
@@ -55,8 +55,6 @@ enum SessionEnd {
     Redis(#[from] redis::RedisError),
     #[error("the store: {0}")]
     Store(#[from] aiki_store::StoreError),
-    #[error("redis did not answer within {REDIS_TIMEOUT:?}")]
-    Timeout,
 }
 
 impl RedisPublisher {
@@ -80,7 +78,7 @@ impl RedisPublisher {
         let mut backoff = Duration::from_millis(50);
         loop {
             let started = tokio::time::Instant::now();
-            let end = self.session().await;
+            let Err(end) = self.publish().await;
             tracing::warn!(error = %end, "the Redis publisher stopped; republishing once it can");
             if started.elapsed() > Duration::from_secs(10) {
                 backoff = Duration::from_millis(50);
@@ -91,13 +89,6 @@ impl RedisPublisher {
     }
 
     /// Publishes until something fails.
-    async fn session(&self) -> SessionEnd {
-        match self.publish().await {
-            Ok(never) => match never {},
-            Err(end) => end,
-        }
-    }
-
     async fn publish(&self) -> Result<std::convert::Infallible, SessionEnd> {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(REDIS_TIMEOUT)
@@ -174,9 +165,7 @@ impl RedisPublisher {
                     .ignore();
             }
             if !page.runs.is_empty() {
-                tokio::time::timeout(REDIS_TIMEOUT, pipe.query_async::<()>(redis))
-                    .await
-                    .map_err(|_| SessionEnd::Timeout)??;
+                pipe.query_async::<()>(redis).await?;
             }
             published += page.runs.len();
             match page.next {

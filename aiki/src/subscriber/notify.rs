@@ -13,11 +13,6 @@ use super::Subscriber;
 /// The safety poll's default interval.
 const SAFETY_POLL: Duration = Duration::from_secs(5);
 
-/// The shortest time between two hints given: under a burst of starts the worker claims in
-/// batches (as a poll would), while the first hint after a quiet spell is given at once (and
-/// a wake-up raised in this process, or the safety poll, at once whenever it comes).
-const BURST_GAP: Duration = Duration::from_millis(5);
-
 /// Hears the store's hints that runs may be ready ([`ExecutorStore::ready_signals`]: on
 /// PostgreSQL, one listening connection per process), so a run started, woken or released by
 /// any process is claimed within milliseconds, and polls the store every 5 s (by default) in
@@ -47,8 +42,6 @@ pub struct NotifySubscriber {
     /// listening connection).
     hints: Mutex<Option<ReadyReceiver>>,
     local: Mutex<watch::Receiver<u64>>,
-    /// When the last hint from the store was given.
-    last: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl NotifySubscriber {
@@ -61,7 +54,6 @@ impl NotifySubscriber {
             safety_poll: SAFETY_POLL,
             hints: Mutex::new(None),
             local: Mutex::new(crate::wake::subscribe()),
-            last: Mutex::new(None),
         }
     }
 
@@ -113,13 +105,7 @@ impl Subscriber for NotifySubscriber {
             _ = local.changed() => return Ready::Anything,
             _ = tokio::time::sleep(self.safety_poll) => return Ready::Anything,
         };
-        // Hints that come meanwhile are answered by the same claim: one pass for a burst of
-        // starts, not one each.
-        let mut last = self.last.lock().await;
-        if let Some(last) = *last {
-            tokio::time::sleep_until(last + BURST_GAP).await;
-        }
-        *last = Some(tokio::time::Instant::now());
+        // Hints waiting behind this one are answered by the same claim.
         coalesce(hint, std::iter::from_fn(|| hints.try_recv()))
     }
 }

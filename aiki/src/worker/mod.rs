@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{ClaimRequest, Namespace, StoreError, Sweeper};
+use aiki_store::{ClaimRequest, Namespace, Ready, StoreError, Sweeper};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -122,6 +122,8 @@ impl Worker {
         let heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
         let mut executions = JoinSet::new();
         let mut backoff = Duration::from_millis(50);
+        // When the last hint naming work started a pass.
+        let mut last_hint: Option<tokio::time::Instant> = None;
         let daemons = self.sweeper.clone().map(|sweeper| {
             let daemons = daemon::Daemons::new(self.shared.clone(), sweeper);
             tokio::spawn(crate::trace::in_current_dispatch(daemons.run(stop.clone())))
@@ -192,11 +194,19 @@ impl Worker {
                 continue;
             }
             // Wait for a hint that concerns what this worker serves (or the clock's jump, or
-            // a stop).
+            // a stop). Hints naming work (a store's notification, a queue's message) start a
+            // pass at most every `BURST_GAP`, so a burst of starts is claimed in batches as a
+            // poll would; "anything" (this process's wake-up, a poll) at once.
             loop {
                 tokio::select! {
                     ready = self.shared.subscriber.next_signal() => {
                         if ready.concerns(&namespaces, &self.shared.pool) {
+                            if ready != Ready::Anything {
+                                if let Some(last) = last_hint {
+                                    tokio::time::sleep_until(last + BURST_GAP).await;
+                                }
+                                last_hint = Some(tokio::time::Instant::now());
+                            }
                             break;
                         }
                     }
@@ -249,6 +259,11 @@ fn log_join_error(joined: Result<(), tokio::task::JoinError>) {
         tracing::error!(%message, "BUG: a run's execution panicked; its claim will expire");
     }
 }
+
+/// The shortest time between two claim passes started by hints naming work: under a burst of
+/// starts the worker claims in batches, while the first hint after a quiet spell is taken at
+/// once. (One pass per hinted start cost a PostgreSQL worker 28 % of its throughput.)
+const BURST_GAP: Duration = Duration::from_millis(5);
 
 /// How the claim loop is asked to stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
