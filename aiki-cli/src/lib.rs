@@ -192,6 +192,8 @@ mod args;
 mod bulk;
 mod check;
 mod config;
+#[cfg(feature = "server")]
+mod endpoints;
 mod failure;
 mod filter;
 #[cfg(feature = "server")]
@@ -319,6 +321,10 @@ impl App {
             args::Command::Server(args) => server::serve(&cli, args, &mut out).await,
             #[cfg(feature = "server")]
             args::Command::Keys(command) => keys::keys(&cli, command, format, &mut out).await,
+            #[cfg(feature = "server")]
+            args::Command::Endpoints(command) => {
+                endpoints::endpoints(&cli, command, format, &mut out).await
+            }
         };
         let result = result.and_then(|code| {
             std::io::Write::flush(&mut out)?;

@@ -1,4 +1,5 @@
-//! `aiki server`: the store over HTTP, and the daemons under the store's leader lease.
+//! `aiki server`: the store over HTTP, the daemons under the store's leader lease, and the push
+//! dispatcher under its own.
 
 use std::io::Write;
 
@@ -56,6 +57,12 @@ pub(crate) async fn serve(
                 .start(),
         )
     };
+    // Push deliveries to the endpoints configured in the store (`aiki endpoints`), by the
+    // holder of the dispatch lease.
+    let _dispatcher = (!args.no_daemons).then(|| {
+        let holder = format!("aiki-server-{}-{address}", std::process::id());
+        aiki_server::dispatch::Dispatcher::new(store.clone(), holder).start()
+    });
     #[cfg(feature = "redis")]
     let _publisher = match &args.redis_url {
         Some(redis) => Some(

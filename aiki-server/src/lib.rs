@@ -26,7 +26,9 @@
 //! are dated by the server's clock; a repeated write (same idempotency key) gets its first
 //! answer, through this server or any other in front of the same store; a claim may long-poll for work; starts and events are checked against the catalog.
 //! The [`reference`] lists every route. The daemons are not the router's: run them beside it
-//! (`aiki server` does, in a [`Worker`](aiki::Worker) that serves no version).
+//! (`aiki server` does, in a [`Worker`](aiki::Worker) that serves no version), and the push
+//! dispatcher too (feature `push`: `dispatch::Dispatcher`, which delivers the runs of versions
+//! configured with a push endpoint to that endpoint, signed).
 
 use std::sync::Arc;
 
@@ -39,6 +41,8 @@ use tower_http::timeout::TimeoutLayer;
 
 mod auth;
 mod config;
+#[cfg(feature = "push")]
+pub mod dispatch;
 mod error;
 pub mod keys;
 mod replay;

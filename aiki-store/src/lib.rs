@@ -29,6 +29,8 @@ mod model;
 pub mod operation;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "push")]
+pub mod push;
 mod ready;
 // `SqlStore<D>`'s impls are bounded by the crate's own `Dialect` trait: users name
 // `SqliteStore` and `PostgresStore`, never a dialect of their own (the trait is sealed).
@@ -50,8 +52,8 @@ pub use migration::{AppliedMigration, MigrationMode, MigrationReport};
 pub use model::*;
 pub use ready::{Ready, ReadyReceiver, ReadySignals};
 pub use roles::{
-    BoxStore, ClientStore, Connected, Connection, ExecutorStore, KeyStore, ReadStore, Store,
-    Sweeper, prelude,
+    BoxStore, ClientStore, Connected, Connection, EndpointStore, ExecutorStore, KeyStore,
+    ReadStore, Store, Sweeper, prelude,
 };
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::SqlStore;

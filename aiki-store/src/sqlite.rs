@@ -266,6 +266,7 @@ impl Dialect for SqliteDialect {
     const CONFIG: i64 = 16;
     const KEYS: i64 = 17;
     const ANSWERS: i64 = 18;
+    const ENDPOINTS: i64 = 19;
 
     async fn close(&self) {
         self.reader.close().await;

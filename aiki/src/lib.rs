@@ -232,6 +232,8 @@ mod client;
 mod clock;
 mod connect;
 mod direct;
+#[cfg(feature = "endpoint")]
+pub mod endpoint;
 mod error;
 mod executor;
 pub mod guide;

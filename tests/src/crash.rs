@@ -88,3 +88,24 @@ pub async fn long_once(run: &Run, key: String) -> Result<String, WorkflowError> 
     Step.start(run, format!("{key}/after")).await?;
     Ok(out)
 }
+
+/// The input of `many-long`.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ManyLongInput {
+    /// Names its steps (`<key>/<i>`).
+    pub key: String,
+    /// How many long steps it runs.
+    pub steps: u32,
+}
+
+/// `steps` long steps in a row, never retried: more work than one push endpoint's execution
+/// budget holds.
+#[aiki::workflow(name = "many-long", version = "1")]
+pub async fn many_long(run: &Run, input: ManyLongInput) -> Result<u32, WorkflowError> {
+    for i in 0..input.steps {
+        LongStepOnce
+            .start(run, format!("{}/{i}", input.key))
+            .await?;
+    }
+    Ok(input.steps)
+}

@@ -9,6 +9,7 @@ pub mod check_app;
 pub mod crash;
 pub mod processes;
 pub mod proxy;
+pub mod redis;
 pub mod soak;
 pub mod upgrade;
 

@@ -7,7 +7,6 @@
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aiki::RunStatus;
@@ -15,6 +14,7 @@ use aiki::redis::RedisPublisher;
 use aiki_tests::Backend;
 use aiki_tests::crash::FiveSteps;
 use aiki_tests::processes::wait_for;
+use aiki_tests::redis::PrivateRedis;
 
 // The world of the process tests; this test uses part of it.
 #[allow(dead_code)]
@@ -25,70 +25,6 @@ use world::World;
 
 #[allow(dead_code)]
 const PATIENCE: Duration = Duration::from_secs(120);
-
-/// A `redis-server` of this test's own, without persistence: a restart empties it.
-struct PrivateRedis {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl PrivateRedis {
-    fn start() -> PrivateRedis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port")
-            .port();
-        let mut redis = PrivateRedis { port, child: None };
-        redis.restart();
-        redis
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Starts it (again) on its port, and waits until it answers.
-    fn restart(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server starts (install the redis-server package)");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn kill_9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().expect("SIGKILL");
-            child.wait().expect("reaped");
-        }
-    }
-
-    async fn cardinality(&self, key: &str) -> usize {
-        let client = redis::Client::open(self.url()).expect("a Redis URL");
-        let mut connection = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("Redis answers");
-        redis::cmd("ZCARD")
-            .arg(key)
-            .query_async(&mut connection)
-            .await
-            .expect("ZCARD")
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        self.kill_9();
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_restarted_under_load_and_while_idle_loses_nothing_and_runs_nothing_twice() {

@@ -163,6 +163,7 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 "aiki_catalog_tasks",
                 "aiki_compat",
                 "aiki_config",
+                "aiki_endpoints",
                 "aiki_entries",
                 "aiki_events",
                 "aiki_leases",

@@ -7,8 +7,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::Failure;
 
+#[cfg(feature = "server")]
+mod endpoints;
 mod parse;
 mod runs;
+
+#[cfg(feature = "server")]
+pub(crate) use endpoints::EndpointsCommand;
 
 pub(crate) use parse::parse_duration;
 pub(crate) use runs::{
@@ -129,6 +134,12 @@ pub enum Command {
     #[cfg(feature = "server")]
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// The push endpoints an aiki server delivers runs to (signed HTTP push, for serverless
+    /// platforms): set one for a workflow version, list them, rotate a secret, remove one.
+    /// Works on the store directly, as `keys` does.
+    #[cfg(feature = "server")]
+    #[command(subcommand)]
+    Endpoints(EndpointsCommand),
 }
 
 /// `keys` subcommands.
@@ -164,7 +175,8 @@ pub struct ServerArgs {
     /// says which).
     #[arg(long, default_value = "127.0.0.1:9850")]
     pub listen: std::net::SocketAddr,
-    /// Leave the daemons to another process (a worker or another server on the same store).
+    /// Leave the daemons and the push dispatcher to another process (a worker or another
+    /// server on the same store).
     #[arg(long)]
     pub no_daemons: bool,
     /// Serve every route without an API key: anyone who reaches the address may do anything.

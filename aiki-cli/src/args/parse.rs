@@ -105,6 +105,51 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         .ok_or_else(bad)
 }
 
+/// A workflow version, `NAME@VERSION`.
+#[cfg(feature = "server")]
+pub(crate) fn namespace(text: &str) -> Result<aiki::store::Namespace, String> {
+    match text.split_once('@') {
+        Some((name, version)) if !name.is_empty() && !version.is_empty() => {
+            Ok(aiki::store::Namespace::new(name, version))
+        }
+        _ => Err(format!(
+            "`{text}` is not a workflow version: give NAME@VERSION, e.g. orders@1.0.0"
+        )),
+    }
+}
+
+/// An endpoint's URL: `http://` or `https://`, a host, no spaces.
+#[cfg(feature = "server")]
+pub(crate) fn endpoint_url(text: &str) -> Result<String, String> {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"));
+    match rest {
+        Some(rest)
+            if !rest.is_empty()
+                && !rest.starts_with('/')
+                && !text.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+        {
+            Ok(text.to_owned())
+        }
+        _ => Err(format!(
+            "`{text}` is not an endpoint URL: give http(s)://host[:port]/path"
+        )),
+    }
+}
+
+/// An execution budget: a duration from 1 s to 1 h.
+#[cfg(feature = "server")]
+pub(crate) fn endpoint_budget(text: &str) -> Result<Duration, String> {
+    let budget = parse_duration(text)?;
+    if budget < Duration::from_secs(1) || budget > Duration::from_secs(3600) {
+        return Err(format!(
+            "a budget of {text} is out of range: give 1s to 1h (the platform's request timeout)"
+        ));
+    }
+    Ok(budget)
+}
+
 /// A key scope: `executor`, `operator` or `read`.
 #[cfg(feature = "server")]
 pub(crate) fn scope(text: &str) -> Result<aiki::store::Scope, String> {

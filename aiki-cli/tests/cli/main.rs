@@ -8,6 +8,7 @@ mod actor;
 mod bulk;
 mod catalog;
 mod config;
+mod endpoints;
 mod filters;
 mod migrate;
 mod outage;

@@ -349,6 +349,26 @@ impl KeyStore for Remote {
 }
 
 #[async_trait]
+impl aiki_store::EndpointStore for Remote {
+    async fn put_endpoint(
+        &self,
+        endpoint: aiki_store::EndpointRecord,
+        expected: Option<u64>,
+    ) -> Result<aiki_store::EndpointRecord, StoreError> {
+        self.backing.put_endpoint(endpoint, expected).await
+    }
+    async fn endpoints(&self) -> Result<Vec<aiki_store::EndpointRecord>, StoreError> {
+        self.backing.endpoints().await
+    }
+    async fn remove_endpoint(
+        &self,
+        namespace: &aiki_store::Namespace,
+    ) -> Result<aiki_store::EndpointRecord, StoreError> {
+        self.backing.remove_endpoint(namespace).await
+    }
+}
+
+#[async_trait]
 impl Sweeper for Remote {
     async fn acquire_lease(
         &self,

@@ -41,6 +41,7 @@ mod claims;
 mod concurrency;
 mod config;
 mod counts;
+mod endpoints;
 mod entries;
 mod events;
 mod keys;
@@ -64,6 +65,7 @@ pub use claims::*;
 pub use concurrency::*;
 pub use config::*;
 pub use counts::*;
+pub use endpoints::*;
 pub use entries::*;
 pub use events::*;
 pub use keys::*;
@@ -191,6 +193,7 @@ macro_rules! conformance_tests {
             ]);
         $crate::conformance_tests!(@group $factory; keys: [
                 check_api_keys_are_kept_found_and_revoked,
+                check_endpoints_are_written_by_compare_and_set,
             ]);
         $crate::conformance_tests!(@group $factory; sweeper: [
                 check_a_lease_has_one_holder_at_a_time,

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 mod client;
+mod endpoints;
 mod keys;
 mod read;
 mod state;

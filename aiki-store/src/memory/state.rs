@@ -105,6 +105,8 @@ pub(super) struct State {
     pub(super) config: crate::RuntimeConfig,
     /// The API keys, oldest first.
     pub(super) keys: Vec<crate::ApiKeyRecord>,
+    /// The push endpoints, by workflow version.
+    pub(super) endpoints: std::collections::BTreeMap<(String, String), crate::EndpointRecord>,
     /// The first answers of operations (see [`crate::operation`]) by key: the answer and when
     /// it was recorded.
     pub(super) answers: HashMap<String, (serde_json::Value, Millis)>,

@@ -10,6 +10,7 @@
 //! nothing.
 
 mod client;
+mod endpoints;
 mod executor;
 mod keys;
 mod read;
@@ -18,6 +19,7 @@ mod sweeper;
 use std::sync::Arc;
 
 pub use client::ClientStore;
+pub use endpoints::EndpointStore;
 pub use executor::ExecutorStore;
 pub use keys::KeyStore;
 pub use read::ReadStore;
@@ -26,7 +28,9 @@ pub use sweeper::Sweeper;
 /// The role traits, for calling their methods on a [`Store`] (or on any role): `use
 /// aiki_store::prelude::*;`.
 pub mod prelude {
-    pub use super::{ClientStore, Connected, ExecutorStore, KeyStore, ReadStore, Store, Sweeper};
+    pub use super::{
+        ClientStore, Connected, EndpointStore, ExecutorStore, KeyStore, ReadStore, Store, Sweeper,
+    };
 }
 
 /// A shared, type-erased store offering every role.
@@ -34,9 +38,9 @@ pub type BoxStore = Arc<dyn Store>;
 
 /// The whole store contract: every role. It has no methods of its own; any type implementing
 /// the roles is a `Store`.
-pub trait Store: ExecutorStore + ClientStore + Sweeper + KeyStore {}
+pub trait Store: ExecutorStore + ClientStore + Sweeper + KeyStore + EndpointStore {}
 
-impl<T: ExecutorStore + ClientStore + Sweeper + KeyStore + ?Sized> Store for T {}
+impl<T: ExecutorStore + ClientStore + Sweeper + KeyStore + EndpointStore + ?Sized> Store for T {}
 
 /// A store as a URL reaches it ([`open`](crate::open)), as clients and workers take it: a
 /// database offers every role, an aiki server ([`HttpStore`](crate::http::HttpStore)) the

@@ -18,6 +18,7 @@ mod config;
 pub(crate) mod decode;
 pub(crate) mod dialect;
 pub(crate) mod driver;
+mod endpoints;
 pub(crate) mod error;
 mod fork;
 mod keys;

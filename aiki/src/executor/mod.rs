@@ -6,6 +6,7 @@
 //! as the store's in `store_clock`, the check against the store's claim idle timeout in
 //! `config`.
 
+mod budget;
 mod config;
 mod refresh;
 mod run;
@@ -26,6 +27,9 @@ use crate::error::ClientError;
 use crate::registry::Registry;
 use crate::subscriber::Subscriber;
 use store_clock::StoreClock;
+
+pub(crate) use budget::Budget;
+pub(crate) use run::Report;
 
 /// Executes claimed runs of the workflow versions its [`Registry`] serves: replays each,
 /// runs its new work, keeps its claim fresh meanwhile, and writes where it ended (completed,
@@ -122,7 +126,7 @@ impl Executor {
     /// written to the store or logged; a run of a version the registry does not serve is
     /// released back to `queued` at once (claim only the registry's versions).
     pub async fn execute(&self, claimed: RunRecord) {
-        run::execute(self.parts.clone(), claimed).await;
+        run::execute(self.parts.clone(), claimed, None).await;
     }
 
     /// Claims run `id` by name under this executor's [`id`](Self::id) and executes it, as
@@ -131,16 +135,25 @@ impl Executor {
     /// of a version the registry does not serve. A duplicated delivery is harmless: only one
     /// claim succeeds.
     pub async fn claim_and_execute(&self, id: RunId) -> Result<bool, ClientError> {
+        Ok(self.claim_and_execute_within(id, None).await?.is_some())
+    }
+
+    /// Claims run `id` by name and executes it, within `budget` if given (a push endpoint's
+    /// delivery): `None` when the run was not claimable, else what the execution did.
+    pub(crate) async fn claim_and_execute_within(
+        &self,
+        id: RunId,
+        budget: Option<Budget>,
+    ) -> Result<Option<Report>, ClientError> {
         let parts = self.parts();
         let namespaces = parts.registry.namespaces().cloned().collect();
         let local_sent = parts.store_clock.local_now();
         let request = ClaimRequest::new(parts.id.clone(), namespaces, "", 1, parts.clock.now());
         let claimed = parts.store.claim_run(request, id).await?;
         let Some(run) = parts.took(local_sent, claimed).into_iter().next() else {
-            return Ok(false);
+            return Ok(None);
         };
-        self.execute(run).await;
-        Ok(true)
+        Ok(Some(run::execute(self.parts.clone(), run, budget).await))
     }
 
     /// Asks every execution in progress, and every later one, to drain: finish the tasks in

@@ -4,6 +4,7 @@
 use aiki_store::StoreError;
 
 use super::Parts;
+use super::budget::Budget;
 use crate::clock::millis;
 use crate::run::{Drain, Run};
 
@@ -15,7 +16,7 @@ use crate::run::{Drain, Run};
 /// none waits longer than a bound: claim recovery confirms a stale claim one refresh interval
 /// (and a margin) after the store answers again, so a live executor must refresh within that
 /// window, however long its calls hung during the outage.
-pub(super) async fn refresh_claim(executor: &Parts, run: &Run) {
+pub(super) async fn refresh_claim(executor: &Parts, run: &Run, budget: Option<Budget>) {
     let id = run.id();
     let interval = millis(executor.claim_refresh_interval);
     // Real time: these bound calls to the store, they are not run timing.
@@ -25,6 +26,9 @@ pub(super) async fn refresh_claim(executor: &Parts, run: &Run) {
     );
     let mut draining = executor.draining.subscribe();
     let mut shutting_down = false;
+    // Real time: the budget is the platform's request timeout.
+    let drain_at = budget.map(|budget| budget.drain_at);
+    let mut budget_spent = false;
     let mut sleep = executor
         .clock
         .sleep_until(executor.clock.now().saturating_add(interval));
@@ -38,6 +42,14 @@ pub(super) async fn refresh_claim(executor: &Parts, run: &Run) {
         tokio::select! {
             () = sleep.as_mut() => {}
             Ok(()) = draining.changed(), if !shutting_down => continue,
+            () = tokio::time::sleep_until(drain_at.unwrap_or_else(tokio::time::Instant::now)),
+                if drain_at.is_some() && !budget_spent =>
+            {
+                budget_spent = true;
+                tracing::debug!(run_id = %id, "execution budget nearly spent; draining");
+                run.drain(Drain::Budget);
+                continue;
+            }
         }
         let refresh =
             executor

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tracing::{Instrument, Span};
 
 use super::Parts;
+use super::budget::Budget;
 use super::refresh::refresh_claim;
 use crate::clock::millis;
 use crate::direct::{DirectCalls, poll_workflow_code};
@@ -26,28 +27,55 @@ enum Outcome {
     Lost,
 }
 
-/// Executes one claimed run until it completes, fails, suspends or is lost, inside its
-/// execution span.
-pub(super) async fn execute(executor: Arc<Parts>, claimed: RunRecord) {
+/// What one execution did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Report {
+    /// Where it left the run: the status it moved the run to, `handed_back` (its budget was
+    /// spent: back to `queued`), or `lost`.
+    pub(crate) outcome: &'static str,
+    /// The task results it recorded.
+    pub(crate) tasks_recorded: u64,
+    /// A task of it was still running when its budget ran out.
+    pub(crate) overran: bool,
+}
+
+impl Report {
+    fn of(outcome: &'static str) -> Self {
+        Report {
+            outcome,
+            tasks_recorded: 0,
+            overran: false,
+        }
+    }
+}
+
+/// Executes one claimed run until it completes, fails, suspends, is lost or spends its
+/// `budget`, inside its execution span.
+pub(super) async fn execute(
+    executor: Arc<Parts>,
+    claimed: RunRecord,
+    budget: Option<Budget>,
+) -> Report {
     let span = crate::trace::execution_span(&claimed, &executor.id);
-    drive(executor, claimed).instrument(span).await;
+    drive(executor, claimed, budget).instrument(span).await
 }
 
 /// Records how the current execution ended on its span.
-fn outcome(outcome: &str) {
+fn outcome(outcome: &'static str) -> &'static str {
     Span::current().record("outcome", outcome);
+    outcome
 }
 
 /// Records where the execution moved the run: on its span, and in the metrics if it ended.
-fn moved(record: &RunRecord) {
-    outcome(record.status.as_str());
+fn moved(record: &RunRecord) -> &'static str {
     if record.status.is_terminal() {
         let kind = record.error.as_ref().map(|error| error.kind.as_str());
         crate::metrics::run_ended(&record.namespace, record.status, kind);
     }
+    outcome(record.status.as_str())
 }
 
-async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
+async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>) -> Report {
     let id = claimed.id;
     let Some(workflow) = executor.registry.workflow(&claimed.namespace).cloned() else {
         // Handed a run it cannot execute: back to delivery at once, not after the claim's
@@ -58,14 +86,14 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
             "handed a run of a version this executor's registry does not serve; releasing it"
         );
         let release = Transition::to(RunStatus::Queued, executor.clock.now());
-        return move_unexecuted(&executor, &claimed, release).await;
+        return Report::of(move_unexecuted(&executor, &claimed, release).await);
     };
     let history = match executor.store.load_history(id).await {
         Ok(history) if history.run.revision == claimed.revision => history,
-        Ok(_) => return outcome("lost"),
+        Ok(_) => return Report::of(outcome("lost")),
         Err(error) => {
             crate::metrics::store_error("load_history", &error);
-            return unreadable_history(&executor, &claimed, error).await;
+            return Report::of(unreadable_history(&executor, &claimed, error).await);
         }
     };
     let input = history.run.input.clone();
@@ -100,25 +128,44 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
     // execution, whether that completes, panics, or is dropped (a shutdown, a dropped worker).
     let outcome = tokio::select! {
         biased;
-        () = refresh_claim(&executor, &run) => Outcome::Lost,
+        () = refresh_claim(&executor, &run, budget) => Outcome::Lost,
         outcome = driven => outcome,
     };
     drop(future);
+    let ended = ended(&executor, &run, workflow.retry(), budget, outcome).await;
+    Report {
+        outcome: ended,
+        tasks_recorded: run.recorded(),
+        overran: budget.is_some_and(|budget| budget.overran()),
+    }
+}
+
+/// Writes where an execution that ended with `outcome` leaves the run; returns that.
+async fn ended(
+    executor: &Arc<Parts>,
+    run: &Run,
+    retry: RetryPolicy,
+    budget: Option<Budget>,
+    outcome: Outcome,
+) -> &'static str {
+    let id = run.id();
     let now = executor.clock.now();
     let result = match outcome {
         Outcome::Lost => return self::outcome("lost"),
         Outcome::Drained(reason) => match run.take_fatal() {
             Some(error) => Err(error),
             None => {
-                // A pause lands in `paused`; a shutdown releases the run for another worker
-                // (the store pauses it instead if a pause was requested meanwhile).
-                let to = match reason {
-                    Drain::Pause => RunStatus::Paused,
-                    Drain::Shutdown => RunStatus::Queued,
-                };
                 tracing::debug!(?reason, "run drained");
-                finish(&run, Transition::to(to, now)).await;
-                return;
+                return match reason {
+                    Drain::Pause => finish(run, Transition::to(RunStatus::Paused, now)).await,
+                    // A shutdown releases the run for another worker (the store pauses it
+                    // instead if a pause was requested meanwhile).
+                    Drain::Shutdown => finish(run, Transition::to(RunStatus::Queued, now)).await,
+                    Drain::Budget => match &budget {
+                        Some(budget) => super::budget::hand_back(executor, run, budget, now).await,
+                        None => finish(run, Transition::to(RunStatus::Queued, now)).await,
+                    },
+                };
             }
         },
         Outcome::Suspend(suspension) => match run.take_fatal() {
@@ -131,11 +178,11 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
                 );
                 let mut transition = Transition::to(suspension.status, now).wait(suspension.wait);
                 transition.due_at = suspension.due_at;
-                finish(&run, transition).await;
+                let moved = finish(run, transition).await;
                 if let Some(due) = suspension.due_at {
                     crate::wake::timer_at(&executor.clock, due);
                 }
-                return;
+                return moved;
             }
         },
         Outcome::Done(result) => match run.take_fatal() {
@@ -146,13 +193,13 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
     match result {
         Ok((output, fingerprint)) => {
             let transition = Transition::to(RunStatus::Completed, now).output(output, fingerprint);
-            finish(&run, transition).await;
+            finish(run, transition).await
         }
         Err(WorkflowError::Lost(error)) => {
-            self::outcome("lost");
             tracing::warn!(run_id = %id, %error, "run lost by this executor; stopping");
+            self::outcome("lost")
         }
-        Err(error) => fail_or_retry(&executor, &run, workflow.retry(), error).await,
+        Err(error) => fail_or_retry(executor, run, retry, error).await,
     }
 }
 
@@ -160,7 +207,11 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord) {
 /// every replay, so the run fails (`corrupt_history`) instead of cycling through claim and
 /// release; a record from a newer release is left to a worker that can read it; any other
 /// error (the store unreachable) leaves the claim to expire and the run to be recovered.
-async fn unreadable_history(executor: &Parts, claimed: &RunRecord, error: StoreError) {
+async fn unreadable_history(
+    executor: &Parts,
+    claimed: &RunRecord,
+    error: StoreError,
+) -> &'static str {
     let id = claimed.id;
     let now = executor.clock.now();
     let transition = match error {
@@ -185,17 +236,20 @@ async fn unreadable_history(executor: &Parts, claimed: &RunRecord, error: StoreE
             Transition::to(RunStatus::Queued, now)
         }
         error => {
-            outcome("lost");
             tracing::warn!(run_id = %id, %error, "could not load history; the claim will expire");
-            return;
+            return outcome("lost");
         }
     };
-    move_unexecuted(executor, claimed, transition).await;
+    move_unexecuted(executor, claimed, transition).await
 }
 
 /// Moves a claimed run this execution does not execute (released, or failed as unreadable),
 /// at the revision it was claimed at.
-async fn move_unexecuted(executor: &Parts, claimed: &RunRecord, transition: Transition) {
+async fn move_unexecuted(
+    executor: &Parts,
+    claimed: &RunRecord,
+    transition: Transition,
+) -> &'static str {
     let id = claimed.id;
     match executor
         .store
@@ -204,8 +258,8 @@ async fn move_unexecuted(executor: &Parts, claimed: &RunRecord, transition: Tran
     {
         Ok(record) => moved(&record),
         Err(error) => {
-            outcome("lost");
             tracing::warn!(run_id = %id, %error, "could not move the run; the claim will expire");
+            outcome("lost")
         }
     }
 }
@@ -218,7 +272,7 @@ async fn fail_or_retry(
     run: &Run,
     policy: RetryPolicy,
     error: WorkflowError,
-) {
+) -> &'static str {
     let now = executor.clock.now();
     let delay = if error.is_retryable() {
         policy.delay_after(run.attempt())
@@ -233,12 +287,11 @@ async fn fail_or_retry(
         "workflow attempt failed"
     );
     let Some(delay) = delay else {
-        finish(
+        return finish(
             run,
             Transition::to(RunStatus::Failed, now).error(error.to_failure()),
         )
         .await;
-        return;
     };
     let due: Millis = now.saturating_add(millis(delay));
     let failure = error.to_failure();
@@ -247,12 +300,13 @@ async fn fail_or_retry(
         .rerun(failure.call.iter().cloned().collect())
         .error(failure)
         .attempts(run.attempt() + 1);
-    finish(run, transition).await;
+    let moved = finish(run, transition).await;
     crate::wake::timer_at(&executor.clock, due);
+    moved
 }
 
-/// The executor's last write for this execution.
-async fn finish(run: &Run, transition: Transition) {
+/// The executor's last write for this execution; where it left the run.
+pub(super) async fn finish(run: &Run, transition: Transition) -> &'static str {
     let id = run.id();
     let revision = run.revision();
     let written = run
@@ -263,13 +317,13 @@ async fn finish(run: &Run, transition: Transition) {
         .await;
     match written {
         Ok(record) => {
-            moved(&record);
             tracing::debug!(run_id = %id, status = %record.status, "run moved");
             work_available();
+            moved(&record)
         }
         Err(error) => {
-            outcome("lost");
             tracing::warn!(run_id = %id, %error, "final write refused; stopping");
+            outcome("lost")
         }
     }
 }

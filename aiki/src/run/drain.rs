@@ -1,6 +1,6 @@
 //! Draining: a run stops starting new work, lets what is in flight record its result, and is
 //! then moved by its executor (to `paused` for a pause request, back to `queued` for a graceful
-//! shutdown). One routine for every reason, so that no write in flight is ever fenced: nothing
+//! shutdown or a spent execution budget). One routine for every reason, so that no write in flight is ever fenced: nothing
 //! changes the run's revision while its tasks finish.
 
 use std::future::Future;
@@ -14,6 +14,9 @@ use super::Run;
 pub(crate) enum Drain {
     /// A graceful shutdown of its worker: released back to `queued`.
     Shutdown,
+    /// Its execution budget (a push endpoint's request timeout) is nearly spent: handed back
+    /// to delivery (`queued`).
+    Budget,
     /// An operator asked to pause it: moved to `paused`. Outranks a shutdown.
     Pause,
 }

@@ -147,6 +147,8 @@ struct Replay {
     drain: Option<Drain>,
     /// Calls held at a drain point.
     held: usize,
+    /// Task results (an output, a failed attempt) this execution recorded.
+    recorded: u64,
     /// The waker of the execution polling the workflow (woken when a drain is asked for).
     waker: Option<std::task::Waker>,
 }
@@ -430,8 +432,17 @@ impl Run {
             async move { store.put_entry(revision, entry).await }
         })
         .await?;
-        self.replay().manifest.update(entry);
+        let mut replay = self.replay();
+        if entry.status != aiki_store::EntryStatus::Running {
+            replay.recorded += 1;
+        }
+        replay.manifest.update(entry);
         Ok(())
+    }
+
+    /// The task results (outputs and failed attempts) this execution recorded.
+    pub(crate) fn recorded(&self) -> u64 {
+        self.replay().recorded
     }
 
     /// Writes the `running` record of a new task attempt, which the store refuses while a

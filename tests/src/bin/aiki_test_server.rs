@@ -1,6 +1,6 @@
 //! An aiki server process for the remote worker tests, as `aiki server` runs one: serves the
 //! store named by `AIKI_SERVER_STORE_URL` on `AIKI_SERVER_LISTEN` (default `127.0.0.1:0`) with
-//! API keys checked, and runs the daemons. Prints `listening on http://ADDRESS` once it
+//! API keys checked, and runs the daemons and the push dispatcher. Prints `listening on http://ADDRESS` once it
 //! serves; the tests `kill -9` it and start another on the same address.
 
 use std::time::Duration;
@@ -32,7 +32,13 @@ async fn serve() -> anyhow::Result<()> {
         .worker_id(format!("test-server-{}", std::process::id()))
         .build()?
         .start();
-    println!("listening on http://{}", listener.local_addr()?);
+    let address = listener.local_addr()?;
+    let _dispatcher = aiki_server::dispatch::Dispatcher::new(
+        store.clone(),
+        format!("test-server-{}-{address}", std::process::id()),
+    )
+    .start();
+    println!("listening on http://{address}");
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     aiki_server::serve(
         listener,

@@ -10,7 +10,8 @@
 //! every process of a test setting the same); `AIKI_WORKER_POOL` names
 //! its pool (`default`), `AIKI_POLL_MS` its poll interval (20 ms; on PostgreSQL the safety net
 //! beside the ready hints); with `AIKI_REDIS_URL` it hears of work through Redis, polling the
-//! store every `AIKI_POLL_MS` (5 s) as the safety net. SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
+//! store every `AIKI_POLL_MS` (5 s) as the safety net; with `AIKI_SUBSCRIBER=poll` it only polls,
+//! ready hints or not. SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
 //! `kill -9` and `SIGSTOP` it. With an `http://` URL it is a remote worker: the executor role
 //! through that aiki server (key in `AIKI_API_KEY`, claims long-polling), no daemons.
 
@@ -105,6 +106,8 @@ async fn main() -> anyhow::Result<()> {
         builder = builder.subscriber(
             aiki::redis::RedisSubscriber::new(&redis)?.safety_poll(millis("AIKI_POLL_MS", 5000)?),
         );
+    } else if std::env::var("AIKI_SUBSCRIBER").as_deref() == Ok("poll") {
+        builder = builder.subscriber(aiki::PollingSubscriber::new(millis("AIKI_POLL_MS", 20)?));
     }
     let worker = builder
         .worker_id(worker_id.clone())

@@ -252,6 +252,29 @@ impl aiki::store::ClientStore for Counting {
 }
 
 #[aiki::async_trait]
+impl aiki::store::EndpointStore for Counting {
+    async fn put_endpoint(
+        &self,
+        endpoint: aiki::store::EndpointRecord,
+        expected: Option<u64>,
+    ) -> Result<aiki::store::EndpointRecord, StoreError> {
+        self.count("put_endpoint");
+        self.inner.put_endpoint(endpoint, expected).await
+    }
+    async fn endpoints(&self) -> Result<Vec<aiki::store::EndpointRecord>, StoreError> {
+        self.count("endpoints");
+        self.inner.endpoints().await
+    }
+    async fn remove_endpoint(
+        &self,
+        namespace: &aiki::store::Namespace,
+    ) -> Result<aiki::store::EndpointRecord, StoreError> {
+        self.count("remove_endpoint");
+        self.inner.remove_endpoint(namespace).await
+    }
+}
+
+#[aiki::async_trait]
 impl aiki::store::KeyStore for Counting {
     async fn create_key(&self, key: aiki::store::ApiKeyRecord) -> Result<(), StoreError> {
         self.count("create_key");

@@ -44,6 +44,8 @@ pub(crate) struct Level {
     /// The operation answers migration (SQLite 18, PostgreSQL 19): first answers of
     /// operations sent with an id (see [`crate::operation`]).
     pub(crate) answers: bool,
+    /// The endpoints migration (SQLite 19, PostgreSQL 21): push endpoints and their secrets.
+    pub(crate) endpoints: bool,
 }
 
 impl Level {
@@ -55,6 +57,7 @@ impl Level {
         config: true,
         keys: true,
         answers: true,
+        endpoints: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -66,6 +69,7 @@ impl Level {
             config: version >= D::CONFIG,
             keys: version >= D::KEYS,
             answers: version >= D::ANSWERS,
+            endpoints: version >= D::ENDPOINTS,
         }
     }
 }
