@@ -33,7 +33,8 @@
 //! * **idle fleet** (`--idle-fleet`, instead of the phases above): eight idle worker processes
 //!   (two with `--quick`) for 60 s (3 s), the statements per second they send, the claim polls
 //!   and heartbeats apart from the daemons' (see `bench/idle.rs`).
-//! * **wake-up** (`--wake`, instead of the phases above): how soon a worker process hears of a
+//! * **wake-up** (`--wake`, instead of the phases above; then throughput with four worker
+//!   processes fed each way): how soon a worker process hears of a
 //!   start, an event sent and a timer due, polling every 50 ms and with ready hints (on
 //!   PostgreSQL, `NOTIFY`), p50 and p99 of 50 each (5 with `--quick`; see `bench/wake.rs`).
 //! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
@@ -1250,8 +1251,26 @@ async fn main() -> anyhow::Result<()> {
                 wake::print(backend.name(), &result);
                 rows.push(result);
             }
+            let mut fed = Vec::new();
+            for discovery in ["poll", "hints", "redis"] {
+                eprintln!(
+                    "[{}] throughput, 4 workers fed by {discovery}",
+                    backend.name()
+                );
+                let url = stores.fresh_url(&format!("fed{discovery}")).await?;
+                match wake::fed(&url, discovery, 4, options.runs()).await {
+                    Ok(result) => {
+                        wake::print_fed(backend.name(), &result);
+                        fed.push(result);
+                    }
+                    Err(error) => {
+                        stores.cleanup().await?;
+                        return Err(error);
+                    }
+                }
+            }
             stores.cleanup().await?;
-            backends.push(json!({ "backend": backend.name(), "wake": rows }));
+            backends.push(json!({ "backend": backend.name(), "wake": rows, "fed": fed }));
         } else if options.idle_fleet {
             let mut stores = Stores::new(backend)?;
             let (processes, seconds) = if options.quick { (2, 3) } else { (8, 60) };

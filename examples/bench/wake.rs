@@ -8,6 +8,7 @@
 //! runs waiting for them; each latency is read from the store's times (the run's start or the
 //! event's send, to its completion), so how often this process looks does not count. Timer
 //! wake-ups (a 50 ms durable sleep) are the worker's own daemons' and are shown beside them.
+//! Then throughput fed each way: four such worker processes and the bench's runs of ten tasks.
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use tokio::io::AsyncReadExt;
 pub(crate) async fn worker_process(url: String, discovery: String) -> anyhow::Result<()> {
     let store = aiki::store::connect(&url).await?;
     let builder = Worker::builder(store)
+        .register(super::Chain)
         .register(super::One)
         .register(super::Nap)
         .register(super::Waiter);
@@ -86,6 +88,56 @@ pub(crate) async fn measure(url: &str, discovery: &str, runs: usize) -> anyhow::
         "timer_p50_ms": p(timer.clone(), 0.5),
         "timer_p99_ms": p(timer, 0.99),
     }))
+}
+
+/// Throughput with `workers` worker processes discovering work by `discovery`: `runs` runs of
+/// ten tasks, started by this process.
+pub(crate) async fn fed(
+    url: &str,
+    discovery: &str,
+    workers: usize,
+    runs: u64,
+) -> anyhow::Result<Value> {
+    let store = aiki::store::connect(url).await?;
+    let _publisher = match discovery {
+        "redis" => Some(aiki::redis::RedisPublisher::new(&redis_url(), store.clone())?.start()),
+        _ => None,
+    };
+    let mut processes = Vec::new();
+    for _ in 0..workers {
+        processes.push(
+            super::WorkerProcess::start_with(&["--wake-worker", url, discovery], false).await?,
+        );
+    }
+    let client = Client::new(store).with_poll_interval(Duration::from_millis(5));
+    let bar =
+        indicatif::ProgressBar::new(runs).with_message(format!("{workers} fed by {discovery}"));
+    let t0 = super::now_ms();
+    let handles = super::start_chains(&client, runs).await?;
+    let last = super::complete_chains(&handles, &bar).await?.max(t0);
+    bar.finish_and_clear();
+    for process in processes {
+        process.stop().await;
+    }
+    let seconds = ((last - t0).max(1)) as f64 / 1000.0;
+    Ok(json!({
+        "discovery": discovery,
+        "workers": workers,
+        "runs": runs,
+        "runs_per_s": runs as f64 / seconds,
+        "steps_per_s": (runs * 10) as f64 / seconds,
+    }))
+}
+
+pub(crate) fn print_fed(backend: &str, result: &Value) {
+    println!(
+        "  {backend:<8} throughput, {} worker processes fed by {} ({} runs x 10 tasks): {:.0} runs/s, {:.0} steps/s",
+        result["workers"],
+        result["discovery"].as_str().unwrap_or("?"),
+        result["runs"],
+        result["runs_per_s"].as_f64().unwrap_or(f64::NAN),
+        result["steps_per_s"].as_f64().unwrap_or(f64::NAN),
+    );
 }
 
 pub(crate) fn print(backend: &str, result: &Value) {
