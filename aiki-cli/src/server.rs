@@ -60,7 +60,13 @@ pub(crate) async fn serve(
     // Push deliveries to the endpoints configured in the store (`aiki endpoints`), by the
     // holder of the dispatch lease.
     let _dispatcher = (!args.no_daemons).then(|| {
-        let holder = format!("aiki-server-{}-{address}", std::process::id());
+        // Unique even for servers alike in pid and address (containers).
+        let random = uuid::Uuid::new_v4().simple().to_string();
+        let holder = format!(
+            "aiki-server-{}-{address}-{}",
+            std::process::id(),
+            &random[..8]
+        );
         aiki_server::dispatch::Dispatcher::new(store.clone(), holder).start()
     });
     #[cfg(feature = "redis")]

@@ -24,6 +24,10 @@ use sha2::Sha256;
 
 use crate::{Millis, RunId};
 
+/// The most `v1` parts a header may carry (a dispatcher sends one per active secret, at most
+/// two): more is refused as malformed before any MAC is computed.
+pub const MAX_SIGNATURES: usize = 8;
+
 /// The header carrying a delivery's signature.
 pub const SIGNATURE_HEADER: &str = "x-aiki-signature";
 
@@ -178,6 +182,9 @@ fn parse(header: &str) -> Result<Parsed, SignatureError> {
                     }
                 }
             }
+            "v1" if v1.len() >= MAX_SIGNATURES => {
+                return malformed(format!("more than {MAX_SIGNATURES} `v1` parts"));
+            }
             "v1" => match hex::decode(value.trim()) {
                 Ok(bytes) if bytes.len() == 32 => v1.push(bytes),
                 _ => {
@@ -233,16 +240,13 @@ pub fn verify<S: AsRef<str>>(
             max_ahead_ms,
         });
     }
+    // One MAC per secret, compared with each `v1` in constant time (`CtOutput`'s equality).
     let matches = secrets.iter().any(|secret| {
-        parsed
-            .v1
-            .iter()
-            // `verify_slice` compares in constant time.
-            .any(|given| {
-                mac(secret.as_ref(), parsed.t, body)
-                    .verify_slice(given)
-                    .is_ok()
-            })
+        let expected = mac(secret.as_ref(), parsed.t, body).finalize();
+        parsed.v1.iter().any(|given| {
+            let given = hmac::digest::generic_array::GenericArray::clone_from_slice(given);
+            expected == hmac::digest::CtOutput::new(given)
+        })
     });
     if matches {
         Ok(parsed.t)
@@ -316,6 +320,7 @@ mod tests {
             format!("t={NOW},v1=abcd"),
             format!("t={NOW},t={NOW},v1={v1}"),
             format!("t={NOW};v1={v1}"),
+            format!("t={NOW}{}", format!(",v1={v1}").repeat(MAX_SIGNATURES + 1)),
         ] {
             assert!(
                 matches!(check(&header), Err(SignatureError::Malformed(_))),

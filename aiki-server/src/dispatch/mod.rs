@@ -19,7 +19,7 @@ mod post;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aiki_store::{
     BoxStore, Change, ChangeCursor, EndpointRecord, ListRuns, MAX_PAGE, Millis, Namespace,
@@ -174,10 +174,12 @@ impl Dispatcher {
                     let _ = done.send((run, posted));
                 });
             }
-            let wait = deliveries
-                .next_due()
-                .map_or(renew_at, |due| due.min(renew_at))
-                .saturating_duration_since(Instant::now());
+            // At the concurrency limit only a delivery's end (or the renewal) frees a slot.
+            let next = match deliveries.next_due() {
+                Some(due) if deliveries.in_flight < self.concurrency => due.min(renew_at),
+                _ => renew_at,
+            };
+            let wait = next.saturating_duration_since(Instant::now());
             tokio::select! {
                 Some((run, posted)) = results.recv() => deliveries.finished(run, posted),
                 () = tokio::time::sleep(wait.min(IDLE_POLL)), if hints.is_none() => {}
@@ -329,11 +331,11 @@ impl Deliveries {
         started
     }
 
-    /// When the next delivery waiting is due.
+    /// When the next delivery waiting (of a version with an endpoint) is due.
     fn next_due(&self) -> Option<Instant> {
         self.runs
             .values()
-            .filter(|pending| pending.waiting)
+            .filter(|pending| pending.waiting && self.endpoints.contains_key(&pending.namespace))
             .map(|pending| pending.due)
             .min()
     }
@@ -364,7 +366,10 @@ impl Deliveries {
                 pending.due = Instant::now() + backoff;
             }
         }
-        if pending.in_flight == 0 && !pending.waiting {
+        // Nothing more to deliver, or no endpoint to deliver to any more.
+        if pending.in_flight == 0
+            && (!pending.waiting || !self.endpoints.contains_key(&pending.namespace))
+        {
             self.runs.remove(&run);
         }
     }
@@ -380,12 +385,9 @@ fn backoff(failures: u32) -> Duration {
     base + jitter
 }
 
-/// Unix time in ms by this server's clock.
+/// Unix time in ms by this server's clock (the endpoint checks signatures against its own).
 pub(super) fn unix_ms() -> Millis {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    Millis::try_from(since.as_millis()).unwrap_or(Millis::MAX)
+    aiki::Clock::now(&aiki::SystemClock)
 }
 
 #[cfg(test)]

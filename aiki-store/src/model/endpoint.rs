@@ -166,8 +166,8 @@ pub(crate) fn written_meanwhile(namespace: &Namespace, expected: Option<u64>) ->
     let what = match expected {
         None => format!("a push endpoint of {namespace}"),
         Some(revision) => format!(
-            "a later write of the push endpoint of {namespace} (not at revision {revision} any \
-             more); read it again and retry"
+            "a change of the push endpoint of {namespace} since revision {revision} (written or \
+             removed meanwhile); read it again and retry"
         ),
     };
     StoreError::AlreadyExists { what }

@@ -14,8 +14,9 @@ use crate::{EndpointRecord, Namespace, StoreError};
 pub trait EndpointStore: Send + Sync + Debug + 'static {
     /// Writes `endpoint` if its revision is `expected` (`None`: only if its workflow version
     /// has no endpoint yet), incrementing the revision. Returns it as written;
-    /// [`StoreError::AlreadyExists`] or [`StoreError::RevisionConflict`] when another write
-    /// came first (nothing written), [`StoreError::Invalid`] on a schema without endpoints.
+    /// [`StoreError::AlreadyExists`] when another write came first (the endpoint exists, or it
+    /// changed or was removed since revision `expected`; nothing written),
+    /// [`StoreError::Invalid`] on a schema without endpoints.
     async fn put_endpoint(
         &self,
         endpoint: EndpointRecord,

@@ -30,20 +30,18 @@ fn decode(row: &Row) -> Result<EndpointRecord, StoreError> {
         .map_err(|error| StoreError::Corrupt {
             message: format!("the secrets of a push endpoint cannot be read: {error}"),
         })?;
-    let mut endpoint = EndpointRecord::new(
-        Namespace::new(
+    Ok(EndpointRecord {
+        namespace: Namespace::new(
             row.text(0)?.unwrap_or_default(),
             row.text(1)?.unwrap_or_default(),
         ),
-        row.text(2)?.unwrap_or_default(),
-        row.int(3)?.unwrap_or_default(),
-        EndpointSecret::generate(0),
-        row.int(6)?.unwrap_or_default(),
-    );
-    endpoint.secrets = secrets;
-    endpoint.revision = u64::try_from(row.int(5)?.unwrap_or_default()).unwrap_or_default();
-    endpoint.updated_at = row.int(7)?.unwrap_or_default();
-    Ok(endpoint)
+        url: row.text(2)?.unwrap_or_default(),
+        budget_ms: row.int(3)?.unwrap_or_default(),
+        secrets,
+        revision: u64::try_from(row.int(5)?.unwrap_or_default()).unwrap_or_default(),
+        created_at: row.int(6)?.unwrap_or_default(),
+        updated_at: row.int(7)?.unwrap_or_default(),
+    })
 }
 
 #[async_trait]

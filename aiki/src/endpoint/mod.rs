@@ -3,7 +3,7 @@
 //!
 //! Serverless platforms run code per HTTP request and may freeze or end it once it has
 //! answered, or when its timeout is reached. An [`Endpoint`] fits that shape: for each delivery
-//! it checks the signature before it reads the body, claims the run by name (a duplicated
+//! it reads the raw body (up to a limit) and checks the signature before it parses it, claims the run by name (a duplicated
 //! delivery finds it claimed: `409`), executes it with the same claim refresh as a worker, and
 //! answers only when the execution has ended: completed, failed, suspended, or handed back to
 //! delivery because its **execution budget** (the platform's timeout) is nearly spent. Below
@@ -202,6 +202,13 @@ impl EndpointBuilder {
         let margin = self.margin.unwrap_or_else(|| {
             (self.budget / 5).clamp(Duration::from_secs(1), Duration::from_secs(10))
         });
+        if self.budget > Duration::from_secs(3600) {
+            return config(&format!(
+                "an execution budget of {:?} is beyond any platform's request timeout: give at \
+                 most 1 h",
+                self.budget
+            ));
+        }
         if self.budget.is_zero() || margin >= self.budget {
             return config(&format!(
                 "the execution budget ({:?}) must be above its margin ({margin:?})",

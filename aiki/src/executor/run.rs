@@ -132,11 +132,13 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>)
         outcome = driven => outcome,
     };
     drop(future);
+    // Before the last writes: whether the workflow's own work outlasted the budget.
+    let overran = budget.is_some_and(|budget| budget.overran());
     let ended = ended(&executor, &run, workflow.retry(), budget, outcome).await;
     Report {
         outcome: ended,
         tasks_recorded: run.recorded(),
-        overran: budget.is_some_and(|budget| budget.overran()),
+        overran,
     }
 }
 

@@ -86,9 +86,12 @@ struct Cadence {
 }
 
 impl Cadence {
-    /// Whether the sweep is due at `now`, every `every` ms.
+    /// Whether the sweep is due at `now`, every `every` ms (at once after a clock set back).
     fn due(&self, now: Millis, every: Millis) -> bool {
-        self.full || self.swept.is_none_or(|at| now.saturating_sub(at) >= every)
+        self.full
+            || self
+                .swept
+                .is_none_or(|at| now < at || now.saturating_sub(at) >= every)
     }
 
     /// It swept at `now`, `done` rows of a batch of `limit`.
@@ -215,7 +218,13 @@ impl Daemons {
             .config_read
             .is_none_or(|read| read.elapsed() >= CONFIG_EVERY)
         {
-            leadership.config = sweep(shared.exec().store.runtime_config()).await?;
+            let config = sweep(shared.exec().store.runtime_config()).await?;
+            if config != leadership.config {
+                // Timings changed: every sweep runs at once under the new ones.
+                leadership.stale = Cadence::default();
+                leadership.stall = Cadence::default();
+            }
+            leadership.config = config;
             leadership.config_read = Some(tokio::time::Instant::now());
         }
         let config = leadership.config;
@@ -226,9 +235,12 @@ impl Daemons {
         let refresh =
             millis(shared.exec().claim_refresh_interval).min(config.claim_idle_timeout_ms / 2);
         let timing = ClaimTiming::new(config.claim_idle_timeout_ms, refresh);
-        // Claim recovery every tenth of the idle timeout (between a pass and 5 s): a claim
-        // is released within the timeout, the confirmation window and this.
-        let every = (config.claim_idle_timeout_ms / 10).clamp(config.daemons_interval_ms, 5_000);
+        // Claim recovery every tenth of the idle timeout and half the confirmation window
+        // (between a pass and 5 s): a claim is released within the timeout, the window and
+        // this.
+        let every = (config.claim_idle_timeout_ms / 10)
+            .min(timing.confirm_ms / 2)
+            .clamp(config.daemons_interval_ms, 5_000);
         if leadership.stale.due(now, every) {
             let released = sweep(sweeper.release_stale_claims(&lease, now, timing, limit)).await?;
             for id in &released {
