@@ -1,5 +1,6 @@
 //! `--idle-fleet`: what idle workers cost the database. Eight worker processes (two with
-//! `--quick`) with the default settings and nothing to do, for 60 s (3 s with `--quick`); each
+//! `--quick`) with the default settings and nothing to do, for 60 s (3 s with `--quick`) after
+//! a warm-up of half that (their pool connections preparing their statements); each
 //! counts the statements it sends through its executor role (claim polls, heartbeats) and
 //! through its sweeper role (the daemons' lease and sweeps) apart, on two stores of its own, and
 //! reports them when it stops. Only the holder of the daemons' lease sweeps; the others only ask
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use aiki::store::{ExecutorStore, Sweeper};
 use aiki::{Worker, WorkerStore};
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 /// `--idle-worker <url>`: an idle worker with the default settings; prints its executor's and
 /// its sweeper's statement counts, as one JSON line, when stdin closes.
@@ -28,10 +29,14 @@ pub(crate) async fn worker_process(url: String) -> anyhow::Result<()> {
         .build()?
         .start();
     println!("ready");
-    // Counted from here: opening the stores and migrating are not idle work.
+    // Counted from the bench's `go` line on: starting up (opening the stores, migrating, each
+    // pool connection preparing its statements) is not idle work.
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut go = String::new();
+    stdin.read_line(&mut go).await?;
     let (executed_before, swept_before) = (executed(), swept());
     let mut sink = Vec::new();
-    let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+    let _ = stdin.read_to_end(&mut sink).await;
     let counts = json!({
         "executor": executed() - executed_before,
         "sweeper": swept() - swept_before,
@@ -59,6 +64,15 @@ pub(crate) async fn measure(url: &str, processes: usize, seconds: u64) -> anyhow
     let mut fleet = Vec::new();
     for _ in 0..processes {
         fleet.push(super::WorkerProcess::start_with(&["--idle-worker", url], false).await?);
+    }
+    // A warm-up of half the window: each worker's pool connections prepare their statements
+    // the first time they run them (a commit each on PostgreSQL), which an idle fleet does once.
+    tokio::time::sleep(quiet).await;
+    for process in &mut fleet {
+        if let Some(stdin) = process.child.stdin.as_mut() {
+            stdin.write_all(b"go\n").await?;
+            stdin.flush().await?;
+        }
     }
     let commits_before = database_commits(url).await?;
     let started = Instant::now();
