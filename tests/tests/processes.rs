@@ -14,6 +14,8 @@ use aiki_tests::crash::{FiveSteps, Long, LongOnce};
 use aiki_tests::processes::{history, wait_for};
 use aiki_tests::proxy::{FaultProxy, postgres_server};
 
+// The push endpoint processes of the world are `push.rs`'s.
+#[allow(dead_code)]
 #[path = "processes/world.rs"]
 mod world;
 

@@ -7,8 +7,6 @@
 
 #![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aiki::RunStatus;
@@ -23,84 +21,13 @@ use aiki_tests::processes::wait_for;
 #[path = "processes/world.rs"]
 mod world;
 
-use world::{Serving, World, server_process};
+use world::{EndpointProcess, Serving, World, free_address, server_process};
 
 #[allow(dead_code)]
 const PATIENCE: Duration = Duration::from_secs(120);
 
-/// An `aiki_test_endpoint` process.
-struct EndpointProcess {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    url: String,
-}
-
-impl EndpointProcess {
-    /// Starts one on `world`'s store as `id`, knowing `secrets`, listening on `listen`.
-    fn start(
-        world: &World,
-        id: &str,
-        secrets: &[&str],
-        listen: &str,
-        env: &[(&str, &str)],
-    ) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aiki_test_endpoint"))
-            .env("AIKI_ENDPOINT_STORE_URL", &world.url)
-            .env("AIKI_SIDE_EFFECTS", &world.effects)
-            .env("AIKI_WORKER_ID", id)
-            .env("AIKI_ENDPOINT_SECRETS", secrets.join(","))
-            .env("AIKI_ENDPOINT_LISTEN", listen)
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the endpoint process starts");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("its stdout"))
-            .read_line(&mut line)
-            .expect("the endpoint says where it listens");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("not the listening line: {line:?}"))
-            .to_owned();
-        EndpointProcess { child, url }
-    }
-
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{signal}"), &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -{signal}");
-    }
-
-    fn kill_9(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reaped");
-    }
-}
-
-impl Drop for EndpointProcess {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-CONT", &self.child.id().to_string()])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn now() -> Millis {
     aiki::Clock::now(&aiki::SystemClock)
-}
-
-/// A free address on the loopback (`127.0.0.1:PORT`) for an endpoint process, and its URL.
-fn free_address() -> (String, String) {
-    let address = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port");
-    (address.to_string(), format!("http://{address}"))
 }
 
 /// A world on SQLite whose server process runs the push dispatcher.

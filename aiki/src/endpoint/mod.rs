@@ -241,3 +241,36 @@ impl EndpointBuilder {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn refused(configure: impl FnOnce(EndpointBuilder) -> EndpointBuilder) -> String {
+        let store = crate::connect("memory:").await.unwrap();
+        let registry = Registry::builder().build().unwrap();
+        match configure(Endpoint::builder(store, registry)).build() {
+            Err(ClientError::Config(message)) => message,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bad_configuration_is_refused_with_what_to_change() {
+        assert!(refused(|b| b).await.contains("needs its secret"));
+        assert!(refused(|b| b.secret("")).await.contains("no empty one"));
+        let margin = refused(|b| {
+            b.secret("s")
+                .budget(Duration::from_secs(5))
+                .margin(Duration::from_secs(5))
+        })
+        .await;
+        assert!(margin.contains("above its margin"), "{margin}");
+        let long = refused(|b| b.secret("s").budget(Duration::from_secs(7200))).await;
+        assert!(long.contains("at most 1 h"), "{long}");
+        let idle = refused(|b| b.secret("s").max_idle_deliveries(0)).await;
+        assert!(idle.contains("at least 1"), "{idle}");
+        let zero = refused(|b| b.secret("s").claim_refresh_interval(Duration::ZERO)).await;
+        assert!(zero.contains("claim_refresh_interval"), "{zero}");
+    }
+}

@@ -1,9 +1,9 @@
 //! One process test's world: a store, a side-effects file, worker processes and, for remote
-//! workers, an aiki server in process or as a process of its own.
+//! workers, an aiki server in process or as a process of its own; push endpoint processes.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aiki::Client;
@@ -41,23 +41,91 @@ pub enum Serving {
 
 /// Starts an `aiki_test_server` on the store at `url`, listening on `listen`; its URL.
 pub fn server_process(url: &str, listen: &str) -> (std::process::Child, String) {
-    use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_aiki_test_server"))
         .env("AIKI_SERVER_STORE_URL", url)
         .env("AIKI_SERVER_LISTEN", listen)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("the server process starts");
+    let address = listening(&mut child);
+    (child, address)
+}
+
+/// The URL a server or endpoint process says it listens on (its first line,
+/// `listening on http://ADDRESS`).
+fn listening(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().expect("its stdout"))
         .read_line(&mut line)
-        .expect("the server says where it listens");
-    let address = line
-        .trim()
+        .expect("the process says where it listens");
+    line.trim()
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("not the listening line: {line:?}"))
-        .to_owned();
-    (child, address)
+        .to_owned()
+}
+
+/// An `aiki_test_endpoint` process.
+pub struct EndpointProcess {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl EndpointProcess {
+    /// Starts one on `world`'s store as `id`, knowing `secrets`, listening on `listen`.
+    pub fn start(
+        world: &World,
+        id: &str,
+        secrets: &[&str],
+        listen: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aiki_test_endpoint"))
+            .env("AIKI_ENDPOINT_STORE_URL", &world.url)
+            .env("AIKI_SIDE_EFFECTS", &world.effects)
+            .env("AIKI_WORKER_ID", id)
+            .env("AIKI_ENDPOINT_SECRETS", secrets.join(","))
+            .env("AIKI_ENDPOINT_LISTEN", listen)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the endpoint process starts");
+        let url = listening(&mut child);
+        EndpointProcess { child, url }
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal}");
+    }
+
+    pub fn kill_9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+}
+
+impl Drop for EndpointProcess {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free address on the loopback (`127.0.0.1:PORT`) for an endpoint process, and its URL.
+pub fn free_address() -> (String, String) {
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port");
+    (address.to_string(), format!("http://{address}"))
 }
 
 impl World {
