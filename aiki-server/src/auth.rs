@@ -115,13 +115,16 @@ fn scope_of(method: &Method, route: &str) -> Option<Scope> {
     let route = route.strip_prefix(aiki_store::api::PREFIX).unwrap_or(route);
     match route {
         path::HEALTH | path::READY => None,
-        path::RUNS_LIST | path::CHANGES => Some(Scope::Read),
+        path::RUNS_LIST | path::CHANGES | path::SCHEDULE | path::SCHEDULE_LOG => Some(Scope::Read),
+        path::SCHEDULES if method == Method::GET => Some(Scope::Read),
         path::RUNS
         | path::EVENTS
         | path::ACTIONS
         | path::RELEASE
         | path::FORKS
         | path::TRANSITIONS
+        | path::SCHEDULES
+        | path::SCHEDULE_ACTIONS
         | path::CONFIG_KEY => Some(Scope::Operator),
         path::WORKERS | path::CATALOG if method == Method::GET => Some(Scope::Read),
         path::RUN
@@ -285,6 +288,11 @@ mod tests {
             (&post, path::FORKS, Some(Scope::Operator)),
             (&post, path::TRANSITIONS, Some(Scope::Operator)),
             (&Method::PUT, path::CONFIG_KEY, Some(Scope::Operator)),
+            (&get, path::SCHEDULES, Some(Scope::Read)),
+            (&post, path::SCHEDULE, Some(Scope::Read)),
+            (&post, path::SCHEDULE_LOG, Some(Scope::Read)),
+            (&post, path::SCHEDULES, Some(Scope::Operator)),
+            (&post, path::SCHEDULE_ACTIONS, Some(Scope::Operator)),
             (&post, "/a-route-added-later", Some(Scope::Operator)),
         ];
         for (method, route, scope) in expected {

@@ -123,6 +123,13 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::CHANGES, post(routes::changes_since))
         .route(path::CONFIG, get(routes::runtime_config))
         .route(path::CONFIG_KEY, put(routes::set_config))
+        .route(
+            path::SCHEDULES,
+            get(routes::schedules).post(routes::create_schedule),
+        )
+        .route(path::SCHEDULE, post(routes::schedule))
+        .route(path::SCHEDULE_LOG, post(routes::schedule_log))
+        .route(path::SCHEDULE_ACTIONS, post(routes::act_on_schedule))
         .method_not_allowed_fallback(error::wrong_method)
         .with_state(state)
         .route_layer(axum::middleware::from_fn_with_state(

@@ -93,6 +93,17 @@ pub mod path {
     /// `PUT` [`SetConfig`](super::SetConfig) → [`RuntimeConfig`](crate::RuntimeConfig): one key,
     /// by its product name (client).
     pub const CONFIG_KEY: &str = "/config/{key}";
+    /// `GET` → `[ScheduleRecord]` (read); `POST` [`CreateSchedule`](super::CreateSchedule) →
+    /// [`ScheduleCreated`](crate::ScheduleCreated) (client).
+    pub const SCHEDULES: &str = "/schedules";
+    /// `POST` [`ScheduleQuery`](super::ScheduleQuery) → [`ScheduleRecord`](crate::ScheduleRecord)
+    /// (read). Schedules are named in bodies, since a name may hold any character.
+    pub const SCHEDULE: &str = "/schedules/show";
+    /// `POST` [`ScheduleQuery`](super::ScheduleQuery) → `[ScheduleLogEntry]` (read).
+    pub const SCHEDULE_LOG: &str = "/schedules/log";
+    /// `POST` [`ActOnSchedule`](super::ActOnSchedule) → [`ScheduleActed`](crate::ScheduleActed)
+    /// (client).
+    pub const SCHEDULE_ACTIONS: &str = "/schedules/actions";
 }
 
 /// The header naming one operation (a UUID the client makes per operation, sent again with
@@ -272,6 +283,41 @@ pub struct ChangesSince {
 pub struct SetConfig {
     /// The key's new value.
     pub value: i64,
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
+}
+
+/// The body of a `POST` to [`path::SCHEDULES`]: the schedule as the client made it; the
+/// server makes it again at its own time (creation, first occurrence).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CreateSchedule {
+    /// The schedule.
+    pub schedule: crate::ScheduleRecord,
+    /// Who creates it.
+    #[serde(default)]
+    pub actor: Option<String>,
+}
+
+/// The body of [`path::SCHEDULE`] and [`path::SCHEDULE_LOG`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleQuery {
+    /// The schedule's name.
+    pub name: String,
+    /// At most this many log rows (the latest).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// The body of [`path::SCHEDULE_ACTIONS`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActOnSchedule {
+    /// The schedule's name.
+    pub name: String,
+    /// The action.
+    pub action: crate::ScheduleAction,
+    /// Who acts.
+    #[serde(default)]
+    pub actor: Option<String>,
     /// The caller's time (see the module's note on times).
     pub now: Millis,
 }

@@ -35,6 +35,7 @@ mod ready;
 // `SqlStore<D>`'s impls are bounded by the crate's own `Dialect` trait: users name
 // `SqliteStore` and `PostgresStore`, never a dialect of their own (the trait is sealed).
 mod roles;
+pub mod schedule;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[allow(private_bounds)]
 mod sql;

@@ -267,6 +267,7 @@ impl Dialect for SqliteDialect {
     const KEYS: i64 = 17;
     const ANSWERS: i64 = 18;
     const ENDPOINTS: i64 = 19;
+    const SCHEDULES: i64 = 20;
 
     async fn close(&self) {
         self.reader.close().await;

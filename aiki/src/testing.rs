@@ -259,6 +259,41 @@ impl TestEnv {
         self.run_until_idle().await
     }
 
+    /// Skips to the next occurrence of the active schedules: moves the clock to the earliest
+    /// one's time (its jitter included), waits for the daemons to fire it and runs until idle.
+    /// Returns the time moved to, or `None` (nothing done) when no schedule is active.
+    pub async fn skip_to_next_occurrence(&self) -> Result<Option<Millis>, ClientError> {
+        self.run_until_idle().await?;
+        let next = self
+            .store
+            .schedules()
+            .await?
+            .into_iter()
+            .filter(|schedule| schedule.status == aiki_store::ScheduleStatus::Active)
+            .filter_map(|schedule| schedule.fire_at().map(|at| (at, schedule.name)))
+            .min();
+        let Some((at, name)) = next else {
+            return Ok(None);
+        };
+        self.clock.advance_to(at.max(self.clock.now()));
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        // The sweep has fired the occurrence once the schedule's next time moved past it.
+        while self
+            .store
+            .schedule(&name)
+            .await?
+            .fire_at()
+            .is_some_and(|next| next <= at)
+        {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ClientError::Timeout(PATIENCE));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        self.run_until_idle().await?;
+        Ok(Some(at))
+    }
+
     /// Runs the worker until every run is blocked on time or on outside input: none is queued
     /// or running, and no timer is due. Never moves time, but for a task retried in process
     /// (a retry delay of a few milliseconds, slept while the run executes).

@@ -1,9 +1,9 @@
 //! The client role's routes: starts, forks, events and the operator's actions.
 
-use aiki_store::api::{Act, ReleaseClaim, SetConfig};
+use aiki_store::api::{Act, ActOnSchedule, CreateSchedule, ReleaseClaim, SetConfig};
 use aiki_store::{
     AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord, RunStatus,
-    RuntimeConfig,
+    RuntimeConfig, ScheduleActed, ScheduleCreated, ScheduleRecord,
 };
 use axum::Extension;
 use axum::Json;
@@ -147,4 +147,45 @@ pub(crate) async fn set_config(
     let key = key.parse::<ConfigKey>()?;
     let now = app.time.now();
     Ok(Json(app.store.set_config(key, body.value, now).await?))
+}
+
+pub(crate) async fn create_schedule(
+    State(app): State<AppState>,
+    key: Key,
+    Body(body): Body<CreateSchedule>,
+) -> Answer<ScheduleCreated> {
+    let given = body.schedule;
+    checked(
+        app.checks
+            .check_start_json(&given.definition.namespace, &given.definition.input)
+            .await
+            .map(drop),
+    )?;
+    // Made again at the server's time: its creation and first occurrence.
+    let schedule = ScheduleRecord::new(
+        given.name,
+        given.definition,
+        given.origin,
+        given.generation,
+        app.time.now(),
+    )?;
+    let actor = actor(&key, body.actor);
+    Ok(Json(app.store.create_schedule(schedule, actor).await?))
+}
+
+pub(crate) async fn act_on_schedule(
+    State(app): State<AppState>,
+    key: Key,
+    Body(body): Body<ActOnSchedule>,
+) -> Answer<ScheduleActed> {
+    let now = app.time.now();
+    let actor = actor(&key, body.actor);
+    let acted = app
+        .store
+        .act_on_schedule(&body.name, body.action, actor, now)
+        .await?;
+    if !acted.runs.is_empty() {
+        app.waiters.queued(RunStatus::Queued);
+    }
+    Ok(Json(acted))
 }

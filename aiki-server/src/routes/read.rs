@@ -1,9 +1,9 @@
 //! The read role's routes.
 
-use aiki_store::api::{ChangesSince, WorkersQuery};
+use aiki_store::api::{ChangesSince, ScheduleQuery, WorkersQuery};
 use aiki_store::{
     CatalogEntry, ChangePage, History, ListRuns, RunCounts, RunPage, RunRecord, RuntimeConfig,
-    StatusChange, WorkerRecord,
+    ScheduleLogEntry, ScheduleRecord, StatusChange, WorkerRecord,
 };
 use axum::Json;
 use axum::extract::State;
@@ -69,4 +69,23 @@ pub(crate) async fn changes_since(
 
 pub(crate) async fn runtime_config(State(app): State<AppState>) -> Answer<RuntimeConfig> {
     Ok(Json(app.store.runtime_config().await?))
+}
+
+pub(crate) async fn schedules(State(app): State<AppState>) -> Answer<Vec<ScheduleRecord>> {
+    Ok(Json(app.store.schedules().await?))
+}
+
+pub(crate) async fn schedule(
+    State(app): State<AppState>,
+    Body(query): Body<ScheduleQuery>,
+) -> Answer<ScheduleRecord> {
+    Ok(Json(app.store.schedule(&query.name).await?))
+}
+
+pub(crate) async fn schedule_log(
+    State(app): State<AppState>,
+    Body(query): Body<ScheduleQuery>,
+) -> Answer<Vec<ScheduleLogEntry>> {
+    let limit = query.limit.unwrap_or(100).min(10_000);
+    Ok(Json(app.store.schedule_log(&query.name, limit).await?))
 }

@@ -200,6 +200,19 @@ impl ReadStore for Remote {
     async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError> {
         self.http().runtime_config().await
     }
+    async fn schedules(&self) -> Result<Vec<aiki_store::ScheduleRecord>, StoreError> {
+        self.http().schedules().await
+    }
+    async fn schedule(&self, name: &str) -> Result<aiki_store::ScheduleRecord, StoreError> {
+        self.http().schedule(name).await
+    }
+    async fn schedule_log(
+        &self,
+        name: &str,
+        limit: u32,
+    ) -> Result<Vec<aiki_store::ScheduleLogEntry>, StoreError> {
+        self.http().schedule_log(name, limit).await
+    }
 }
 
 #[async_trait]
@@ -330,6 +343,31 @@ impl ClientStore for Remote {
     ) -> Result<RuntimeConfig, StoreError> {
         self.at(now, self.http().set_config(key, value, now)).await
     }
+    async fn create_schedule(
+        &self,
+        schedule: aiki_store::ScheduleRecord,
+        actor: Option<String>,
+    ) -> Result<aiki_store::ScheduleCreated, StoreError> {
+        self.at(
+            schedule.created_at,
+            self.http().create_schedule(schedule.clone(), actor.clone()),
+        )
+        .await
+    }
+    async fn act_on_schedule(
+        &self,
+        name: &str,
+        action: aiki_store::ScheduleAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<aiki_store::ScheduleActed, StoreError> {
+        self.at(
+            now,
+            self.http()
+                .act_on_schedule(name, action.clone(), actor.clone(), now),
+        )
+        .await
+    }
 }
 
 #[async_trait]
@@ -425,6 +463,20 @@ impl Sweeper for Remote {
         self.backing
             .forget_operations(lease, now, older_than_ms, limit)
             .await
+    }
+    async fn due_schedules(
+        &self,
+        now: Millis,
+        limit: u32,
+    ) -> Result<Vec<aiki_store::DueSchedule>, StoreError> {
+        self.backing.due_schedules(now, limit).await
+    }
+    async fn advance_schedule(
+        &self,
+        lease: &Lease,
+        write: aiki_store::ScheduleWrite,
+    ) -> Result<bool, StoreError> {
+        self.backing.advance_schedule(lease, write).await
     }
 }
 

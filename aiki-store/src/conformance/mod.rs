@@ -51,6 +51,7 @@ mod outbox;
 mod pause;
 mod recovery;
 mod runs;
+mod schedules;
 mod sleeps;
 mod sweeps;
 mod timeline;
@@ -77,6 +78,7 @@ pub use outbox::{
 pub use pause::*;
 pub use recovery::*;
 pub use runs::*;
+pub use schedules::*;
 pub use sleeps::*;
 pub use sweeps::*;
 pub use timeline::*;
@@ -194,6 +196,15 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@group $factory; keys: [
                 check_api_keys_are_kept_found_and_revoked,
                 check_endpoints_are_written_by_compare_and_set,
+            ]);
+        $crate::conformance_tests!(@group $factory; schedules: [
+                check_schedules_are_created_once_and_checked,
+                check_schedule_actions,
+                check_racing_sweepers_fire_each_occurrence_once,
+                check_a_frozen_leader_and_a_version_move_fire_each_occurrence_once,
+                check_an_outage_under_each_policy_and_window,
+                check_daylight_saving_changes,
+                check_a_repeated_schedule_action_is_done_once,
             ]);
         $crate::conformance_tests!(@group $factory; sweeper: [
                 check_a_lease_has_one_holder_at_a_time,

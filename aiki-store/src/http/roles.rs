@@ -70,6 +70,30 @@ impl ReadStore for HttpStore {
     async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError> {
         self.get(path::CONFIG).await
     }
+
+    async fn schedules(&self) -> Result<Vec<crate::ScheduleRecord>, StoreError> {
+        self.get(path::SCHEDULES).await
+    }
+
+    async fn schedule(&self, name: &str) -> Result<crate::ScheduleRecord, StoreError> {
+        let query = api::ScheduleQuery {
+            name: name.to_owned(),
+            limit: None,
+        };
+        self.post(path::SCHEDULE, &query).await
+    }
+
+    async fn schedule_log(
+        &self,
+        name: &str,
+        limit: u32,
+    ) -> Result<Vec<crate::ScheduleLogEntry>, StoreError> {
+        let query = api::ScheduleQuery {
+            name: name.to_owned(),
+            limit: Some(limit),
+        };
+        self.post(path::SCHEDULE_LOG, &query).await
+    }
 }
 
 #[async_trait]
@@ -239,6 +263,31 @@ impl ClientStore for HttpStore {
         let path = path::CONFIG_KEY.replace("{key}", key.as_str());
         self.call(Method::PUT, &path, Some(&api::SetConfig { value, now }))
             .await
+    }
+
+    async fn create_schedule(
+        &self,
+        schedule: crate::ScheduleRecord,
+        actor: Option<String>,
+    ) -> Result<crate::ScheduleCreated, StoreError> {
+        let body = api::CreateSchedule { schedule, actor };
+        self.post(path::SCHEDULES, &body).await
+    }
+
+    async fn act_on_schedule(
+        &self,
+        name: &str,
+        action: crate::ScheduleAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<crate::ScheduleActed, StoreError> {
+        let body = api::ActOnSchedule {
+            name: name.to_owned(),
+            action,
+            actor,
+            now,
+        };
+        self.post(path::SCHEDULE_ACTIONS, &body).await
     }
 }
 

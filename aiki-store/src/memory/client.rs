@@ -179,4 +179,22 @@ impl ClientStore for MemoryStore {
         state.config = state.config.with(key, value)?;
         Ok(state.config)
     }
+
+    async fn create_schedule(
+        &self,
+        schedule: crate::ScheduleRecord,
+        actor: Option<String>,
+    ) -> Result<crate::ScheduleCreated, StoreError> {
+        self.create_schedule_now(schedule, actor)
+    }
+
+    async fn act_on_schedule(
+        &self,
+        name: &str,
+        action: crate::ScheduleAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<crate::ScheduleActed, StoreError> {
+        self.act_on_schedule_now(name, action, actor, now)
+    }
 }

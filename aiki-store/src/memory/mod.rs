@@ -9,6 +9,7 @@ mod client;
 mod endpoints;
 mod keys;
 mod read;
+mod schedules;
 mod state;
 mod sweeper;
 

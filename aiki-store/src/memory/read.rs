@@ -176,4 +176,24 @@ impl ReadStore for MemoryStore {
     async fn runtime_config(&self) -> Result<crate::RuntimeConfig, StoreError> {
         Ok(self.lock().config)
     }
+
+    async fn schedules(&self) -> Result<Vec<crate::ScheduleRecord>, StoreError> {
+        Ok(self.lock().schedules.values().cloned().collect())
+    }
+
+    async fn schedule(&self, name: &str) -> Result<crate::ScheduleRecord, StoreError> {
+        self.lock()
+            .schedules
+            .get(name)
+            .cloned()
+            .ok_or_else(|| crate::schedule::not_found(name))
+    }
+
+    async fn schedule_log(
+        &self,
+        name: &str,
+        limit: u32,
+    ) -> Result<Vec<crate::ScheduleLogEntry>, StoreError> {
+        self.schedule_log_of(name, limit)
+    }
 }

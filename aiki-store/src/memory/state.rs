@@ -110,6 +110,10 @@ pub(super) struct State {
     /// The first answers of operations (see [`crate::operation`]) by key: the answer and when
     /// it was recorded.
     pub(super) answers: HashMap<String, (serde_json::Value, Millis)>,
+    /// The schedules, by name.
+    pub(super) schedules: BTreeMap<String, crate::ScheduleRecord>,
+    /// The schedules' logs, in order of writing.
+    pub(super) schedule_log: Vec<crate::ScheduleLogEntry>,
 }
 
 impl State {

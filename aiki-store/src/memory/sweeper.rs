@@ -185,6 +185,22 @@ impl Sweeper for MemoryStore {
         }
         Ok(old.len() as u64)
     }
+
+    async fn due_schedules(
+        &self,
+        now: Millis,
+        limit: u32,
+    ) -> Result<Vec<crate::DueSchedule>, StoreError> {
+        Ok(self.lock().due_schedules(now, limit))
+    }
+
+    async fn advance_schedule(
+        &self,
+        lease: &Lease,
+        write: crate::ScheduleWrite,
+    ) -> Result<bool, StoreError> {
+        Ok(self.advance_schedule_now(lease, write))
+    }
 }
 
 /// The first `limit` runs by their sort key (a due time, a heartbeat, a queue time), as a

@@ -392,6 +392,7 @@ impl Dialect for PgDialect {
     const KEYS: i64 = 18;
     const ANSWERS: i64 = 19;
     const ENDPOINTS: i64 = 21;
+    const SCHEDULES: i64 = 22;
     const READY_NOTIFY: i64 = 20;
 
     fn ready_signals(&self) -> Option<crate::ReadySignals> {

@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use super::ReadStore;
 use crate::{
     AppendOutcome, ConfigKey, CreateOutcome, Millis, Move, NewEvent, NewFork, NewRun, RunAction,
-    RunId, RunRecord, RuntimeConfig, StoreError,
+    RunId, RunRecord, RuntimeConfig, ScheduleActed, ScheduleAction, ScheduleCreated,
+    ScheduleRecord, StoreError,
 };
 
 /// The client role of the store contract: creating and forking runs, sending events, and the
@@ -84,4 +85,29 @@ pub trait ClientStore: ReadStore {
         value: i64,
         now: Millis,
     ) -> Result<RuntimeConfig, StoreError>;
+
+    /// Creates a schedule (made with [`ScheduleRecord::new`]; its revision is set to 1),
+    /// recorded as done by `actor`, unless one of its name exists: that one, untouched, as
+    /// [`ScheduleCreated::Existing`] when its definition is the same (creating a schedule twice
+    /// is idempotent), [`StoreError::AlreadyExists`] when it differs. [`StoreError::Invalid`]
+    /// for a definition that is not valid (see [`crate::schedule::check`]) or a schema without
+    /// schedules, nothing written.
+    async fn create_schedule(
+        &self,
+        schedule: ScheduleRecord,
+        actor: Option<String>,
+    ) -> Result<ScheduleCreated, StoreError>;
+
+    /// Applies an operator's action to the schedule `name` at `now`, recorded as done by
+    /// `actor`, as one atomic write (see [`ScheduleAction`]): its state, the runs it starts and
+    /// the rows of its log, all or nothing. [`StoreError::NotFound`] for an unknown schedule;
+    /// [`StoreError::Invalid`] for an action that does not apply (resuming an active schedule,
+    /// a backfill range that ends before it starts or holds too many occurrences).
+    async fn act_on_schedule(
+        &self,
+        name: &str,
+        action: ScheduleAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<ScheduleActed, StoreError>;
 }

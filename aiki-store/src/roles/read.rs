@@ -7,7 +7,8 @@ use async_trait::async_trait;
 
 use crate::{
     CatalogEntry, ChangeCursor, ChangePage, History, ListRuns, Millis, RunCounts, RunId, RunPage,
-    RunRecord, RuntimeConfig, StatusChange, StoreError, WorkerRecord,
+    RunRecord, RuntimeConfig, ScheduleLogEntry, ScheduleRecord, StatusChange, StoreError,
+    WorkerRecord,
 };
 
 /// The reading role of the store contract: runs, counts, timelines, the catalog, the workers
@@ -72,4 +73,18 @@ pub trait ReadStore: Send + Sync + Debug + 'static {
     /// The runtime configuration in force: each key's stored value, or its default. A store
     /// whose schema predates the configuration table has the defaults.
     async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError>;
+
+    /// Every schedule, by name (empty on a schema without schedules).
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>, StoreError>;
+
+    /// One schedule. [`StoreError::NotFound`] if there is none.
+    async fn schedule(&self, name: &str) -> Result<ScheduleRecord, StoreError>;
+
+    /// The latest `limit` rows of a schedule's log (what each occurrence became, its status
+    /// changes), oldest first. [`StoreError::NotFound`] for an unknown schedule.
+    async fn schedule_log(
+        &self,
+        name: &str,
+        limit: u32,
+    ) -> Result<Vec<ScheduleLogEntry>, StoreError>;
 }

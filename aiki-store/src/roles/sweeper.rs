@@ -4,7 +4,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 
-use crate::{ClaimTiming, Lease, Millis, RunId, StoreError};
+use crate::{ClaimTiming, DueSchedule, Lease, Millis, RunId, ScheduleWrite, StoreError};
 
 /// The sweeping role of the store contract: the daemons' passes over every run. Only the
 /// process holding the daemons' lease sweeps; a remote worker never does.
@@ -92,4 +92,23 @@ pub trait Sweeper: Send + Sync + Debug + 'static {
         older_than_ms: i64,
         limit: u32,
     ) -> Result<u64, StoreError>;
+
+    /// Up to `limit` active schedules the schedule sweep should look at `now`: those whose
+    /// next occurrence is due by [`ScheduleRecord::fire_at`](crate::ScheduleRecord::fire_at),
+    /// and those with an occurrence buffered behind a run that has ended, the earliest due
+    /// first, each with whether its last run is still open. Empty on a schema without
+    /// schedules.
+    async fn due_schedules(&self, now: Millis, limit: u32) -> Result<Vec<DueSchedule>, StoreError>;
+
+    /// Writes a schedule's advance (see [`ScheduleWrite`]) in one atomic operation fenced by
+    /// `lease`: its new state, the runs it starts, the run it cancels and its log rows, all or
+    /// nothing. Returns whether it was written: `false` (nothing written) when the schedule's
+    /// revision is no longer the one the write read, a log row's key or a run's reference id is
+    /// taken, or the lease is no longer held, so sweepers racing over one schedule fire each
+    /// occurrence once. (The sweep itself is [`crate::schedule::fire_due`].)
+    async fn advance_schedule(
+        &self,
+        lease: &Lease,
+        write: ScheduleWrite,
+    ) -> Result<bool, StoreError>;
 }

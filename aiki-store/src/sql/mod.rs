@@ -27,6 +27,7 @@ mod listing;
 mod ops;
 pub(crate) mod outbox;
 mod roles;
+mod schedules;
 pub(crate) mod statements;
 mod transitions;
 mod workers;

@@ -61,6 +61,22 @@ impl<D: Dialect> ReadStore for SqlStore<D> {
     async fn runtime_config(&self) -> Result<crate::RuntimeConfig, crate::StoreError> {
         self.runtime_config().await
     }
+
+    async fn schedules(&self) -> Result<Vec<crate::ScheduleRecord>, crate::StoreError> {
+        self.schedules().await
+    }
+
+    async fn schedule(&self, name: &str) -> Result<crate::ScheduleRecord, crate::StoreError> {
+        self.schedule(name).await
+    }
+
+    async fn schedule_log(
+        &self,
+        name: &str,
+        limit: u32,
+    ) -> Result<Vec<crate::ScheduleLogEntry>, crate::StoreError> {
+        self.schedule_log(name, limit).await
+    }
 }
 
 #[async_trait]
@@ -222,6 +238,24 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
     ) -> Result<crate::RuntimeConfig, crate::StoreError> {
         self.set_config(key, value, now).await
     }
+
+    async fn create_schedule(
+        &self,
+        schedule: crate::ScheduleRecord,
+        actor: Option<String>,
+    ) -> Result<crate::ScheduleCreated, crate::StoreError> {
+        self.create_schedule(schedule, actor).await
+    }
+
+    async fn act_on_schedule(
+        &self,
+        name: &str,
+        action: crate::ScheduleAction,
+        actor: Option<String>,
+        now: crate::Millis,
+    ) -> Result<crate::ScheduleActed, crate::StoreError> {
+        self.act_on_schedule(name, action, actor, now).await
+    }
 }
 
 #[async_trait]
@@ -291,5 +325,21 @@ impl<D: Dialect> Sweeper for SqlStore<D> {
     ) -> Result<u64, crate::StoreError> {
         self.forget_operations(lease, now, older_than_ms, limit)
             .await
+    }
+
+    async fn due_schedules(
+        &self,
+        now: crate::Millis,
+        limit: u32,
+    ) -> Result<Vec<crate::DueSchedule>, crate::StoreError> {
+        self.due_schedules(now, limit).await
+    }
+
+    async fn advance_schedule(
+        &self,
+        lease: &crate::Lease,
+        write: crate::ScheduleWrite,
+    ) -> Result<bool, crate::StoreError> {
+        self.advance_schedule(lease, write).await
     }
 }

@@ -14,8 +14,10 @@ use crate::error::ClientError;
 use crate::handle::{AnyRun, RunHandle};
 use crate::workflow::Workflow;
 
+mod schedule;
 mod start;
 
+pub use schedule::NewSchedule;
 pub use start::{ConflictPolicy, Start, StartJson};
 
 /// Starts workflow runs and hands out [`RunHandle`]s.

@@ -52,7 +52,7 @@ impl Default for Options {
 
 /// The error of an input that does not match the schema of `namespace`'s input (the same for a
 /// typed start and one validated against the catalog).
-fn invalid_input(namespace: &Namespace, message: String) -> ClientError {
+pub(in crate::client) fn invalid_input(namespace: &Namespace, message: String) -> ClientError {
     ClientError::InvalidInput {
         what: format!("input of {namespace}"),
         message,

@@ -11,6 +11,7 @@
 //! | `aiki_claim_latency_seconds` | workflow, version | from queued to claimed, per claimed run (histogram) |
 //! | `aiki_store_errors_total` | operation, kind | store calls that failed (`transient` or `permanent`) |
 //! | `aiki_store_retries_total` | operation | store calls retried after a transient error |
+//! | `aiki_schedule_occurrences_total` | outcome | schedule occurrences the sweep of this process decided (`fired`, `skipped`, `missed`) |
 //! | `aiki_runs` | workflow, version, status | runs in each status, read from the store at scrape time |
 //! | `aiki_queue_depth` | workflow, version | queued runs (0 for a version with runs but none queued) |
 //! | `aiki_queue_oldest_age_seconds` | workflow, version | how long the oldest of them has waited |
@@ -101,6 +102,11 @@ struct OperationLabels {
     operation: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: String,
+}
+
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// Seconds, from 1 ms to about 9 hours, doubling.
@@ -118,6 +124,7 @@ struct Metrics {
     claim_latency: Histograms<VersionLabels>,
     store_errors: Family<StoreLabels, Counter>,
     store_retries: Family<OperationLabels, Counter>,
+    schedule_occurrences: Family<OutcomeLabels, Counter>,
     runs: Family<StatusLabels, Gauge>,
     queue_depth: Family<VersionLabels, Gauge>,
     queue_age: Family<VersionLabels, Gauge<f64, AtomicU64>>,
@@ -174,6 +181,13 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             &mut r,
             "aiki_store_retries",
             "Store calls of this process retried after a transient error",
+            Family::default(),
+        ),
+        schedule_occurrences: registered(
+            &mut r,
+            "aiki_schedule_occurrences",
+            "Schedule occurrences this process's sweep decided: fired, skipped (or buffered) by \
+             an overlap policy, or missed outside the catch-up window",
             Family::default(),
         ),
         runs: registered(
@@ -284,6 +298,19 @@ pub(crate) fn store_retry(operation: &'static str) {
         .inc();
     #[cfg(feature = "otel")]
     otel::store_retry(operation);
+}
+
+/// The schedule sweep decided `count` occurrences with `outcome` (`fired`, `skipped`,
+/// `missed`).
+pub(crate) fn schedule_occurrences(outcome: &'static str, count: u64) {
+    if count > 0 {
+        METRICS
+            .schedule_occurrences
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.to_owned(),
+            })
+            .inc_by(count);
+    }
 }
 
 /// This process's metrics as Prometheus (OpenMetrics) text, with the queue gauges read from

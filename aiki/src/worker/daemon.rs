@@ -1,5 +1,5 @@
-//! The server runtime's daemons: due wake-ups, claim recovery, stalling, and the retention of
-//! the worker list.
+//! The server runtime's daemons: due wake-ups, schedules, claim recovery, stalling, and the
+//! retention of the worker list.
 //!
 //! Claim recovery survives store outages and restarts without mass releases: the store records
 //! it in two phases (see [`Sweeper::release_stale_claims`](aiki_store::Sweeper::release_stale_claims)):
@@ -20,8 +20,8 @@
 //! started at once does not ask in step), not on the claim loop's polls: a due wake-up of this
 //! process (a timer it set, a clock that jumped) runs them at once, and runs woken by an event,
 //! a child's end or an operator are queued by the store without them. Each sweep takes a
-//! bounded batch; a full batch runs the next pass at once. Due wake-ups are swept at every
-//! pass; the sweeps that need no second's precision on their own cadence, by the workers'
+//! bounded batch; a full batch runs the next pass at once. Due wake-ups and schedules
+//! ([`aiki_store::schedule`]) are swept at every pass; the sweeps that need no second's precision on their own cadence, by the workers'
 //! clock: claim recovery every tenth of the claim idle timeout (at most 5 s), stalling every
 //! tenth of the maximum age (at most 10 s), forgetting old operation answers every minute, so
 //! that an idle store costs little (with the defaults, about 3 statements a second for the
@@ -214,6 +214,26 @@ impl Daemons {
             crate::wake::work_available();
         }
         pass.add(woken, limit);
+        // Schedules at every pass too: an occurrence fires within a pass of its time.
+        let fired = sweep(aiki_store::schedule::fire_due(sweeper, &lease, now, limit)).await?;
+        if fired.runs > 0 {
+            crate::wake::work_available();
+        }
+        for (outcome, count) in [
+            ("fired", fired.runs),
+            ("skipped", fired.skipped),
+            ("missed", fired.missed),
+        ] {
+            crate::metrics::schedule_occurrences(outcome, count);
+        }
+        if fired.missed > 0 {
+            tracing::warn!(
+                missed = fired.missed,
+                "schedule occurrences found later than their catch-up window; recorded as missed"
+            );
+        }
+        pass.add(fired.runs, limit);
+        pass.full |= fired.full;
         if leadership
             .config_read
             .is_none_or(|read| read.elapsed() >= CONFIG_EVERY)

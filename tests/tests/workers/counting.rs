@@ -101,6 +101,22 @@ impl aiki::store::ReadStore for Counting {
         self.count("runtime_config");
         self.inner.runtime_config().await
     }
+    async fn schedules(&self) -> Result<Vec<aiki::store::ScheduleRecord>, StoreError> {
+        self.count("schedules");
+        self.inner.schedules().await
+    }
+    async fn schedule(&self, name: &str) -> Result<aiki::store::ScheduleRecord, StoreError> {
+        self.count("schedule");
+        self.inner.schedule(name).await
+    }
+    async fn schedule_log(
+        &self,
+        name: &str,
+        limit: u32,
+    ) -> Result<Vec<aiki::store::ScheduleLogEntry>, StoreError> {
+        self.count("schedule_log");
+        self.inner.schedule_log(name, limit).await
+    }
 }
 
 #[aiki::async_trait]
@@ -249,6 +265,24 @@ impl aiki::store::ClientStore for Counting {
         self.count("fork_run");
         self.inner.fork_run(fork).await
     }
+    async fn create_schedule(
+        &self,
+        schedule: aiki::store::ScheduleRecord,
+        actor: Option<String>,
+    ) -> Result<aiki::store::ScheduleCreated, StoreError> {
+        self.count("create_schedule");
+        self.inner.create_schedule(schedule, actor).await
+    }
+    async fn act_on_schedule(
+        &self,
+        name: &str,
+        action: aiki::store::ScheduleAction,
+        actor: Option<String>,
+        now: Millis,
+    ) -> Result<aiki::store::ScheduleActed, StoreError> {
+        self.count("act_on_schedule");
+        self.inner.act_on_schedule(name, action, actor, now).await
+    }
 }
 
 #[aiki::async_trait]
@@ -362,5 +396,21 @@ impl aiki::store::Sweeper for Counting {
         self.inner
             .forget_operations(lease, now, older_than_ms, limit)
             .await
+    }
+    async fn due_schedules(
+        &self,
+        now: Millis,
+        limit: u32,
+    ) -> Result<Vec<aiki::store::DueSchedule>, StoreError> {
+        self.count("due_schedules");
+        self.inner.due_schedules(now, limit).await
+    }
+    async fn advance_schedule(
+        &self,
+        lease: &Lease,
+        write: aiki::store::ScheduleWrite,
+    ) -> Result<bool, StoreError> {
+        self.count("advance_schedule");
+        self.inner.advance_schedule(lease, write).await
     }
 }

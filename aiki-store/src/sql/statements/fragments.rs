@@ -46,6 +46,8 @@ pub(crate) struct Level {
     pub(crate) answers: bool,
     /// The endpoints migration (SQLite 19, PostgreSQL 21): push endpoints and their secrets.
     pub(crate) endpoints: bool,
+    /// The schedules migration (SQLite 20, PostgreSQL 22): schedules and their log.
+    pub(crate) schedules: bool,
 }
 
 impl Level {
@@ -58,6 +60,7 @@ impl Level {
         keys: true,
         answers: true,
         endpoints: true,
+        schedules: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -70,6 +73,7 @@ impl Level {
             keys: version >= D::KEYS,
             answers: version >= D::ANSWERS,
             endpoints: version >= D::ENDPOINTS,
+            schedules: version >= D::SCHEDULES,
         }
     }
 }

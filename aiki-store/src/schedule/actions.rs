@@ -1,0 +1,198 @@
+//! The writes of the operator's actions on schedules (create, pause, resume, trigger,
+//! backfill, redefine), decided here once; each backend writes one as one atomic operation,
+//! with the operation's first answer (see [`crate::operation`]).
+
+use super::plan::{Builder, entry};
+use super::{MAX_BACKFILL, next_after};
+use crate::{
+    DueSchedule, Millis, ScheduleActed, ScheduleAction, ScheduleLogKind, ScheduleRecord,
+    ScheduleStatus, ScheduleWrite, StoreError,
+};
+
+/// How often an operator's action reads and writes again after losing a race.
+pub(crate) const ATTEMPTS: usize = 8;
+
+/// The write creating `record` at revision 1, its log's first row saying so.
+pub(crate) fn plan_create(mut record: ScheduleRecord, actor: Option<String>) -> ScheduleWrite {
+    record.revision = 1;
+    let mut row = entry(
+        &record,
+        "status:1".to_owned(),
+        ScheduleLogKind::Status,
+        None,
+        record.created_at,
+    );
+    row.revision = 1;
+    row.status = Some(record.status);
+    row.reason = Some("created".to_owned());
+    row.actor = actor;
+    let mut write = ScheduleWrite::new(record, None);
+    write.log.push(row);
+    write
+}
+
+/// The refusal of a schedule created under a name another definition holds.
+pub(crate) fn exists_otherwise(found: &ScheduleRecord) -> StoreError {
+    StoreError::AlreadyExists {
+        what: format!(
+            "a schedule named `{}` with another definition ({}, {}); delete it first or pick \
+             another name",
+            found.name, found.definition.spec, found.definition.namespace
+        ),
+    }
+}
+
+/// What an action's write did, as answered.
+pub(crate) fn acted(write: &ScheduleWrite) -> ScheduleActed {
+    ScheduleActed {
+        schedule: write.record.clone(),
+        runs: write.runs.iter().map(|run| run.id).collect(),
+        log: write.log.clone(),
+    }
+}
+
+pub(crate) fn busy(name: &str) -> StoreError {
+    StoreError::Unavailable {
+        message: format!("schedule `{name}` changed under every attempt of this action; try again"),
+        source: None,
+    }
+}
+
+/// The write of an operator's action (every action but `delete`).
+pub(crate) fn plan_action(
+    due: &DueSchedule,
+    action: &ScheduleAction,
+    actor: Option<String>,
+    now: Millis,
+) -> Result<ScheduleWrite, StoreError> {
+    let mut plan = Builder::new(due, now);
+    let revision = due.record.revision + 1;
+    let status_change = |plan: &mut Builder, status: ScheduleStatus, reason: String| {
+        plan.write.record.status = status;
+        let mut row = entry(
+            plan.record(),
+            format!("status:{revision}"),
+            ScheduleLogKind::Status,
+            None,
+            now,
+        );
+        row.status = Some(status);
+        row.reason = Some(reason);
+        row.actor.clone_from(&actor);
+        plan.write.log.push(row);
+    };
+    match action {
+        ScheduleAction::Pause { reason } => {
+            if due.record.status != ScheduleStatus::Active {
+                return Err(not_active(&due.record, "paused"));
+            }
+            let reason = reason.clone().unwrap_or_else(|| "paused".to_owned());
+            status_change(&mut plan, ScheduleStatus::Paused, reason);
+        }
+        ScheduleAction::Resume => {
+            if due.record.status != ScheduleStatus::Paused {
+                return Err(not_active(&due.record, "resumed (only a paused one is)"));
+            }
+            // The occurrences while paused are not caught up: the next one after now.
+            plan.write.record.next_at =
+                next_after(&due.record.definition.spec, now, due.record.created_at)?;
+            status_change(&mut plan, ScheduleStatus::Active, "resumed".to_owned());
+        }
+        ScheduleAction::Trigger => {
+            let key = format!("trigger:{}", uuid::Uuid::new_v4().simple());
+            plan.start(key, ScheduleLogKind::Triggered, Some(now));
+            if let Some(row) = plan.write.log.last_mut() {
+                row.actor.clone_from(&actor);
+            }
+        }
+        ScheduleAction::Backfill { from, to, overlap } => {
+            if from > to {
+                return Err(StoreError::Invalid {
+                    message: format!(
+                        "a backfill from {from} to {to} ends before it starts; give from <= to"
+                    ),
+                });
+            }
+            let times = super::occurrences(&due.record, *from, *to, MAX_BACKFILL + 1)?;
+            if times.len() > MAX_BACKFILL {
+                return Err(StoreError::Invalid {
+                    message: format!(
+                        "a backfill starts at most {MAX_BACKFILL} runs; this range holds more, \
+                         split it"
+                    ),
+                });
+            }
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            let policy = overlap.unwrap_or(due.record.definition.overlap);
+            // The backfill's buffer is its own: the schedule's waiting occurrence stays.
+            let buffered = plan.write.record.buffered_at.take();
+            for at in times {
+                plan.occur(
+                    format!("backfill:{id}:{at}"),
+                    ScheduleLogKind::Backfilled,
+                    at,
+                    policy,
+                );
+            }
+            // An occurrence the backfill buffered cannot wait in the schedule's place.
+            if plan.write.record.buffered_at.is_some() {
+                for row in &mut plan.write.log {
+                    if row.kind == ScheduleLogKind::Buffered {
+                        row.kind = ScheduleLogKind::Skipped;
+                        row.reason = Some(
+                            "the previous run has not ended (a backfill buffers nothing)"
+                                .to_owned(),
+                        );
+                    }
+                }
+            }
+            plan.write.record.buffered_at = buffered;
+            for row in &mut plan.write.log {
+                row.actor.clone_from(&actor);
+            }
+        }
+        ScheduleAction::Redefine {
+            definition,
+            generation,
+        } => {
+            super::check(&due.record.name, definition)?;
+            if *generation <= due.record.generation {
+                return Err(StoreError::Invalid {
+                    message: format!(
+                        "generation {generation} of schedule `{}` is not newer than the stored \
+                         generation {}: bump the generation when the definition changes",
+                        due.record.name, due.record.generation
+                    ),
+                });
+            }
+            let record = &mut plan.write.record;
+            if record.definition.spec != definition.spec {
+                record.next_at = next_after(&definition.spec, now, record.created_at)?;
+            }
+            record.definition = (**definition).clone();
+            record.generation = *generation;
+            let status = ScheduleStatus::Active;
+            if due.record.status == ScheduleStatus::Inactive {
+                plan.write.record.status = status;
+            }
+            let status = plan.write.record.status;
+            status_change(
+                &mut plan,
+                status,
+                format!("redefined at generation {generation}"),
+            );
+        }
+        ScheduleAction::Delete => unreachable!("delete is not a write"),
+    }
+    Ok(plan.finish())
+}
+
+fn not_active(record: &ScheduleRecord, what: &str) -> StoreError {
+    StoreError::Invalid {
+        message: format!(
+            "schedule `{}` is {} and cannot be {what}",
+            record.name,
+            record.status.as_str()
+        ),
+    }
+}

@@ -1,0 +1,241 @@
+//! The sweep's write of a due schedule: the overlap policy and the catch-up window applied to
+//! its occurrences, decided here once and written by the backend as one atomic
+//! [`ScheduleWrite`].
+
+use super::{MAX_PER_WRITE, catchup_window, next_after, occurrence_key};
+use crate::{
+    DueSchedule, Millis, NewRun, OverlapPolicy, RunId, ScheduleLogEntry, ScheduleLogKind,
+    ScheduleRecord, ScheduleStatus, ScheduleWrite, StoreError,
+};
+
+pub(super) fn entry(
+    record: &ScheduleRecord,
+    key: String,
+    kind: ScheduleLogKind,
+    nominal_at: Option<Millis>,
+    now: Millis,
+) -> ScheduleLogEntry {
+    ScheduleLogEntry {
+        schedule: record.name.clone(),
+        key,
+        kind,
+        nominal_at,
+        last_at: None,
+        count: 1,
+        run_id: None,
+        status: None,
+        reason: None,
+        revision: record.revision + 1,
+        at: now,
+        actor: None,
+    }
+}
+
+/// A run of `record` for the row `key` (reference id `schedule:<name>:<key>`).
+fn run_for(record: &ScheduleRecord, key: &str, now: Millis) -> NewRun {
+    let definition = &record.definition;
+    let mut run = NewRun::new(
+        definition.namespace.clone(),
+        definition.input.clone(),
+        definition.input_hash.clone(),
+        now,
+    );
+    run.reference_id = Some(format!("schedule:{}:{key}", record.name));
+    run.pool = definition.pool.clone();
+    run.actor = Some(format!("schedule {}", record.name));
+    run
+}
+
+/// A write under construction: the overlap policy applied to occurrences one after another.
+pub(super) struct Builder {
+    pub(super) write: ScheduleWrite,
+    open: bool,
+    now: Millis,
+}
+
+impl Builder {
+    pub(super) fn new(due: &DueSchedule, now: Millis) -> Self {
+        let mut record = due.record.clone();
+        record.updated_at = now;
+        Builder {
+            write: ScheduleWrite::new(record, Some(due.record.revision)),
+            open: due.previous_open,
+            now,
+        }
+    }
+
+    pub(super) fn record(&self) -> &ScheduleRecord {
+        &self.write.record
+    }
+
+    /// Starts a run for the row `key` of `kind`.
+    pub(super) fn start(
+        &mut self,
+        key: String,
+        kind: ScheduleLogKind,
+        nominal: Option<Millis>,
+    ) -> RunId {
+        let run = run_for(self.record(), &key, self.now);
+        let id = run.id;
+        let mut row = entry(self.record(), key, kind, nominal, self.now);
+        row.run_id = Some(id);
+        self.write.runs.push(run);
+        self.write.log.push(row);
+        self.write.record.last_run = Some(id);
+        self.open = true;
+        id
+    }
+
+    /// Records the row `key` of `kind` without a run.
+    fn note(&mut self, key: String, kind: ScheduleLogKind, nominal: Millis, reason: &str) {
+        let mut row = entry(self.record(), key, kind, Some(nominal), self.now);
+        row.reason = Some(reason.to_owned());
+        self.write.log.push(row);
+    }
+
+    /// The occurrence at `at` (its key `key`) under `policy`.
+    pub(super) fn occur(
+        &mut self,
+        key: String,
+        kind: ScheduleLogKind,
+        at: Millis,
+        policy: OverlapPolicy,
+    ) {
+        if !self.open {
+            self.start(key, kind, Some(at));
+            return;
+        }
+        match policy {
+            OverlapPolicy::Allow => {
+                self.start(key, kind, Some(at));
+            }
+            OverlapPolicy::Skip => self.note(
+                key,
+                ScheduleLogKind::Skipped,
+                at,
+                "the previous run has not ended (overlap policy skip)",
+            ),
+            OverlapPolicy::BufferOne if self.write.record.buffered_at.is_none() => {
+                self.write.record.buffered_at = Some(at);
+                self.note(
+                    format!("buffered:{at}"),
+                    ScheduleLogKind::Buffered,
+                    at,
+                    "waits for the previous run to end (overlap policy buffer_one)",
+                );
+            }
+            OverlapPolicy::BufferOne => self.note(
+                key,
+                ScheduleLogKind::Skipped,
+                at,
+                "the previous run has not ended and one occurrence already waits (overlap \
+                 policy buffer_one)",
+            ),
+            OverlapPolicy::CancelPrevious => {
+                let previous = self.write.record.last_run;
+                // A run started by this same write is not started at all: its row says so.
+                if let Some(pos) = self
+                    .write
+                    .runs
+                    .iter()
+                    .position(|run| Some(run.id) == previous)
+                {
+                    self.write.runs.remove(pos);
+                    if let Some(row) = self.write.log.iter_mut().find(|row| row.run_id == previous)
+                    {
+                        row.kind = ScheduleLogKind::Skipped;
+                        row.run_id = None;
+                        row.reason = Some(
+                            "superseded by a later occurrence in the same catch-up (overlap \
+                             policy cancel_previous)"
+                                .to_owned(),
+                        );
+                    }
+                } else if let Some(previous) = previous {
+                    self.write.cancel = Some(previous);
+                    let mut row = entry(
+                        self.record(),
+                        format!("cancel:{previous}"),
+                        ScheduleLogKind::CancelledPrevious,
+                        Some(at),
+                        self.now,
+                    );
+                    row.run_id = Some(previous);
+                    row.reason = Some("overlap policy cancel_previous".to_owned());
+                    self.write.log.push(row);
+                }
+                self.start(key, kind, Some(at));
+            }
+        }
+    }
+
+    pub(super) fn finish(mut self) -> ScheduleWrite {
+        self.write.record.revision = self.write.expected.map_or(1, |revision| revision + 1);
+        self.write
+    }
+}
+
+/// The sweep's write for a due schedule at `now`: the buffered occurrence once the previous
+/// run has ended, then every occurrence up to `now` (at most [`MAX_PER_WRITE`]) under the
+/// overlap policy and the catch-up window; `None` when nothing is due.
+pub fn plan_due(due: &DueSchedule, now: Millis) -> Result<Option<ScheduleWrite>, StoreError> {
+    if due.record.status != ScheduleStatus::Active {
+        return Ok(None);
+    }
+    let mut plan = Builder::new(due, now);
+    let policy = due.record.definition.overlap;
+    let mut decided = 0;
+    if let Some(at) = plan.write.record.buffered_at
+        && !plan.open
+    {
+        plan.write.record.buffered_at = None;
+        plan.start(occurrence_key(at), ScheduleLogKind::Fired, Some(at));
+        decided += 1;
+    }
+    let created_at = due.record.created_at;
+    let mut gap: Option<(Millis, Millis, i64)> = None;
+    while let Some(at) = plan.write.record.next_at {
+        if at > now || decided >= MAX_PER_WRITE {
+            break;
+        }
+        let record = plan.record();
+        // Late by the time the sweep was to take it (its jitter included); within the window
+        // means less than the window late.
+        let late = now - at - super::jitter_offset(record);
+        if late >= catchup_window(record, at) {
+            gap = Some(match gap {
+                None => (at, at, 1),
+                Some((first, _, count)) => (first, at, count + 1),
+            });
+        } else {
+            plan.occur(occurrence_key(at), ScheduleLogKind::Fired, at, policy);
+            decided += 1;
+        }
+        plan.write.record.next_at = next_after(&record_spec(&plan), at, created_at)?;
+        // A long gap costs one step per occurrence; bound the work of one write.
+        if gap.is_some_and(|(_, _, count)| count >= 100_000) {
+            break;
+        }
+    }
+    if let Some((first, last, count)) = gap {
+        let mut row = entry(
+            plan.record(),
+            format!("missed:{first}"),
+            ScheduleLogKind::Missed,
+            Some(first),
+            now,
+        );
+        row.last_at = Some(last);
+        row.count = count;
+        row.reason = Some("found later than the catch-up window".to_owned());
+        plan.write.log.push(row);
+    }
+    if plan.write.log.is_empty() && plan.write.record.next_at == due.record.next_at {
+        return Ok(None);
+    }
+    Ok(Some(plan.finish()))
+}
+
+fn record_spec(plan: &Builder) -> crate::ScheduleSpec {
+    plan.record().definition.spec.clone()
+}
