@@ -144,7 +144,8 @@ fn scope_of(method: &Method, route: &str) -> Option<Scope> {
         | path::CLAIMS
         | path::WORKERS
         | path::CATALOG
-        | path::CATALOG_TASKS => Some(Scope::Executor),
+        | path::CATALOG_TASKS
+        | path::SCHEDULES_DECLARED => Some(Scope::Executor),
         // A route this table does not name: the operator's, so that a new route fails closed.
         _ => Some(Scope::Operator),
     }
@@ -293,6 +294,7 @@ mod tests {
             (&post, path::SCHEDULE_LOG, Some(Scope::Read)),
             (&post, path::SCHEDULES, Some(Scope::Operator)),
             (&post, path::SCHEDULE_ACTIONS, Some(Scope::Operator)),
+            (&post, path::SCHEDULES_DECLARED, Some(Scope::Executor)),
             (&post, "/a-route-added-later", Some(Scope::Operator)),
         ];
         for (method, route, scope) in expected {

@@ -130,6 +130,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::SCHEDULE, post(routes::schedule))
         .route(path::SCHEDULE_LOG, post(routes::schedule_log))
         .route(path::SCHEDULE_ACTIONS, post(routes::act_on_schedule))
+        .route(path::SCHEDULES_DECLARED, post(routes::declare_schedules))
         .method_not_allowed_fallback(error::wrong_method)
         .with_state(state)
         .route_layer(axum::middleware::from_fn_with_state(

@@ -104,6 +104,9 @@ pub mod path {
     /// `POST` [`ActOnSchedule`](super::ActOnSchedule) → [`ScheduleActed`](crate::ScheduleActed)
     /// (client).
     pub const SCHEDULE_ACTIONS: &str = "/schedules/actions";
+    /// `POST` [`DeclareSchedules`](super::DeclareSchedules) →
+    /// `[Declared]` (executor): a worker's schedules in code, reconciled at its start.
+    pub const SCHEDULES_DECLARED: &str = "/schedules/declared";
 }
 
 /// The header naming one operation (a UUID the client makes per operation, sent again with
@@ -296,6 +299,20 @@ pub struct CreateSchedule {
     /// Who creates it.
     #[serde(default)]
     pub actor: Option<String>,
+}
+
+/// The body of [`path::SCHEDULES_DECLARED`]: the schedules a worker's code declares (made
+/// again at the server's time), the workflow versions it serves and its id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeclareSchedules {
+    /// The declarations.
+    pub declared: Vec<crate::ScheduleRecord>,
+    /// The workflow versions the worker serves.
+    pub serves: Vec<Namespace>,
+    /// The worker's id.
+    pub worker: String,
+    /// The caller's time (see the module's note on times).
+    pub now: Millis,
 }
 
 /// The body of [`path::SCHEDULE`] and [`path::SCHEDULE_LOG`].

@@ -283,7 +283,7 @@ pub use async_trait::async_trait;
 pub use liveness::{ClaimView, Liveness};
 pub use task::{State, StateNeed, Task, TaskContext};
 pub use trace::{InvalidTraceparent, Traceparent};
-pub use worker::{Worker, WorkerBuilder, WorkerHandle, WorkerStore};
+pub use worker::{Scheduled, Worker, WorkerBuilder, WorkerHandle, WorkerStore};
 pub use workflow::{Event, EventSpec, Workflow};
 
 #[doc = include_str!("../docs/task.md")]

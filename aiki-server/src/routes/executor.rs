@@ -145,3 +145,29 @@ pub(crate) async fn add_catalog_tasks(
             .await?,
     ))
 }
+
+pub(crate) async fn declare_schedules(
+    State(app): State<AppState>,
+    Body(body): Body<aiki_store::api::DeclareSchedules>,
+) -> Answer<Vec<aiki_store::schedule::Declared>> {
+    let now = app.time.now();
+    // Made again at the server's time: a new one's creation and first occurrence.
+    let declared = body
+        .declared
+        .into_iter()
+        .map(|given| {
+            aiki_store::ScheduleRecord::new(
+                given.name,
+                given.definition,
+                given.origin,
+                given.generation,
+                now,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let outcomes = app
+        .store
+        .declare_schedules(declared, body.serves, &body.worker, now)
+        .await?;
+    Ok(Json(outcomes))
+}

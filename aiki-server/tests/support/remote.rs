@@ -292,6 +292,20 @@ impl ExecutorStore for Remote {
             .add_catalog_tasks(namespace, fingerprint, tasks)
             .await
     }
+    async fn declare_schedules(
+        &self,
+        declared: Vec<aiki_store::ScheduleRecord>,
+        serves: Vec<aiki_store::Namespace>,
+        worker: &str,
+        now: Millis,
+    ) -> Result<Vec<aiki_store::schedule::Declared>, StoreError> {
+        self.at(
+            now,
+            self.http()
+                .declare_schedules(declared.clone(), serves.clone(), worker, now),
+        )
+        .await
+    }
 }
 
 #[async_trait]

@@ -205,6 +205,7 @@ macro_rules! conformance_tests {
                 check_an_outage_under_each_policy_and_window,
                 check_daylight_saving_changes,
                 check_a_repeated_schedule_action_is_done_once,
+                check_schedules_in_code_are_reconciled_forward_only,
             ]);
         $crate::conformance_tests!(@group $factory; sweeper: [
                 check_a_lease_has_one_holder_at_a_time,

@@ -230,6 +230,21 @@ pub async fn check_schedule_actions(store: &dyn Store) {
         .await
         .expect("backfill");
     assert_eq!(backfilled.runs.len(), 3);
+    let mut started: Vec<RunId> = store
+        .list_runs(ListRuns::new(RunFilter::default().schedule(name), 100))
+        .await
+        .expect("list by schedule")
+        .runs
+        .iter()
+        .map(|run| run.id)
+        .collect();
+    started.sort();
+    let mut expected = [triggered.runs.clone(), backfilled.runs.clone()].concat();
+    expected.sort();
+    assert_eq!(
+        started, expected,
+        "the runs the schedule started, and only those"
+    );
     let nominal: Vec<_> = backfilled.log.iter().map(|row| row.nominal_at).collect();
     assert_eq!(
         nominal,
@@ -726,4 +741,135 @@ pub async fn check_a_repeated_schedule_action_is_done_once(store: &dyn Store) {
         "created, paused"
     );
     delete(store, name).await;
+}
+
+fn in_code(name: &str, namespace: &Namespace, generation: i64) -> ScheduleRecord {
+    let def = definition(namespace, every(HOUR));
+    ScheduleRecord::new(name, def, ScheduleOrigin::Code, generation, LOCAL_TIME).expect("valid")
+}
+
+/// Schedules declared in code are reconciled forward only: created when new, redefined by a
+/// higher generation and never by a lower one, made inactive when a worker serving their
+/// version no longer declares them (still listed), active again when declared again; a
+/// client's schedule of the same name is left alone; an invalid set writes nothing.
+pub async fn check_schedules_in_code_are_reconciled_forward_only(store: &dyn Store) {
+    use crate::schedule::Declared;
+    let (v1, v2) = (namespace(), namespace());
+    let a = format!("code-a-{}", RunId::new());
+    let b = format!("code-b-{}", RunId::new());
+    let now = LOCAL_TIME;
+    let first = store
+        .declare_schedules(
+            vec![in_code(&a, &v1, 1), in_code(&b, &v1, 1)],
+            vec![v1.clone()],
+            "w1",
+            now,
+        )
+        .await
+        .expect("declare");
+    assert_eq!(
+        first,
+        vec![
+            Declared::Created { name: a.clone() },
+            Declared::Created { name: b.clone() }
+        ]
+    );
+    // A newer binary moves `a` to another version at generation 2.
+    let newer = store
+        .declare_schedules(
+            vec![in_code(&a, &v2, 2), in_code(&b, &v1, 1)],
+            vec![v1.clone(), v2.clone()],
+            "w2",
+            now + 1,
+        )
+        .await
+        .expect("declare");
+    assert_eq!(
+        newer[0],
+        Declared::Redefined {
+            name: a.clone(),
+            from: 1,
+            to: 2
+        }
+    );
+    assert!(matches!(&newer[1], Declared::Kept { differs: false, .. }));
+    // An older binary still running declares generation 1: kept as stored.
+    let older = store
+        .declare_schedules(
+            vec![in_code(&a, &v1, 1), in_code(&b, &v1, 1)],
+            vec![v1.clone()],
+            "w-old",
+            now + 2,
+        )
+        .await
+        .expect("declare");
+    assert!(matches!(&older[0], Declared::Kept { stored: 2, .. }));
+    let stored = store.schedule(&a).await.expect("a");
+    assert_eq!(
+        stored.definition.namespace, v2,
+        "never overwritten by generation 1"
+    );
+    assert_eq!(stored.generation, 2);
+    // A binary without `b`: inactive, still listed.
+    let dropped = store
+        .declare_schedules(
+            vec![in_code(&a, &v2, 2)],
+            vec![v1.clone(), v2.clone()],
+            "w3",
+            now + 3,
+        )
+        .await
+        .expect("declare");
+    assert!(dropped.contains(&Declared::Deactivated { name: b.clone() }));
+    let listed = store.schedules().await.expect("list");
+    let b_now = listed.iter().find(|s| s.name == b).expect("still listed");
+    assert_eq!(b_now.status, ScheduleStatus::Inactive);
+    // Declared again: active.
+    let again = store
+        .declare_schedules(
+            vec![in_code(&a, &v2, 2), in_code(&b, &v1, 1)],
+            vec![v1.clone(), v2.clone()],
+            "w4",
+            now + 4,
+        )
+        .await
+        .expect("declare");
+    assert_eq!(again[1], Declared::Reactivated { name: b.clone() });
+    assert_eq!(
+        store.schedule(&b).await.expect("b").status,
+        ScheduleStatus::Active
+    );
+    // A client's schedule of a declared name is not the code's.
+    let client = create(store, definition(&v1, every(HOUR)), now).await;
+    let theirs = store
+        .declare_schedules(vec![in_code(&client.name, &v1, 5)], vec![], "w5", now + 5)
+        .await
+        .expect("declare");
+    assert_eq!(
+        theirs,
+        vec![Declared::NotOurs {
+            name: client.name.clone()
+        }]
+    );
+    assert_eq!(store.schedule(&client.name).await.expect("c").generation, 1);
+    // Declared twice: refused, nothing written.
+    let c = format!("code-c-{}", RunId::new());
+    assert!(matches!(
+        store
+            .declare_schedules(
+                vec![in_code(&c, &v1, 1), in_code(&c, &v1, 1)],
+                vec![],
+                "w6",
+                now
+            )
+            .await,
+        Err(StoreError::Invalid { .. })
+    ));
+    assert!(matches!(
+        store.schedule(&c).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    for name in [&a, &b, &client.name] {
+        delete(store, name).await;
+    }
 }

@@ -205,6 +205,22 @@ impl ExecutorStore for HttpStore {
         };
         self.post(path::CATALOG_TASKS, &body).await
     }
+
+    async fn declare_schedules(
+        &self,
+        declared: Vec<crate::ScheduleRecord>,
+        serves: Vec<Namespace>,
+        worker: &str,
+        now: Millis,
+    ) -> Result<Vec<crate::schedule::Declared>, StoreError> {
+        let body = api::DeclareSchedules {
+            declared,
+            serves,
+            worker: worker.to_owned(),
+            now,
+        };
+        self.post(path::SCHEDULES_DECLARED, &body).await
+    }
 }
 
 #[async_trait]

@@ -258,6 +258,16 @@ impl ExecutorStore for MemoryStore {
         }
         Ok(())
     }
+
+    async fn declare_schedules(
+        &self,
+        declared: Vec<crate::ScheduleRecord>,
+        serves: Vec<Namespace>,
+        worker: &str,
+        now: Millis,
+    ) -> Result<Vec<crate::schedule::Declared>, StoreError> {
+        self.declare_schedules_now(declared, &serves, worker, now)
+    }
 }
 
 /// Claims the oldest queued runs `request` may take.

@@ -70,6 +70,14 @@ impl ReadStore for MemoryStore {
             .values()
             .filter(|run| request.filter.matches(run))
             .filter(|run| {
+                request.filter.schedule.as_deref().is_none_or(|name| {
+                    state
+                        .schedule_log
+                        .iter()
+                        .any(|row| row.schedule == name && row.run_id == Some(run.id))
+                })
+            })
+            .filter(|run| {
                 request
                     .after
                     .is_none_or(|cursor| (run.created_at, run.id) < (cursor.created_at, cursor.id))

@@ -2,7 +2,10 @@
 
 use super::MemoryStore;
 use super::state::State;
-use crate::schedule::{acted, exists_otherwise, plan_action, plan_create};
+use crate::schedule::{
+    Declared, acted, check_declared, exists_otherwise, plan_absent, plan_action, plan_create,
+    plan_declared,
+};
 use crate::{
     CreateOutcome, DueSchedule, Lease, Millis, RunAction, ScheduleActed, ScheduleAction,
     ScheduleCreated, ScheduleLogEntry, ScheduleRecord, ScheduleStatus, ScheduleWrite, StoreError,
@@ -139,6 +142,47 @@ impl MemoryStore {
             );
             Ok(answer)
         })
+    }
+
+    pub(super) fn declare_schedules_now(
+        &self,
+        declared: Vec<ScheduleRecord>,
+        serves: &[crate::Namespace],
+        worker: &str,
+        now: Millis,
+    ) -> Result<Vec<Declared>, StoreError> {
+        check_declared(&declared)?;
+        let mut state = self.lock();
+        let mut outcomes = Vec::new();
+        for record in &declared {
+            let stored = state
+                .schedules
+                .get(&record.name)
+                .map(|stored| state.due_schedule(stored));
+            let (outcome, write) = plan_declared(stored.as_ref(), record, worker, now);
+            if let Some(write) = write {
+                assert!(
+                    state.write_schedule(write),
+                    "BUG: nothing races under the lock"
+                );
+            }
+            outcomes.push(outcome);
+        }
+        let stored: Vec<DueSchedule> = state
+            .schedules
+            .values()
+            .map(|record| state.due_schedule(record))
+            .collect();
+        for due in &stored {
+            if let Some((outcome, write)) = plan_absent(due, &declared, serves, worker, now) {
+                assert!(
+                    state.write_schedule(write),
+                    "BUG: nothing races under the lock"
+                );
+                outcomes.push(outcome);
+            }
+        }
+        Ok(outcomes)
     }
 
     /// The sweep's write, fenced by `lease`.

@@ -54,6 +54,10 @@ pub struct RunFilter {
     /// Text the recorded error's message contains (case-sensitive).
     #[serde(default)]
     pub error_contains: Option<String>,
+    /// Runs started by this schedule (fired, triggered or backfilled), as its log records
+    /// them: the one filter [`matches`](RunFilter::matches) cannot check on a run alone.
+    #[serde(default)]
+    pub schedule: Option<String>,
     /// When the run was created.
     pub created: TimeRange,
     /// When the run last changed status.
@@ -117,6 +121,12 @@ impl RunFilter {
         self
     }
 
+    /// Runs started by the schedule `name`.
+    pub fn schedule(mut self, name: impl Into<String>) -> Self {
+        self.schedule = Some(name.into());
+        self
+    }
+
     /// Runs created in a range.
     pub fn created(mut self, range: TimeRange) -> Self {
         self.created = range;
@@ -129,7 +139,8 @@ impl RunFilter {
         self
     }
 
-    /// Whether `run` passes the filter (what every store's query must agree with).
+    /// Whether `run` passes the filter (what every store's query must agree with), all but
+    /// [`schedule`](RunFilter::schedule), which needs the schedule's log.
     pub fn matches(&self, run: &RunRecord) -> bool {
         let is = |wanted: &Option<String>, actual: Option<&str>| {
             wanted

@@ -156,4 +156,19 @@ pub trait ExecutorStore: ReadStore {
     fn ready_signals(&self) -> Option<crate::ReadySignals> {
         None
     }
+
+    /// Reconciles the schedules declared in a worker's code at its start (each with origin
+    /// [`ScheduleOrigin::Code`](crate::ScheduleOrigin::Code) and a generation), forward only
+    /// (see [`crate::schedule::Declared`]): a new one is created, a higher generation replaces
+    /// the stored definition, the same or a lower one leaves it; a stored schedule in code of a
+    /// workflow version in `serves` that `declared` no longer holds becomes inactive. Each
+    /// schedule is written atomically. [`StoreError::Invalid`] for an invalid declaration
+    /// (nothing written) or a schema without schedules.
+    async fn declare_schedules(
+        &self,
+        declared: Vec<crate::ScheduleRecord>,
+        serves: Vec<crate::Namespace>,
+        worker: &str,
+        now: crate::Millis,
+    ) -> Result<Vec<crate::schedule::Declared>, StoreError>;
 }

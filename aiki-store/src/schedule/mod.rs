@@ -36,11 +36,14 @@
 //! are neither caught up nor recorded: resuming starts from the next one.
 
 mod actions;
+mod declare;
 mod plan;
 mod sweep;
 mod time;
 
 pub(crate) use actions::{ATTEMPTS, acted, busy, exists_otherwise, plan_action, plan_create};
+pub use declare::Declared;
+pub(crate) use declare::{check_declared, plan_absent, plan_declared};
 pub use plan::plan_due;
 pub use sweep::{Fired, fire_due};
 pub use time::{catchup_window, check, jitter_offset, next_after, occurrences, words};

@@ -82,6 +82,18 @@ fn page_query(request: &ListRuns, level: Level) -> Query<'_> {
         let p = q.bind(text);
         q.and(format!("strpos(error_message, {p}) > 0"));
     }
+    if let Some(schedule) = &filter.schedule {
+        if level.schedules {
+            let p = q.bind(schedule);
+            q.and(format!(
+                "id IN (SELECT run_id FROM aiki_schedule_log WHERE schedule = {p} \
+                 AND run_id IS NOT NULL)"
+            ));
+        } else {
+            // A schema without schedules: no run was started by one.
+            q.and("FALSE".to_owned());
+        }
+    }
     for (column, range) in [
         ("created_at", filter.created),
         ("updated_at", filter.updated),

@@ -176,6 +176,16 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
     ) -> Result<(), crate::StoreError> {
         self.add_catalog_tasks(namespace, fingerprint, tasks).await
     }
+
+    async fn declare_schedules(
+        &self,
+        declared: Vec<crate::ScheduleRecord>,
+        serves: Vec<crate::Namespace>,
+        worker: &str,
+        now: crate::Millis,
+    ) -> Result<Vec<crate::schedule::Declared>, crate::StoreError> {
+        self.declare_schedules(declared, serves, worker, now).await
+    }
 }
 
 #[async_trait]

@@ -5,7 +5,10 @@
 use super::dialect::Row;
 use super::statements::{fence, status_list};
 use super::{Dialect, On, SqlStore, Tx, decode, params};
-use crate::schedule::{ATTEMPTS, acted, busy, exists_otherwise, plan_action, plan_create};
+use crate::schedule::{
+    ATTEMPTS, Declared, acted, busy, check_declared, exists_otherwise, plan_absent, plan_action,
+    plan_create, plan_declared,
+};
 use crate::{
     DueSchedule, Lease, Millis, RunAction, RunStatus, ScheduleActed, ScheduleAction,
     ScheduleCreated, ScheduleLogEntry, ScheduleRecord, ScheduleWrite, StoreError,
@@ -187,6 +190,60 @@ impl<D: Dialect> SqlStore<D> {
             }
         }
         Err(busy(name))
+    }
+
+    pub(crate) async fn declare_schedules(
+        &self,
+        declared: Vec<ScheduleRecord>,
+        serves: Vec<crate::Namespace>,
+        worker: &str,
+        now: Millis,
+    ) -> Result<Vec<Declared>, StoreError> {
+        check_declared(&declared)?;
+        let mut outcomes = Vec::new();
+        for record in &declared {
+            outcomes.push(self.declare_one(record, worker, now).await?);
+        }
+        for stored in self.schedules().await? {
+            for _ in 0..ATTEMPTS {
+                let Some(due) = self.read_due(&stored.name).await? else {
+                    break;
+                };
+                let Some((outcome, write)) = plan_absent(&due, &declared, &serves, worker, now)
+                else {
+                    break;
+                };
+                let mut tx = self.begin().await?;
+                if self.write_in(&mut tx, None, write).await? {
+                    self.commit(tx).await?;
+                    outcomes.push(outcome);
+                    break;
+                }
+            }
+        }
+        Ok(outcomes)
+    }
+
+    /// Reconciles one declaration (read again and retried when another write came first).
+    async fn declare_one(
+        &self,
+        record: &ScheduleRecord,
+        worker: &str,
+        now: Millis,
+    ) -> Result<Declared, StoreError> {
+        for _ in 0..ATTEMPTS {
+            let stored = self.read_due(&record.name).await?;
+            let (outcome, write) = plan_declared(stored.as_ref(), record, worker, now);
+            let Some(write) = write else {
+                return Ok(outcome);
+            };
+            let mut tx = self.begin().await?;
+            if self.write_in(&mut tx, None, write).await? {
+                self.commit(tx).await?;
+                return Ok(outcome);
+            }
+        }
+        Err(busy(&record.name))
     }
 
     /// Writes `write` in `tx` (fenced by `lease` when given); whether it did (`false`: the

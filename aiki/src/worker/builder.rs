@@ -35,6 +35,8 @@ pub struct WorkerBuilder {
     /// Whether to run the daemons: `None` runs them when the store offers the sweeper role.
     daemons: Option<bool>,
     subscriber: Option<Arc<dyn Subscriber>>,
+    /// The schedules declared in code.
+    schedules: Vec<super::Scheduled>,
 }
 
 impl fmt::Debug for WorkerBuilder {
@@ -62,7 +64,18 @@ impl WorkerBuilder {
             shutdown_timeout: Duration::from_secs(5),
             daemons: None,
             subscriber: None,
+            schedules: Vec::new(),
         }
+    }
+
+    /// Declares a schedule in code: reconciled with the store when the worker starts, forward
+    /// only (a higher [`generation`](super::Scheduled::generation) replaces the stored
+    /// definition, an older binary's never does). A schedule in code of a workflow version
+    /// this worker serves that it no longer declares becomes inactive. [`build`](Self::build)
+    /// refuses an invalid declaration.
+    pub fn schedule(mut self, schedule: super::Scheduled) -> Self {
+        self.schedules.push(schedule);
+        self
     }
 
     /// Serves what `registry` registers, declares and holds (with anything registered on this
@@ -180,6 +193,9 @@ impl WorkerBuilder {
                 "max_concurrent_runs must be at least 1".to_owned(),
             ));
         }
+        for schedule in &self.schedules {
+            schedule.record(self.clock.now())?;
+        }
         let registry = self.registry.build()?;
         let catalog: Vec<CatalogEntry> = registry
             .catalog()
@@ -214,6 +230,7 @@ impl WorkerBuilder {
             max_concurrent_runs: self.max_concurrent_runs,
             shutdown_timeout: self.shutdown_timeout,
             sweeper,
+            schedules: self.schedules,
         })
     }
 }

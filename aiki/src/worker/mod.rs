@@ -8,6 +8,7 @@ mod builder;
 mod config;
 mod daemon;
 mod heartbeat;
+mod schedules;
 mod store;
 
 use std::fmt;
@@ -23,6 +24,7 @@ use crate::registry::Registry;
 use crate::subscriber::Subscriber;
 
 pub use builder::WorkerBuilder;
+pub use schedules::Scheduled;
 pub use store::WorkerStore;
 
 /// Executes runs of the workflow versions it serves.
@@ -41,6 +43,8 @@ pub struct Worker {
     shutdown_timeout: Duration,
     /// The role the daemons sweep through, when this worker runs them.
     sweeper: Option<Arc<dyn Sweeper>>,
+    /// The schedules declared in code, reconciled at the start.
+    schedules: Vec<Scheduled>,
 }
 
 impl fmt::Debug for Worker {
@@ -124,6 +128,12 @@ impl Worker {
         let mut backoff = Duration::from_millis(50);
         // When the last hint naming work started a pass.
         let mut last_hint: Option<tokio::time::Instant> = None;
+        if !self.schedules.is_empty() || !namespaces.is_empty() {
+            // Also with none declared: a schedule this code no longer declares goes inactive.
+            let reconcile =
+                schedules::reconcile(self.shared.clone(), self.schedules.clone(), stop.clone());
+            tokio::spawn(crate::trace::in_current_dispatch(reconcile));
+        }
         let daemons = self.sweeper.clone().map(|sweeper| {
             let daemons = daemon::Daemons::new(self.shared.clone(), sweeper);
             tokio::spawn(crate::trace::in_current_dispatch(daemons.run(stop.clone())))

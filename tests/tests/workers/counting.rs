@@ -209,6 +209,18 @@ impl aiki::store::ExecutorStore for Counting {
             .add_catalog_tasks(namespace, fingerprint, tasks)
             .await
     }
+    async fn declare_schedules(
+        &self,
+        declared: Vec<aiki::store::ScheduleRecord>,
+        serves: Vec<aiki::store::Namespace>,
+        worker: &str,
+        now: Millis,
+    ) -> Result<Vec<aiki::store::schedule::Declared>, StoreError> {
+        self.count("declare_schedules");
+        self.inner
+            .declare_schedules(declared, serves, worker, now)
+            .await
+    }
 }
 
 #[aiki::async_trait]

@@ -1,0 +1,204 @@
+//! Schedules declared in code, reconciled at a worker's start, forward only.
+//!
+//! Each declaration carries a generation, bumped in code whenever its definition changes. The
+//! stored schedule keeps the highest generation declared: a declaration of a higher one
+//! replaces the definition, one of the same or a lower one (an older binary during a rolling
+//! deploy) leaves it. A schedule in code that a worker serving its workflow version no longer
+//! declares becomes inactive (kept, listed, never fired); declared again at its generation or a
+//! higher one, it is active again. During a rolling deploy that adds or removes a schedule, an
+//! old worker starting may flip it until the next new worker starts; each new worker's start
+//! restores what its code declares.
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::{Builder, entry};
+use super::{next_after, plan_create};
+use crate::{
+    DueSchedule, Millis, Namespace, ScheduleLogKind, ScheduleOrigin, ScheduleRecord,
+    ScheduleStatus, ScheduleWrite, StoreError,
+};
+
+/// What a worker's start did with one schedule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Declared {
+    /// It was new: created.
+    Created {
+        /// The schedule.
+        name: String,
+    },
+    /// Its definition was replaced by a newer generation's.
+    Redefined {
+        /// The schedule.
+        name: String,
+        /// The generation stored before.
+        from: i64,
+        /// The generation stored now.
+        to: i64,
+    },
+    /// It was inactive and is declared again: active.
+    Reactivated {
+        /// The schedule.
+        name: String,
+    },
+    /// The stored definition is as new or newer: left as it is.
+    Kept {
+        /// The schedule.
+        name: String,
+        /// The stored generation.
+        stored: i64,
+        /// Whether the stored definition differs from the declared one at the same generation
+        /// (a change whose generation was not bumped).
+        differs: bool,
+    },
+    /// A schedule of that name was created by a client: left alone.
+    NotOurs {
+        /// The schedule.
+        name: String,
+    },
+    /// No longer declared by a worker serving its workflow version: inactive.
+    Deactivated {
+        /// The schedule.
+        name: String,
+    },
+}
+
+/// The write of one declaration over what is stored (`None`: nothing to write).
+pub(crate) fn plan_declared(
+    stored: Option<&DueSchedule>,
+    declared: &ScheduleRecord,
+    worker: &str,
+    now: Millis,
+) -> (Declared, Option<ScheduleWrite>) {
+    let name = declared.name.clone();
+    let Some(stored) = stored else {
+        let actor = Some(format!("worker {worker}"));
+        return (
+            Declared::Created { name },
+            Some(plan_create(declared.clone(), actor)),
+        );
+    };
+    let record = &stored.record;
+    if record.origin != ScheduleOrigin::Code {
+        return (Declared::NotOurs { name }, None);
+    }
+    let newer = declared.generation > record.generation;
+    let revive =
+        record.status == ScheduleStatus::Inactive && declared.generation >= record.generation;
+    if !newer && !revive {
+        let differs =
+            declared.generation == record.generation && declared.definition != record.definition;
+        let kept = Declared::Kept {
+            name,
+            stored: record.generation,
+            differs,
+        };
+        return (kept, None);
+    }
+    let mut plan = Builder::new(stored, now);
+    let reason = if newer {
+        let write = &mut plan.write.record;
+        if write.definition.spec != declared.definition.spec {
+            write.next_at = next_after(&declared.definition.spec, now, write.created_at)
+                .ok()
+                .flatten();
+        }
+        write.definition = declared.definition.clone();
+        write.generation = declared.generation;
+        format!(
+            "declared at generation {} by worker {worker}",
+            declared.generation
+        )
+    } else {
+        format!("declared again by worker {worker}")
+    };
+    if record.status == ScheduleStatus::Inactive {
+        // The occurrences while inactive are not caught up.
+        let write = &mut plan.write.record;
+        write.status = ScheduleStatus::Active;
+        write.next_at = next_after(&write.definition.spec, now, write.created_at)
+            .ok()
+            .flatten();
+    }
+    status_row(&mut plan, reason, now);
+    let outcome = if newer {
+        Declared::Redefined {
+            name,
+            from: record.generation,
+            to: declared.generation,
+        }
+    } else {
+        Declared::Reactivated { name }
+    };
+    (outcome, Some(plan.finish()))
+}
+
+/// The write making a stored schedule in code that `worker` (serving `serves`) no longer
+/// declares inactive, if it is one.
+pub(crate) fn plan_absent(
+    stored: &DueSchedule,
+    declared: &[ScheduleRecord],
+    serves: &[Namespace],
+    worker: &str,
+    now: Millis,
+) -> Option<(Declared, ScheduleWrite)> {
+    let record = &stored.record;
+    let ours = record.origin == ScheduleOrigin::Code
+        && record.status != ScheduleStatus::Inactive
+        && serves.contains(&record.definition.namespace)
+        && declared.iter().all(|declared| declared.name != record.name);
+    if !ours {
+        return None;
+    }
+    let mut plan = Builder::new(stored, now);
+    plan.write.record.status = ScheduleStatus::Inactive;
+    status_row(
+        &mut plan,
+        format!("no longer declared by worker {worker}, which serves its workflow version"),
+        now,
+    );
+    let name = record.name.clone();
+    Some((Declared::Deactivated { name }, plan.finish()))
+}
+
+fn status_row(plan: &mut Builder, reason: String, now: Millis) {
+    let revision = plan.write.record.revision + 1;
+    let mut row = entry(
+        plan.record(),
+        format!("status:{revision}"),
+        ScheduleLogKind::Status,
+        None,
+        now,
+    );
+    row.status = Some(plan.write.record.status);
+    row.reason = Some(reason);
+    plan.write.log.push(row);
+}
+
+/// Checks every declaration before any is written.
+pub(crate) fn check_declared(declared: &[ScheduleRecord]) -> Result<(), StoreError> {
+    for (index, record) in declared.iter().enumerate() {
+        super::check(&record.name, &record.definition)?;
+        if record.origin != ScheduleOrigin::Code || record.generation < 1 {
+            return Err(StoreError::Invalid {
+                message: format!(
+                    "schedule `{}` is declared with generation {} and origin {:?}: a schedule in \
+                     code has origin `code` and a generation of at least 1",
+                    record.name, record.generation, record.origin
+                ),
+            });
+        }
+        if declared[..index]
+            .iter()
+            .any(|other| other.name == record.name)
+        {
+            return Err(StoreError::Invalid {
+                message: format!(
+                    "schedule `{}` is declared twice; give each schedule one declaration",
+                    record.name
+                ),
+            });
+        }
+    }
+    Ok(())
+}
