@@ -35,6 +35,10 @@ pub(crate) async fn filter(client: &Client, args: &FilterArgs) -> Result<RunFilt
     filter.error_kind = args.error_kind.clone();
     filter.failed_task = args.failed_task.clone();
     filter.error_contains = args.error_contains.clone();
+    if let Some(name) = &args.schedule {
+        check_schedule(client, name).await?;
+        filter.schedule = Some(name.clone());
+    }
     if let Some(since) = args.since {
         let now = aiki::Clock::now(&aiki::SystemClock);
         filter.created = TimeRange {
@@ -93,6 +97,18 @@ async fn check_workflow(client: &Client, args: &FilterArgs) -> Result<(), Failur
 }
 
 /// `--error-kind` names a kind the runtime records, or one present in the store.
+/// A usage error for a schedule the store does not hold (its runs are found through its log,
+/// which goes with it).
+async fn check_schedule(client: &Client, name: &str) -> Result<(), Failure> {
+    match client.store().schedule(name).await {
+        Ok(_) => Ok(()),
+        Err(aiki::StoreError::NotFound { .. }) => Err(Failure::usage(format!(
+            "no schedule is named `{name}`; `aiki schedules list` shows them"
+        ))),
+        Err(error) => Err(error.into()),
+    }
+}
+
 async fn check_error_kind(client: &Client, kind: &str) -> Result<(), Failure> {
     if RUNTIME_ERROR_KINDS.contains(&kind) {
         return Ok(());

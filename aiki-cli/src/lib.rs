@@ -41,8 +41,9 @@
 //! Who acts is `--actor NAME` or `AIKI_ACTOR`, else `USER@HOST` (`USER` or `LOGNAME`; the host
 //! from `HOSTNAME` or `/proc/sys/kernel/hostname`). It is recorded on the timeline of every run
 //! a command starts, forks or acts on (cancel, pause, resume, wake, requeue, retry, release, and
-//! the bulk forms) and with every event it sends; `runs show` says who made each change and who
-//! sent each event.
+//! the bulk forms) and with every event it sends, and in the log of every schedule it creates or
+//! acts on; `runs show` says who made each change and who sent each event, `schedules show` who
+//! created, paused, resumed, triggered or backfilled a schedule.
 //!
 //! Output: `-o table` (the default when standard output is a terminal; there, with a bold
 //! header and statuses in colour unless `NO_COLOR` is set), `-o json` (the default otherwise)
@@ -108,6 +109,19 @@
 //! stopped (said so at shutdown) or gone (silent for two refresh intervals), their pool, the
 //! versions they serve with their builds, and how they time their claims.
 //!
+//! # Schedules
+//!
+//! `schedules create NAME NAME@VERSION (--cron "EXPR" [--timezone TZ] | --every 15m)` makes a
+//! schedule that starts runs of a workflow version (`--input JSON`, `--pool P`, `--overlap
+//! skip|allow|cancel_previous|buffer_one`, `--catchup 1h`, `--jitter 30s`); the input is checked
+//! against the catalog as `runs start` checks it, and creating it again with the same definition
+//! changes nothing. `schedules list` shows each one's status, when it fires, its policy and
+//! catch-up window, its next occurrence and last run; `schedules show NAME` its definition, the
+//! next 5 occurrences and the latest 20 rows of its log (fired, skipped, buffered, missed gaps,
+//! status changes, with who made them). `pause [--reason]`, `resume`, `trigger` (a run now),
+//! `backfill --from RFC3339 --to RFC3339 [--overlap P]` and `delete` act on one. An invalid cron
+//! expression, time zone, interval or range, and an unknown schedule, are usage errors.
+//!
 //! # JSON documents
 //!
 //! `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}` (`jsonl`: one `RUN` per line, then
@@ -123,7 +137,12 @@
 //! "published_at", "live_workers": [WORKER_ID, ...]}], "mixed_builds": BOOL}]` (`catalog`: the
 //! build starts are checked against first); `workers` prints `[WORKER, ...]`; `migrate` prints
 //! `{"outcome": "created" | "migrated" | "up_to_date" | "newer" | "no_schema", "found",
-//! "applied": [{"version", "description"}], "version", "release"}`. The documents of `runs
+//! "applied": [{"version", "description"}], "version", "release"}`; `schedules list` prints
+//! `[SCHEDULE, ...]`, `schedules show` `{"schedule": SCHEDULE, "catchup_window_ms", "next":
+//! [MS, ...], "log": [LOG_ROW, ...]}`, `schedules create` `{"outcome": "created" | "existing",
+//! "schedule": SCHEDULE}` and the actions `{"schedule": SCHEDULE, "runs": [RUN_ID, ...], "log":
+//! [LOG_ROW, ...]}` (`backfill` adds `"started"` and `"skipped"` counts), a `SCHEDULE` being
+//! `aiki::store::ScheduleRecord` and a `LOG_ROW` a `ScheduleLogEntry`, as JSON. The documents of `runs
 //! show`, `workflows` and `workers` are the views of `aiki::ops` (`RunView`, `VersionView`,
 //! `WorkerView`), which other tools can read the same way.
 //!
@@ -203,6 +222,7 @@ mod outcomes;
 mod output;
 mod result;
 mod runs;
+mod schedules;
 mod send;
 #[cfg(feature = "server")]
 mod server;
@@ -314,6 +334,9 @@ impl App {
             args::Command::Runs(command) => runs::run(self, &cli, command, format, &mut out).await,
             args::Command::Workflows => workflows::list(&cli, format, &mut out).await,
             args::Command::Workers(args) => workers::list(&cli, args, format, &mut out).await,
+            args::Command::Schedules(command) => {
+                schedules::schedules(&cli, command, format, &mut out).await
+            }
             args::Command::Migrate => migrate::migrate(&cli, format, &mut out).await,
             args::Command::Config(args) => config::config(&cli, args, format, &mut out).await,
             args::Command::Check(args) => check::check(self, &cli, args, format, &mut out).await,

@@ -169,6 +169,8 @@ async fn postgres_fixtures_upgrade_and_every_run_completes() {
                 "aiki_leases",
                 "aiki_operation_answers",
                 "aiki_runs",
+                "aiki_schedule_log",
+                "aiki_schedules",
                 "aiki_sleeps",
                 "aiki_timeline",
                 "aiki_waits",

@@ -11,6 +11,7 @@ use crate::Failure;
 mod endpoints;
 mod parse;
 mod runs;
+mod schedules;
 
 #[cfg(feature = "server")]
 pub(crate) use endpoints::EndpointsCommand;
@@ -19,6 +20,7 @@ pub(crate) use parse::parse_duration;
 pub(crate) use runs::{
     ActArgs, FilterArgs, ListArgs, RunsCommand, SendArgs, StartArgs, WorkflowArg,
 };
+pub(crate) use schedules::{BackfillArgs, CreateArgs, SchedulesCommand};
 
 /// List, inspect and operate the runs of an Aiki store.
 #[derive(Debug, Parser)]
@@ -35,7 +37,8 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub no_payloads: bool,
     /// Who acts: recorded on the timeline of every run this command starts, forks, sends an
-    /// event to or acts on (default: `USER@HOST`).
+    /// event to or acts on, and in the log of a schedule it creates or acts on (default:
+    /// `USER@HOST`).
     #[arg(long, env = "AIKI_ACTOR", global = true, value_parser = parse::parse_actor)]
     pub actor: Option<String>,
     /// What to do.
@@ -113,6 +116,11 @@ pub enum Command {
     /// The workers seen lately (the last hour by default): live, stopped or gone, what they
     /// serve and which build, how they time their claims.
     Workers(WorkersArgs),
+    /// Schedules: start runs of a workflow version on a cron expression or an interval. List,
+    /// show (with the next occurrences and the log of what each became), create, pause,
+    /// resume, trigger now, backfill a past range, delete.
+    #[command(subcommand)]
+    Schedules(SchedulesCommand),
     /// Applies pending migrations to the store's schema and says what it found and applied.
     Migrate,
     /// The store's runtime configuration (the daemons' timings and limits, which every worker

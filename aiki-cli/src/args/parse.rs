@@ -106,7 +106,6 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// A workflow version, `NAME@VERSION`.
-#[cfg(feature = "server")]
 pub(crate) fn namespace(text: &str) -> Result<aiki::store::Namespace, String> {
     match text.split_once('@') {
         Some((name, version)) if !name.is_empty() && !version.is_empty() => {
@@ -148,6 +147,62 @@ pub(crate) fn endpoint_budget(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(budget)
+}
+
+/// A schedule's interval (`--every`): a duration of at least 1 s.
+pub(super) fn schedule_every(text: &str) -> Result<Duration, String> {
+    if text.starts_with('-') {
+        return Err(format!(
+            "an interval of {text} is negative: give at least 1s, e.g. --every 15m"
+        ));
+    }
+    let every = parse_duration(text)?;
+    let shortest = Duration::from_millis(aiki::store::schedule::MIN_EVERY_MS.unsigned_abs());
+    if every < shortest {
+        return Err(format!(
+            "an interval of {text} is too short: give at least 1s, e.g. --every 15m"
+        ));
+    }
+    Ok(every)
+}
+
+/// A schedule's catch-up window (`--catchup`): a duration from 1 s to 7 days.
+pub(super) fn schedule_catchup(text: &str) -> Result<Duration, String> {
+    let window = parse_duration(text)?;
+    let longest = Duration::from_millis(aiki::store::MAX_CATCHUP_WINDOW_MS.unsigned_abs());
+    if window.is_zero() || window > longest {
+        return Err(format!(
+            "a catch-up window of {text} is out of range: give 1s to 7d"
+        ));
+    }
+    Ok(window)
+}
+
+/// A schedule's jitter (`--jitter`): a duration up to 1 hour (`0s`: none).
+pub(super) fn schedule_jitter(text: &str) -> Result<Duration, String> {
+    let jitter = parse_duration(text)?;
+    if jitter > Duration::from_millis(aiki::store::MAX_JITTER_MS.unsigned_abs()) {
+        return Err(format!("a jitter of {text} is out of range: give 0s to 1h"));
+    }
+    Ok(jitter)
+}
+
+/// An overlap policy: `skip`, `allow`, `cancel_previous` or `buffer_one`.
+pub(super) fn schedule_overlap(text: &str) -> Result<aiki::store::OverlapPolicy, String> {
+    text.parse()
+}
+
+/// An instant in RFC 3339 (`2026-03-01T09:00:00Z`, `2026-03-01T10:00:00+01:00`), as ms since
+/// the epoch.
+pub(super) fn parse_time(text: &str) -> Result<aiki::Millis, String> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|at| at.timestamp_millis())
+        .map_err(|_| {
+            format!(
+                "`{text}` is not an RFC 3339 time: give one such as 2026-03-01T09:00:00Z or \
+                 2026-03-01T10:00:00+01:00"
+            )
+        })
 }
 
 /// A key scope: `executor`, `operator` or `read`.
@@ -219,6 +274,39 @@ mod tests {
             let error = parse_duration(bad).unwrap_err();
             assert!(error.contains("not a duration"), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn schedule_values_say_their_range() {
+        assert_eq!(schedule_every("15m"), Ok(Duration::from_secs(900)));
+        for (parser, bad, says) in [
+            (
+                schedule_every as fn(&str) -> Result<Duration, String>,
+                "0s",
+                "at least 1s",
+            ),
+            (schedule_every, "-1m", "is negative"),
+            (schedule_catchup, "-1m", "not a duration"),
+            (schedule_catchup, "0s", "1s to 7d"),
+            (schedule_catchup, "8d", "1s to 7d"),
+            (schedule_jitter, "2h", "0s to 1h"),
+        ] {
+            let error = parser(bad).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        assert_eq!(schedule_jitter("0s"), Ok(Duration::ZERO));
+        assert_eq!(
+            schedule_overlap("cancel-previous"),
+            Ok(aiki::store::OverlapPolicy::CancelPrevious)
+        );
+        assert!(
+            schedule_overlap("never")
+                .unwrap_err()
+                .contains("buffer_one")
+        );
+        assert_eq!(parse_time("1970-01-01T00:00:01Z"), Ok(1_000));
+        assert_eq!(parse_time("1970-01-01T01:00:01.5+01:00"), Ok(1_500));
+        assert!(parse_time("yesterday").unwrap_err().contains("RFC 3339"));
     }
 
     #[test]

@@ -232,6 +232,9 @@ pub struct FilterArgs {
     /// Runs whose error message contains this text (case-sensitive).
     #[arg(long, value_name = "TEXT", value_parser = parse_text)]
     pub error_contains: Option<String>,
+    /// Runs started by this schedule (fired, triggered or backfilled).
+    #[arg(long, value_name = "NAME", value_parser = parse_text)]
+    pub schedule: Option<String>,
     /// Runs created within this long (`30s`, `5m`, `2h`, `1d`).
     #[arg(long, value_parser = parse_duration)]
     pub since: Option<Duration>,
@@ -249,6 +252,7 @@ impl FilterArgs {
             && self.error_kind.is_none()
             && self.failed_task.is_none()
             && self.error_contains.is_none()
+            && self.schedule.is_none()
             && self.since.is_none()
     }
 }

@@ -15,6 +15,7 @@ mod outage;
 mod recovery;
 mod release;
 mod scenes;
+mod schedules;
 mod server;
 mod show;
 mod support;

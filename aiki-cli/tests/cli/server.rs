@@ -14,7 +14,7 @@ use aiki_tests::Backend;
 use crate::support::{aiki, aiki_with, fixture, ids};
 
 /// `aiki keys create` on the store at `url`: the key's token.
-fn create_key(url: &str, scopes: &str) -> String {
+pub(crate) fn create_key(url: &str, scopes: &str) -> String {
     let created = aiki(
         url,
         &[
@@ -26,15 +26,15 @@ fn create_key(url: &str, scopes: &str) -> String {
 }
 
 /// An `aiki server` process, killed when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    address: String,
+    pub(crate) address: String,
 }
 
 impl Server {
     /// Starts `aiki server` on the store at `url`, listening on `listen`, and waits for the
     /// line that says where.
-    fn start(url: &str, listen: &str) -> Server {
+    pub(crate) fn start(url: &str, listen: &str) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aiki"))
             .args(["--url", url, "server", "--listen", listen])
             .env_remove("AIKI_URL")

@@ -35,8 +35,8 @@ pub(crate) fn plan_create(mut record: ScheduleRecord, actor: Option<String>) -> 
 pub(crate) fn exists_otherwise(found: &ScheduleRecord) -> StoreError {
     StoreError::AlreadyExists {
         what: format!(
-            "a schedule named `{}` with another definition ({}, {}); delete it first or pick \
-             another name",
+            "schedule `{}` with another definition ({}, runs of {}; delete it first or pick \
+             another name)",
             found.name, found.definition.spec, found.definition.namespace
         ),
     }
