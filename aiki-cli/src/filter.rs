@@ -96,7 +96,6 @@ async fn check_workflow(client: &Client, args: &FilterArgs) -> Result<(), Failur
     Ok(())
 }
 
-/// `--error-kind` names a kind the runtime records, or one present in the store.
 /// A usage error for a schedule the store does not hold (its runs are found through its log,
 /// which goes with it).
 async fn check_schedule(client: &Client, name: &str) -> Result<(), Failure> {
@@ -109,6 +108,7 @@ async fn check_schedule(client: &Client, name: &str) -> Result<(), Failure> {
     }
 }
 
+/// `--error-kind` names a kind the runtime records, or one present in the store.
 async fn check_error_kind(client: &Client, kind: &str) -> Result<(), Failure> {
     if RUNTIME_ERROR_KINDS.contains(&kind) {
         return Ok(());

@@ -162,11 +162,12 @@ pub(crate) async fn create_schedule(
             .map(drop),
     )?;
     // Made again at the server's time: its creation and first occurrence.
+    // A client's schedule: a schedule in code is declared by a worker (executor scope).
     let schedule = ScheduleRecord::new(
         given.name,
         given.definition,
-        given.origin,
-        given.generation,
+        aiki_store::ScheduleOrigin::Client,
+        1,
         app.time.now(),
     )?;
     let actor = actor(&key, body.actor);

@@ -1,11 +1,14 @@
 -- Schedules: durable records that start runs on a cron expression or an interval, and the log
 -- of what each occurrence became. Additive: the previous release reads and writes this schema
--- (it fires no schedule).
+-- (it fires no schedule), as do releases from schema 10 on.
+UPDATE aiki_compat SET readable_from = 10;
 
 -- One row per schedule: the record as JSON (definition, status, next occurrence, buffered
 -- occurrence, last run, generation), beside the columns the sweep selects on.
 CREATE TABLE aiki_schedules (
     name        TEXT    NOT NULL PRIMARY KEY,
+    -- This schedule's own id: one deleted and created again under its name is another.
+    id          TEXT    NOT NULL,
     record      TEXT    NOT NULL,
     status      TEXT    NOT NULL,
     -- When the sweep takes the next occurrence (its time plus the schedule's jitter).

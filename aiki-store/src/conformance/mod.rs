@@ -51,6 +51,8 @@ mod outbox;
 mod pause;
 mod recovery;
 mod runs;
+mod schedule_dst;
+mod schedule_sweeps;
 mod schedules;
 mod sleeps;
 mod sweeps;
@@ -78,6 +80,8 @@ pub use outbox::{
 pub use pause::*;
 pub use recovery::*;
 pub use runs::*;
+pub use schedule_dst::*;
+pub use schedule_sweeps::*;
 pub use schedules::*;
 pub use sleeps::*;
 pub use sweeps::*;
@@ -206,6 +210,7 @@ macro_rules! conformance_tests {
                 check_daylight_saving_changes,
                 check_a_repeated_schedule_action_is_done_once,
                 check_schedules_in_code_are_reconciled_forward_only,
+                check_stale_writes_and_backfills_are_refused_or_kept_apart,
             ]);
         $crate::conformance_tests!(@group $factory; sweeper: [
                 check_a_lease_has_one_holder_at_a_time,

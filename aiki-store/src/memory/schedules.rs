@@ -42,8 +42,10 @@ impl State {
     /// Applies `write` if nothing refuses it; whether it did.
     pub(super) fn write_schedule(&mut self, mut write: ScheduleWrite) -> bool {
         let name = &write.record.name;
-        let held = self.schedules.get(name).map(|record| record.revision);
-        if held != write.expected {
+        let held = self.schedules.get(name);
+        if held.map(|record| record.revision) != write.expected
+            || held.is_some_and(|record| record.id != write.record.id)
+        {
             return false;
         }
         let taken = |row: &ScheduleLogEntry| {

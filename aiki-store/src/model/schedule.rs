@@ -194,6 +194,9 @@ pub struct ScheduleRecord {
     /// Its name: unique in the store (the declared name of a schedule in code, the reference
     /// a client created it with).
     pub name: String,
+    /// This schedule's own id, made at its creation: a schedule deleted and created again
+    /// under its name is another one, and no write read from the first applies to it.
+    pub id: String,
     /// What it starts, when and how.
     pub definition: ScheduleDefinition,
     /// Who made it.
@@ -205,6 +208,10 @@ pub struct ScheduleRecord {
     pub status: ScheduleStatus,
     /// The time of the next occurrence not decided yet; `None` when it has none left.
     pub next_at: Option<Millis>,
+    /// The time of the latest occurrence decided (fired, skipped, buffered or missed): no
+    /// occurrence at or before it is decided again, whatever the clock of a later write.
+    #[serde(default)]
+    pub decided_to: Option<Millis>,
     /// The time of the occurrence waiting for the previous run to end (policy `buffer_one`).
     pub buffered_at: Option<Millis>,
     /// The run of the latest occurrence fired, triggered or backfilled.
@@ -231,7 +238,18 @@ impl ScheduleRecord {
         let name = name.into();
         crate::schedule::check(&name, &definition)?;
         let next_at = crate::schedule::next_after(&definition.spec, now, now)?;
+        if next_at.is_none() {
+            return Err(crate::StoreError::Invalid {
+                message: format!(
+                    "schedule `{name}` would never fire: {} has no time after now; check the \
+                     day of month and month",
+                    definition.spec
+                ),
+            });
+        }
         Ok(ScheduleRecord {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            decided_to: None,
             name,
             definition,
             origin,
@@ -260,8 +278,9 @@ impl ScheduleRecord {
 pub struct ScheduleLogEntry {
     /// The schedule.
     pub schedule: String,
-    /// The row's key in the schedule's log: `at:<ms>` for the occurrence at that time (fired
-    /// or not), `trigger:<id>`, `backfill:<id>:<ms>`, `missed:<first ms>`, `status:<revision>`.
+    /// The row's key in the schedule's log: `at:<ms>` for the occurrence at that time (fired,
+    /// skipped or superseded), `buffered:<its key>`, `cancel:<run id>`, `trigger:<id>`,
+    /// `backfill:<id>:<ms>`, `missed:<first ms>`, `status:<revision>`.
     pub key: String,
     /// What happened.
     pub kind: ScheduleLogKind,

@@ -2,8 +2,9 @@
 //! backfill, redefine), decided here once; each backend writes one as one atomic operation,
 //! with the operation's first answer (see [`crate::operation`]).
 
+use super::MAX_BACKFILL;
+use super::plan::next_from;
 use super::plan::{Builder, entry};
-use super::{MAX_BACKFILL, next_after};
 use crate::{
     DueSchedule, Millis, ScheduleActed, ScheduleAction, ScheduleLogKind, ScheduleRecord,
     ScheduleStatus, ScheduleWrite, StoreError,
@@ -94,8 +95,7 @@ pub(crate) fn plan_action(
                 return Err(not_active(&due.record, "resumed (only a paused one is)"));
             }
             // The occurrences while paused are not caught up: the next one after now.
-            plan.write.record.next_at =
-                next_after(&due.record.definition.spec, now, due.record.created_at)?;
+            plan.write.record.next_at = next_from(&due.record, now)?;
             status_change(&mut plan, ScheduleStatus::Active, "resumed".to_owned());
         }
         ScheduleAction::Trigger => {
@@ -106,6 +106,15 @@ pub(crate) fn plan_action(
             }
         }
         ScheduleAction::Backfill { from, to, overlap } => {
+            if *from < 0 || *to > now {
+                return Err(StoreError::Invalid {
+                    message: format!(
+                        "a backfill covers the past: give a range from 1970 on that ends at or \
+                         before now ({now}); {from}..={to} does not (the sweep fires what is to \
+                         come)"
+                    ),
+                });
+            }
             if from > to {
                 return Err(StoreError::Invalid {
                     message: format!(
@@ -166,14 +175,15 @@ pub(crate) fn plan_action(
                 });
             }
             let record = &mut plan.write.record;
-            if record.definition.spec != definition.spec {
-                record.next_at = next_after(&definition.spec, now, record.created_at)?;
-            }
+            let retimed = record.definition.spec != definition.spec;
             record.definition = (**definition).clone();
             record.generation = *generation;
-            let status = ScheduleStatus::Active;
+            // An inactive one is active again; neither it nor a new timing catches up.
             if due.record.status == ScheduleStatus::Inactive {
-                plan.write.record.status = status;
+                record.status = ScheduleStatus::Active;
+            }
+            if retimed || due.record.status == ScheduleStatus::Inactive {
+                record.next_at = next_from(record, now)?;
             }
             let status = plan.write.record.status;
             status_change(

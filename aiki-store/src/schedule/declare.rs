@@ -11,8 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::next_from;
 use super::plan::{Builder, entry};
-use super::{next_after, plan_create};
+use super::plan_create;
 use crate::{
     DueSchedule, Millis, Namespace, ScheduleLogKind, ScheduleOrigin, ScheduleRecord,
     ScheduleStatus, ScheduleWrite, StoreError,
@@ -99,9 +100,8 @@ pub(crate) fn plan_declared(
     let reason = if newer {
         let write = &mut plan.write.record;
         if write.definition.spec != declared.definition.spec {
-            write.next_at = next_after(&declared.definition.spec, now, write.created_at)
-                .ok()
-                .flatten();
+            write.definition.spec = declared.definition.spec.clone();
+            write.next_at = next_from(write, now).ok().flatten();
         }
         write.definition = declared.definition.clone();
         write.generation = declared.generation;
@@ -116,9 +116,7 @@ pub(crate) fn plan_declared(
         // The occurrences while inactive are not caught up.
         let write = &mut plan.write.record;
         write.status = ScheduleStatus::Active;
-        write.next_at = next_after(&write.definition.spec, now, write.created_at)
-            .ok()
-            .flatten();
+        write.next_at = next_from(write, now).ok().flatten();
     }
     status_row(&mut plan, reason, now);
     let outcome = if newer {
@@ -134,7 +132,7 @@ pub(crate) fn plan_declared(
 }
 
 /// The write making a stored schedule in code that `worker` (serving `serves`) no longer
-/// declares inactive, if it is one.
+/// declares inactive, if it is one and active (an operator's pause stands).
 pub(crate) fn plan_absent(
     stored: &DueSchedule,
     declared: &[ScheduleRecord],
@@ -144,7 +142,7 @@ pub(crate) fn plan_absent(
 ) -> Option<(Declared, ScheduleWrite)> {
     let record = &stored.record;
     let ours = record.origin == ScheduleOrigin::Code
-        && record.status != ScheduleStatus::Inactive
+        && record.status == ScheduleStatus::Active
         && serves.contains(&record.definition.namespace)
         && declared.iter().all(|declared| declared.name != record.name);
     if !ours {
@@ -175,8 +173,9 @@ fn status_row(plan: &mut Builder, reason: String, now: Millis) {
     plan.write.log.push(row);
 }
 
-/// Checks every declaration before any is written.
-pub(crate) fn check_declared(declared: &[ScheduleRecord]) -> Result<(), StoreError> {
+/// Checks a set of schedules declared in code before any is written: each valid, of origin
+/// `code` and generation 1 or more, no name twice.
+pub fn check_declared(declared: &[ScheduleRecord]) -> Result<(), StoreError> {
     for (index, record) in declared.iter().enumerate() {
         super::check(&record.name, &record.definition)?;
         if record.origin != ScheduleOrigin::Code || record.generation < 1 {

@@ -36,6 +36,7 @@
 //! are neither caught up nor recorded: resuming starts from the next one.
 
 mod actions;
+mod cron;
 mod declare;
 mod plan;
 mod sweep;
@@ -43,6 +44,7 @@ mod time;
 
 pub(crate) use actions::{ATTEMPTS, acted, busy, exists_otherwise, plan_action, plan_create};
 pub use declare::Declared;
+pub use declare::check_declared as check_declarations;
 pub(crate) use declare::{check_declared, plan_absent, plan_declared};
 pub use plan::plan_due;
 pub use sweep::{Fired, fire_due};
@@ -54,6 +56,9 @@ pub const MAX_BACKFILL: usize = 1_000;
 /// The most occurrences one write of the sweep decides; a schedule with more due is taken
 /// again at the next pass.
 pub const MAX_PER_WRITE: usize = 100;
+
+/// The longest interval of an `every` schedule: 366 days.
+pub const MAX_EVERY_MS: crate::Millis = 366 * 86_400_000;
 
 /// The shortest interval of an `every` schedule: 1 s.
 pub const MIN_EVERY_MS: crate::Millis = 1_000;

@@ -118,7 +118,7 @@ impl Builder {
             OverlapPolicy::BufferOne if self.write.record.buffered_at.is_none() => {
                 self.write.record.buffered_at = Some(at);
                 self.note(
-                    format!("buffered:{at}"),
+                    format!("buffered:{key}"),
                     ScheduleLogKind::Buffered,
                     at,
                     "waits for the previous run to end (overlap policy buffer_one)",
@@ -195,14 +195,24 @@ pub fn plan_due(due: &DueSchedule, now: Millis) -> Result<Option<ScheduleWrite>,
     let created_at = due.record.created_at;
     let mut gap: Option<(Millis, Millis, i64)> = None;
     while let Some(at) = plan.write.record.next_at {
-        if at > now || decided >= MAX_PER_WRITE {
+        let record = plan.record();
+        let jitter = super::jitter_offset(record);
+        // Taken at its time plus the jitter; never before.
+        if at.saturating_add(jitter) > now || decided >= MAX_PER_WRITE {
             break;
         }
-        let record = plan.record();
-        // Late by the time the sweep was to take it (its jitter included); within the window
-        // means less than the window late.
-        let late = now - at - super::jitter_offset(record);
-        if late >= catchup_window(record, at) {
+        let spec = record.definition.spec.clone();
+        // Decided once: a write whose writer's clock stands earlier decides nothing again.
+        let again = record.decided_to.is_some_and(|decided| at <= decided);
+        // Late by the time the sweep was to take it; within the window means less than the
+        // window late.
+        let missed = now - at - jitter >= catchup_window(record, at);
+        plan.write.record.next_at = next_after(&spec, at, created_at)?;
+        if again {
+            continue;
+        }
+        plan.write.record.decided_to = Some(at);
+        if missed {
             gap = Some(match gap {
                 None => (at, at, 1),
                 Some((first, _, count)) => (first, at, count + 1),
@@ -211,7 +221,6 @@ pub fn plan_due(due: &DueSchedule, now: Millis) -> Result<Option<ScheduleWrite>,
             plan.occur(occurrence_key(at), ScheduleLogKind::Fired, at, policy);
             decided += 1;
         }
-        plan.write.record.next_at = next_after(&record_spec(&plan), at, created_at)?;
         // A long gap costs one step per occurrence; bound the work of one write.
         if gap.is_some_and(|(_, _, count)| count >= 100_000) {
             break;
@@ -236,6 +245,13 @@ pub fn plan_due(due: &DueSchedule, now: Millis) -> Result<Option<ScheduleWrite>,
     Ok(Some(plan.finish()))
 }
 
-fn record_spec(plan: &Builder) -> crate::ScheduleSpec {
-    plan.record().definition.spec.clone()
+/// The first occurrence of `record` after `now` and after every occurrence it has decided: where
+/// it goes on after a pause, a redefinition or an inactive spell (nothing meanwhile is caught up,
+/// nothing decided is decided again).
+pub(super) fn next_from(
+    record: &ScheduleRecord,
+    now: Millis,
+) -> Result<Option<Millis>, StoreError> {
+    let after = record.decided_to.map_or(now, |decided| decided.max(now));
+    next_after(&record.definition.spec, after, record.created_at)
 }

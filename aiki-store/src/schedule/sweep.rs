@@ -37,9 +37,17 @@ pub async fn fire_due<S: Sweeper + ?Sized>(
         ..Fired::default()
     };
     for schedule in due {
-        let Some(write) = plan_due(&schedule, now)? else {
-            continue;
+        let write = match plan_due(&schedule, now) {
+            Ok(Some(write)) => write,
+            Ok(None) => continue,
+            Err(error) => {
+                // One schedule this release cannot compute stops no other (nor the daemons).
+                tracing::error!(schedule = %schedule.record.name, %error, "schedule not fired");
+                continue;
+            }
         };
+        // Cut at the most one write decides: the rest at the next pass, at once.
+        let more = write.record.fire_at().is_some_and(|at| at <= now);
         let runs = write.runs.len() as u64;
         let count = |kinds: &[ScheduleLogKind]| -> u64 {
             write
@@ -56,6 +64,7 @@ pub async fn fire_due<S: Sweeper + ?Sized>(
             fired.runs += runs;
             fired.skipped += skipped;
             fired.missed += missed;
+            fired.full |= more;
         } else {
             fired.lost += 1;
         }

@@ -2,11 +2,11 @@
 
 use std::str::FromStr;
 
-use chrono::{DateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 
-use super::MIN_EVERY_MS;
+use super::cron::CronIn;
+use super::{MAX_EVERY_MS, MIN_EVERY_MS};
 use crate::{
     MAX_CATCHUP_WINDOW_MS, MAX_JITTER_MS, Millis, ScheduleDefinition, ScheduleRecord, ScheduleSpec,
     StoreError,
@@ -14,7 +14,7 @@ use crate::{
 
 /// A spec made ready to compute with.
 enum Parsed {
-    Cron(Box<Cron>, Tz),
+    Cron(Box<CronIn>),
     Every(Millis),
 }
 
@@ -48,9 +48,14 @@ fn parse(spec: &ScheduleSpec) -> Result<Parsed, StoreError> {
                      `Europe/Berlin` or `America/New_York`"
                 ))
             })?;
-            Ok(Parsed::Cron(Box::new(cron), tz))
+            Ok(Parsed::Cron(Box::new(CronIn::new(cron, tz, expression))))
         }
         ScheduleSpec::Every { every_ms } => {
+            if *every_ms > MAX_EVERY_MS {
+                return Err(invalid(format!(
+                    "an interval of {every_ms} ms is too long: give at most 366 days"
+                )));
+            }
             if *every_ms < MIN_EVERY_MS {
                 return Err(invalid(format!(
                     "an interval of {every_ms} ms is too short: a schedule fires at most every \
@@ -64,7 +69,7 @@ fn parse(spec: &ScheduleSpec) -> Result<Parsed, StoreError> {
 
 /// Checks a schedule's name and definition: [`StoreError::Invalid`] saying what is wrong.
 pub fn check(name: &str, definition: &ScheduleDefinition) -> Result<(), StoreError> {
-    if name.trim().is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(invalid(format!(
             "the schedule name {name:?} is not valid: give 1 to 200 characters, no control \
              characters"
@@ -103,90 +108,11 @@ pub fn next_after(
     Ok(match parse(spec)? {
         Parsed::Every(every) => {
             // The first anchor + k * every above `after`, k of either sign.
-            let steps = (after - anchor).div_euclid(every) + 1;
+            let steps = after.saturating_sub(anchor).div_euclid(every) + 1;
             Some(anchor.saturating_add(steps.saturating_mul(every)))
         }
-        Parsed::Cron(cron, tz) => {
-            let ScheduleSpec::Cron { expression, .. } = spec else {
-                unreachable!("a cron spec parses to a cron")
-            };
-            cron_next(&cron, expression, tz, after)
-        }
+        Parsed::Cron(cron) => cron.next_after(after),
     })
-}
-
-fn cron_next(cron: &Cron, expression: &str, tz: Tz, after: Millis) -> Option<Millis> {
-    let next = croner_next(cron, tz, after)?;
-    if !absolute_hours(expression) {
-        return Some(next);
-    }
-    // croner walks local time, so it never gives the second instance of a local time that
-    // repeats after a fall-back; a wildcard or stepped hour follows absolute time and fires
-    // there too. Between `after` and `next` the offset drops only across a fall-back.
-    let offset = |at: Millis| {
-        Utc.timestamp_millis_opt(at)
-            .single()
-            .map(|t| t.with_timezone(&tz).offset().fix().local_minus_utc())
-    };
-    if offset(after)? <= offset(next)? {
-        return Some(next);
-    }
-    // The change: the first instant with the later offset (ms precision).
-    let (mut low, mut high) = (after, next);
-    while high - low > 1 {
-        let mid = low + (high - low) / 2;
-        if offset(mid)? == offset(after)? {
-            low = mid;
-        } else {
-            high = mid;
-        }
-    }
-    // The first matching local time from the change on (croner resolves a repeated one to its
-    // first instance, before the change: only its local time is wanted here).
-    let change: DateTime<Tz> = Utc.timestamp_millis_opt(high).single()?.with_timezone(&tz);
-    let local = cron.find_next_occurrence(&change, true).ok()?.naive_local();
-    let second = match tz.from_local_datetime(&local) {
-        chrono::LocalResult::Ambiguous(_, second) => second.timestamp_millis(),
-        chrono::LocalResult::Single(only) => only.timestamp_millis(),
-        chrono::LocalResult::None => return Some(next),
-    };
-    Some(if second > after && second < next {
-        second
-    } else {
-        next
-    })
-}
-
-/// Whether a cron expression's hour field is a wildcard or a step (`*`, `*/2`, `1-23/2`):
-/// such an expression follows absolute time across daylight-saving changes.
-fn absolute_hours(expression: &str) -> bool {
-    let fields: Vec<&str> = expression.split_whitespace().collect();
-    let hour = if fields.len() == 6 {
-        fields[2]
-    } else {
-        fields[1]
-    };
-    hour.split(',')
-        .any(|part| part == "*" || part.contains('/'))
-}
-
-/// croner's next occurrence strictly after `after`, in ms.
-fn croner_next(cron: &Cron, tz: Tz, after: Millis) -> Option<Millis> {
-    // croner counts in whole seconds: start from the second `after` is in, and step past
-    // any answer not strictly later.
-    let mut from = after.div_euclid(1000) * 1000;
-    for _ in 0..4 {
-        let start: DateTime<Tz> = Utc.timestamp_millis_opt(from).single()?.with_timezone(&tz);
-        let at = cron
-            .find_next_occurrence(&start, false)
-            .ok()?
-            .timestamp_millis();
-        if at > after {
-            return Some(at);
-        }
-        from = at;
-    }
-    None
 }
 
 /// The occurrences of `record` in `[from, to]`, at most `max` (a backfill's, or the next
@@ -273,7 +199,7 @@ mod tests {
     }
 
     fn utc(text: &str) -> Millis {
-        DateTime::parse_from_rfc3339(text)
+        chrono::DateTime::parse_from_rfc3339(text)
             .unwrap()
             .timestamp_millis()
     }
@@ -319,6 +245,36 @@ mod tests {
             let error = parse(&spec).err().expect("refused").to_string();
             assert!(error.contains(says), "{error}");
         }
+    }
+
+    #[test]
+    fn every_minute_follows_absolute_time_through_both_changes() {
+        let spec = cron("* * * * *", "Europe/Berlin");
+        for (from, minutes) in [
+            // Fall back: the repeated hour's minutes fire twice, 120 in two hours.
+            ("2027-10-31T00:00:00Z", 120),
+            // Spring forward: two absolute hours hold 120 minutes, none lost or doubled.
+            ("2027-03-28T00:00:00Z", 120),
+        ] {
+            let start = utc(from);
+            let mut at = start - 1;
+            let mut count = 0;
+            while let Some(next) = next_after(&spec, at, 0).unwrap() {
+                if next >= start + 2 * 3_600_000 {
+                    break;
+                }
+                assert_eq!(next, start + count * 60_000, "from {from}");
+                at = next;
+                count += 1;
+            }
+            assert_eq!(count, minutes, "from {from}");
+        }
+    }
+
+    #[test]
+    fn a_cron_that_never_matches_has_no_next_time() {
+        let spec = cron("0 0 30 2 *", "UTC");
+        assert_eq!(next_after(&spec, 0, 0).unwrap(), None);
     }
 
     #[test]

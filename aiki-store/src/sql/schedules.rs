@@ -110,7 +110,15 @@ impl<D: Dialect> SqlStore<D> {
         let rows = self
             .fetch(On::Read, &sql, &params![now, i64::from(limit)])
             .await?;
-        rows.iter().map(due).collect()
+        // A row this release cannot read (a newer release's) is left for that release.
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                due(row)
+                    .inspect_err(|error| tracing::error!(%error, "a schedule is not readable"))
+                    .ok()
+            })
+            .collect())
     }
 
     /// The sweep's write, fenced by `lease`, in one transaction; whether it was written.
@@ -265,32 +273,33 @@ impl<D: Dialect> SqlStore<D> {
             write.record.buffered_at,
             write.record.last_run.map(|id| id.to_string()),
             i64::try_from(revision).unwrap_or(i64::MAX),
+            write.record.id.as_str(),
         ];
         let written = match write.expected {
             None => {
                 let sql = self.schedule_statement(
                     "INSERT INTO aiki_schedules \
-                     (name, record, status, fire_at, buffered_at, last_run, revision) \
-                     VALUES ($1, $2, $3, $4, $5, $6::uuid, $7) ON CONFLICT (name) DO NOTHING",
+                     (name, record, status, fire_at, buffered_at, last_run, revision, id) \
+                     VALUES ($1, $2, $3, $4, $5, $6::uuid, $7, $8) ON CONFLICT (name) DO NOTHING",
                 )?;
                 self.execute(On::Tx(tx), &sql, &record_params).await?
             }
             Some(expected) => {
                 let mut all = record_params.to_vec();
                 all.extend(params![i64::try_from(expected).unwrap_or(i64::MAX)]);
-                // The sweep's write is fenced by its lease at its `now` ($9).
+                // The sweep's write is fenced by its lease at its `now` ($10).
                 let fenced = match lease {
                     Some(lease) => {
                         all.extend(params![write.record.updated_at]);
                         all = self.fenced(&all, lease);
-                        fence(&self.dialect, self.level, "$9", 10)
+                        fence(&self.dialect, self.level, "$10", 11)
                     }
                     None => String::new(),
                 };
                 let sql = self.schedule_statement(&format!(
                     "UPDATE aiki_schedules SET record = $2, status = $3, fire_at = $4, \
                      buffered_at = $5, last_run = $6::uuid, revision = $7 \
-                     WHERE name = $1 AND revision = $8{fenced}"
+                     WHERE name = $1 AND id = $8 AND revision = $9{fenced}"
                 ))?;
                 self.execute(On::Tx(tx), &sql, &all).await?
             }
@@ -315,6 +324,11 @@ impl<D: Dialect> SqlStore<D> {
             }
         }
         if let Some(id) = write.cancel {
+            // The run locked before it is read, as an operator's cancel does, so that what is
+            // checked is what is written over.
+            if let Some((_, lock_run)) = &self.sql.own.lock_first {
+                self.execute(On::Tx(tx), lock_run, &[id.into()]).await?;
+            }
             let doc = self
                 .fetch_text(On::Tx(tx), &self.sql.get_run, &[id.into()])
                 .await?;

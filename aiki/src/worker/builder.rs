@@ -193,10 +193,21 @@ impl WorkerBuilder {
                 "max_concurrent_runs must be at least 1".to_owned(),
             ));
         }
-        for schedule in &self.schedules {
-            schedule.record(self.clock.now())?;
-        }
         let registry = self.registry.build()?;
+        let mut declared: Vec<aiki_store::ScheduleRecord> = Vec::new();
+        for schedule in &self.schedules {
+            let record = schedule.record(self.clock.now())?;
+            let namespace = &record.definition.namespace;
+            if !registry.namespaces().any(|served| served == namespace) {
+                return Err(ClientError::Config(format!(
+                    "schedule `{}` starts runs of {namespace}, which this worker does not \
+                     register: register the workflow version on the worker that declares it",
+                    record.name
+                )));
+            }
+            declared.push(record);
+        }
+        aiki_store::schedule::check_declarations(&declared)?;
         let catalog: Vec<CatalogEntry> = registry
             .catalog()
             .into_iter()

@@ -215,7 +215,11 @@ impl Daemons {
         }
         pass.add(woken, limit);
         // Schedules at every pass too: an occurrence fires within a pass of its time.
-        let fired = sweep(aiki_store::schedule::fire_due(sweeper, &lease, now, limit)).await?;
+        // A failure here (the schedule tables unreadable) stops none of the other sweeps.
+        let fired = sweep(aiki_store::schedule::fire_due(sweeper, &lease, now, limit))
+            .await
+            .inspect_err(|error| tracing::warn!(%error, "the schedule sweep failed"))
+            .unwrap_or_default();
         if fired.runs > 0 {
             crate::wake::work_available();
         }
