@@ -104,13 +104,13 @@ impl Client {
     /// ```no_run
     /// # use aiki::store::{OverlapPolicy, ScheduleSpec};
     /// # #[aiki::workflow(name = "report", version = "1")]
-    /// # async fn report(_run: &aiki::Run) -> Result<(), aiki::WorkflowError> { Ok(()) }
+    /// # async fn report(_run: &aiki::Run, _team: String) -> Result<(), aiki::WorkflowError> { Ok(()) }
     /// # async fn demo(client: aiki::Client) -> Result<(), aiki::ClientError> {
     /// client
     ///     .schedule::<Report>(
     ///         "weekday-report",
     ///         ScheduleSpec::cron_in("0 9 * * MON-FRI", "Europe/Berlin"),
-    ///         (),
+    ///         "ops".to_owned(),
     ///     )
     ///     .overlap(OverlapPolicy::Skip)
     ///     .await?;

@@ -20,7 +20,7 @@ use crate::{ClientError, Workflow, input_hash};
 /// ```no_run
 /// # use aiki::store::ScheduleSpec;
 /// # #[aiki::workflow(name = "nightly-export", version = "2")]
-/// # async fn export(_run: &aiki::Run, _target: String) -> Result<(), aiki::WorkflowError> { Ok(()) }
+/// # async fn nightly_export(_run: &aiki::Run, _target: String) -> Result<(), aiki::WorkflowError> { Ok(()) }
 /// # async fn demo(store: aiki::BoxStore) -> Result<(), aiki::ClientError> {
 /// let worker = aiki::Worker::builder(store)
 ///     .register(NightlyExport)
