@@ -205,6 +205,15 @@ impl Daemons {
         };
         // The lease may have shown the store's clock to be elsewhere.
         let now = shared.exec().clock.now();
+        if now >= lease.expires_at {
+            // The clock moved past the lease while it was being taken (a jump): every fenced
+            // sweep would do nothing, yet its cadence would count it as done. Take the lease
+            // again first, at once.
+            return Ok(Pass {
+                moved: 0,
+                full: true,
+            });
+        }
         // Due wake-ups first, by the configuration as last read: a timer's pass wakes its run
         // without waiting for the configuration.
         let limit = u32::try_from(leadership.config.daemons_limit).unwrap_or(u32::MAX);
