@@ -14,7 +14,7 @@ use aiki::store::{
     ScheduleLogEntry, ScheduleLogKind, ScheduleOrigin, ScheduleRecord, ScheduleSpec, StoreError,
     UTC,
 };
-use aiki::{Client, ClientError, NoInput, Schema};
+use aiki::{Client, ClientError};
 use serde_json::{Value, json};
 
 use crate::Failure;
@@ -170,12 +170,7 @@ async fn create(
             }
             other => Failure::from(other),
         })?;
-    // A version without an input hashes as its typed start does (`NoInput` is `{}`).
-    definition.input_hash = if entry.input.fingerprint == Schema::of::<NoInput>().fingerprint() {
-        aiki::input_hash(&NoInput)
-    } else {
-        aiki::input_hash(&definition.input)
-    }?;
+    definition.input_hash = aiki::input_hash_json(&entry, &definition.input)?;
     let record = ScheduleRecord::new(
         args.name.clone(),
         definition,

@@ -67,28 +67,13 @@ pub(crate) fn plan_action(
     now: Millis,
 ) -> Result<ScheduleWrite, StoreError> {
     let mut plan = Builder::new(due, now);
-    let revision = due.record.revision + 1;
-    let status_change = |plan: &mut Builder, status: ScheduleStatus, reason: String| {
-        plan.write.record.status = status;
-        let mut row = entry(
-            plan.record(),
-            format!("status:{revision}"),
-            ScheduleLogKind::Status,
-            None,
-            now,
-        );
-        row.status = Some(status);
-        row.reason = Some(reason);
-        row.actor.clone_from(&actor);
-        plan.write.log.push(row);
-    };
     match action {
         ScheduleAction::Pause { reason } => {
             if due.record.status != ScheduleStatus::Active {
                 return Err(not_active(&due.record, "paused"));
             }
             let reason = reason.clone().unwrap_or_else(|| "paused".to_owned());
-            status_change(&mut plan, ScheduleStatus::Paused, reason);
+            plan.status(ScheduleStatus::Paused, reason, actor.clone());
         }
         ScheduleAction::Resume => {
             if due.record.status != ScheduleStatus::Paused {
@@ -96,7 +81,7 @@ pub(crate) fn plan_action(
             }
             // The occurrences while paused are not caught up: the next one after now.
             plan.write.record.next_at = next_from(&due.record, now)?;
-            status_change(&mut plan, ScheduleStatus::Active, "resumed".to_owned());
+            plan.status(ScheduleStatus::Active, "resumed".to_owned(), actor.clone());
         }
         ScheduleAction::Trigger => {
             let key = format!("trigger:{}", uuid::Uuid::new_v4().simple());
@@ -186,10 +171,10 @@ pub(crate) fn plan_action(
                 record.next_at = next_from(record, now)?;
             }
             let status = plan.write.record.status;
-            status_change(
-                &mut plan,
+            plan.status(
                 status,
                 format!("redefined at generation {generation}"),
+                actor.clone(),
             );
         }
         ScheduleAction::Delete => unreachable!("delete is not a write"),

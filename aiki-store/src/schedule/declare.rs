@@ -11,12 +11,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::Builder;
 use super::plan::next_from;
-use super::plan::{Builder, entry};
 use super::plan_create;
 use crate::{
-    DueSchedule, Millis, Namespace, ScheduleLogKind, ScheduleOrigin, ScheduleRecord,
-    ScheduleStatus, ScheduleWrite, StoreError,
+    DueSchedule, Millis, Namespace, ScheduleOrigin, ScheduleRecord, ScheduleStatus, ScheduleWrite,
+    StoreError,
 };
 
 /// What a worker's start did with one schedule.
@@ -118,7 +118,8 @@ pub(crate) fn plan_declared(
         write.status = ScheduleStatus::Active;
         write.next_at = next_from(write, now).ok().flatten();
     }
-    status_row(&mut plan, reason, now);
+    let status = plan.write.record.status;
+    plan.status(status, reason, None);
     let outcome = if newer {
         Declared::Redefined {
             name,
@@ -149,28 +150,13 @@ pub(crate) fn plan_absent(
         return None;
     }
     let mut plan = Builder::new(stored, now);
-    plan.write.record.status = ScheduleStatus::Inactive;
-    status_row(
-        &mut plan,
+    plan.status(
+        ScheduleStatus::Inactive,
         format!("no longer declared by worker {worker}, which serves its workflow version"),
-        now,
+        None,
     );
     let name = record.name.clone();
     Some((Declared::Deactivated { name }, plan.finish()))
-}
-
-fn status_row(plan: &mut Builder, reason: String, now: Millis) {
-    let revision = plan.write.record.revision + 1;
-    let mut row = entry(
-        plan.record(),
-        format!("status:{revision}"),
-        ScheduleLogKind::Status,
-        None,
-        now,
-    );
-    row.status = Some(plan.write.record.status);
-    row.reason = Some(reason);
-    plan.write.log.push(row);
 }
 
 /// Checks a set of schedules declared in code before any is written: each valid, of origin

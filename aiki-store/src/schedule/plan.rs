@@ -169,6 +169,19 @@ impl Builder {
         }
     }
 
+    /// Sets the status (the same one, for a change of definition) and records the change, why
+    /// and by whom, in the log.
+    pub(super) fn status(&mut self, status: ScheduleStatus, reason: String, actor: Option<String>) {
+        self.write.record.status = status;
+        let revision = self.write.record.revision + 1;
+        let key = format!("status:{revision}");
+        let mut row = entry(self.record(), key, ScheduleLogKind::Status, None, self.now);
+        row.status = Some(status);
+        row.reason = Some(reason);
+        row.actor = actor;
+        self.write.log.push(row);
+    }
+
     pub(super) fn finish(mut self) -> ScheduleWrite {
         self.write.record.revision = self.write.expected.map_or(1, |revision| revision + 1);
         self.write

@@ -50,6 +50,20 @@ impl Default for Options {
     }
 }
 
+/// The input hash of a start from JSON of the workflow version `entry` describes, as its typed
+/// start computes it: a version without an input hashes [`NoInput`] (`{}`), whatever JSON
+/// stands for it.
+pub fn input_hash_json(
+    entry: &aiki_store::CatalogEntry,
+    input: &Value,
+) -> Result<String, crate::WorkflowError> {
+    if entry.input.fingerprint == Schema::of::<NoInput>().fingerprint() {
+        input_hash(&NoInput)
+    } else {
+        input_hash(input)
+    }
+}
+
 /// The error of an input that does not match the schema of `namespace`'s input (the same for a
 /// typed start and one validated against the catalog).
 pub(in crate::client) fn invalid_input(namespace: &Namespace, message: String) -> ClientError {
@@ -215,13 +229,8 @@ impl<'c> StartJson<'c> {
             .client
             .check_start_json(&self.namespace, &self.input)
             .await?;
-        // A version without an input hashes as its typed start does (`NoInput` is `{}`).
-        let hash = if entry.input.fingerprint == Schema::of::<NoInput>().fingerprint() {
-            input_hash(&NoInput)
-        } else {
-            input_hash(&self.input)
-        }
-        .map_err(|e| invalid_input(&self.namespace, e.to_string()))?;
+        let hash = input_hash_json(&entry, &self.input)
+            .map_err(|e| invalid_input(&self.namespace, e.to_string()))?;
         let id = create(self.client, self.namespace, self.input, hash, self.options).await?;
         Ok(self.client.any_run(id))
     }

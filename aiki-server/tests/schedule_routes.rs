@@ -1,0 +1,221 @@
+//! The schedule routes: no key is 401 and a key without the route's scope 403, neither
+//! changing anything; bad bodies (malformed JSON, an unknown action, an invalid cron
+//! expression, a backfill into the future, an unknown schedule) get the error body with the
+//! right status, and the store keeps what it had.
+
+mod support;
+
+use aiki_server::ServerConfig;
+use aiki_server::keys::generate;
+use aiki_store::http::HttpStore;
+use aiki_store::prelude::*;
+use aiki_store::{
+    ErrorBody, Namespace, OverlapPolicy, RunId, ScheduleAction, ScheduleDefinition, ScheduleOrigin,
+    ScheduleRecord, ScheduleSpec, Scope, StoreError,
+};
+use serde_json::json;
+use support::remote::Remote;
+
+const NOW: i64 = 4_000_000_000_000;
+
+async fn server() -> Remote {
+    let config = ServerConfig::default().clock(aiki::ManualClock::new(NOW));
+    Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
+}
+
+/// A client on the server with a new key of `scopes`.
+async fn client(remote: &Remote, scopes: &[Scope]) -> HttpStore {
+    let key = generate("test", scopes.to_vec(), NOW);
+    remote
+        .backing()
+        .create_key(key.record.clone())
+        .await
+        .unwrap();
+    HttpStore::new(&remote.url()).unwrap().with_key(key.token)
+}
+
+fn schedule(origin: ScheduleOrigin) -> ScheduleRecord {
+    let definition = ScheduleDefinition {
+        spec: ScheduleSpec::cron_in("0 9 * * *", "Europe/Berlin"),
+        namespace: Namespace::new(format!("routes-{}", RunId::new()), "1"),
+        input: json!({}),
+        input_hash: "0".repeat(64),
+        pool: "default".to_owned(),
+        overlap: OverlapPolicy::Skip,
+        catchup_window_ms: None,
+        jitter_ms: 0,
+    };
+    ScheduleRecord::new(format!("s-{}", RunId::new()), definition, origin, 1, NOW).unwrap()
+}
+
+/// `POST path` with `body` and `authorization` (if any): the status and the error body.
+async fn post(
+    remote: &Remote,
+    path: &str,
+    body: &str,
+    authorization: Option<&str>,
+) -> (u16, Option<ErrorBody>) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/api/v1{path}", remote.url()))
+        .header("content-type", "application/json")
+        .body(body.to_owned());
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json::<ErrorBody>().await.ok())
+}
+
+#[tokio::test]
+async fn schedule_routes_need_their_scope_and_refusals_change_nothing() {
+    let remote = server().await;
+    let operator = client(&remote, &[Scope::Operator]).await;
+    let kept = schedule(ScheduleOrigin::Client);
+    operator
+        .create_schedule(kept.clone(), None)
+        .await
+        .expect("an operator creates");
+    let before = remote.backing().schedule(&kept.name).await.unwrap();
+    // No key: 401 on every schedule route, reads included.
+    let body =
+        serde_json::to_string(&json!({"schedule": schedule(ScheduleOrigin::Client)})).unwrap();
+    for (path, body) in [
+        ("/schedules", body.as_str()),
+        (
+            "/schedules/show",
+            &format!(r#"{{"name": "{}"}}"#, kept.name),
+        ),
+        (
+            "/schedules/actions",
+            &format!(
+                r#"{{"name": "{}", "action": {{"action": "trigger"}}, "now": 0}}"#,
+                kept.name
+            ),
+        ),
+    ] {
+        let (status, error) = post(&remote, path, body, None).await;
+        assert_eq!(status, 401, "{path}");
+        assert_eq!(error.map(|e| e.code), Some("unauthorized".into()), "{path}");
+    }
+    // Wrong scopes: 403, typed, nothing written.
+    let reader = client(&remote, &[Scope::Read]).await;
+    assert_eq!(
+        reader.schedules().await.unwrap().len(),
+        1,
+        "a read key lists"
+    );
+    let refusals = [
+        reader
+            .create_schedule(schedule(ScheduleOrigin::Client), None)
+            .await
+            .map(drop),
+        reader
+            .act_on_schedule(&kept.name, ScheduleAction::Trigger, None, NOW)
+            .await
+            .map(drop),
+        operator
+            .declare_schedules(vec![schedule(ScheduleOrigin::Code)], vec![], "w", NOW)
+            .await
+            .map(drop),
+        client(&remote, &[Scope::Executor])
+            .await
+            .act_on_schedule(
+                &kept.name,
+                ScheduleAction::Pause { reason: None },
+                None,
+                NOW,
+            )
+            .await
+            .map(drop),
+    ];
+    for refused in refusals {
+        assert!(
+            matches!(refused, Err(StoreError::Forbidden { .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(
+        remote.backing().schedules().await.unwrap(),
+        vec![before.clone()]
+    );
+    assert_eq!(
+        remote
+            .backing()
+            .schedule_log(&kept.name, 100)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "only its creation"
+    );
+    assert_eq!(remote.backing().run_counts().await.unwrap(), vec![]);
+}
+
+#[tokio::test]
+async fn bad_schedule_requests_are_refused_and_change_nothing() {
+    let remote = server().await;
+    let operator = client(&remote, &[Scope::Operator]).await;
+    let kept = schedule(ScheduleOrigin::Client);
+    operator.create_schedule(kept.clone(), None).await.unwrap();
+    let before = remote.backing().schedules().await.unwrap();
+    let key = generate("raw", vec![Scope::Operator], NOW);
+    remote
+        .backing()
+        .create_key(key.record.clone())
+        .await
+        .unwrap();
+    let bearer = format!("Bearer {}", key.token);
+    let mut invalid = schedule(ScheduleOrigin::Client);
+    invalid.definition.spec = ScheduleSpec::cron("0 25 * * *");
+    let invalid = serde_json::to_string(&json!({ "schedule": invalid })).unwrap();
+    let name = &kept.name;
+    for (path, body, status, says) in [
+        ("/schedules", "{not json", 400, "json"),
+        ("/schedules", r#"{"schedule": 1}"#, 422, "schedule"),
+        (
+            "/schedules",
+            invalid.as_str(),
+            400,
+            "cron expression `0 25 * * *`",
+        ),
+        (
+            "/schedules/actions",
+            &format!(r#"{{"name": "{name}", "action": {{"action": "explode"}}, "now": 0}}"#),
+            422,
+            "explode",
+        ),
+        (
+            "/schedules/actions",
+            &format!(
+                r#"{{"name": "{name}", "action": {{"action": "backfill", "from": 0, "to": {}}}, "now": 0}}"#,
+                NOW + 86_400_000
+            ),
+            400,
+            "covers the past",
+        ),
+        (
+            "/schedules/actions",
+            r#"{"name": "no-such", "action": {"action": "trigger"}, "now": 0}"#,
+            404,
+            "schedule `no-such`",
+        ),
+        (
+            "/schedules/show",
+            r#"{"name": "no-such"}"#,
+            404,
+            "schedule `no-such`",
+        ),
+    ] {
+        let (got, error) = post(&remote, path, body, Some(&bearer)).await;
+        let error = error.unwrap_or_else(|| panic!("{path} {body}: an error body"));
+        assert_eq!(got, status, "{path} {body}: {error:?}");
+        assert!(
+            error.message.to_lowercase().contains(&says.to_lowercase()),
+            "{path} {body}: {}",
+            error.message
+        );
+    }
+    assert_eq!(remote.backing().schedules().await.unwrap(), before);
+    assert_eq!(remote.backing().run_counts().await.unwrap(), vec![]);
+}
