@@ -1,17 +1,35 @@
 //! The benchmark of issue 6: Aiki's throughput, fan-out, replay, recovery and latency on SQLite
-//! and PostgreSQL, each throughput figure printed with its ratio to the raw commit rate of the
-//! same database measured in the same run.
+//! and PostgreSQL, each throughput figure printed with its ratio to the database engine's own
+//! commit rates measured in the same run, and the costs that grow with the store (issue 25).
 //!
 //! ```sh
 //! cargo run --release --example bench -- [--quick] [--json out.json] [--backends sqlite,postgres]
 //! ```
 //!
-//! * **limit**: single-row `INSERT` transactions per second, one connection, sequential, with
-//!   the store's durability settings (SQLite: a file in a temp folder, WAL,
-//!   `synchronous=NORMAL`; PostgreSQL: the server's `synchronous_commit`), through `sqlx`.
+//! * **limits** (see `bench/engine.rs`): single-row `INSERT` transactions per second with the
+//!   store's durability settings (SQLite: a file in a temp folder, WAL, `synchronous=NORMAL`;
+//!   PostgreSQL: the server's `synchronous_commit`). The yardsticks:
+//!   - SQLite: the C library in process through `rusqlite`, sequential, on a blocking thread
+//!     (no driver thread hop), and one `sqlx` connection (the old limit row: every statement
+//!     pays sqlx-sqlite's hand-off to its worker thread);
+//!   - PostgreSQL: 1 and 16 concurrent `sqlx` connections, each a loop of autocommit `INSERT`s
+//!     into a fresh table, total commits/s; the old one-connection row is printed beside them.
+//!
+//!   Every throughput row prints its ratio to both yardsticks of its backend. The JSON keeps
+//!   the old figures (`raw_commits_per_s`, each row's `ratio_to_raw`) and adds `limits` (the
+//!   yardsticks, `key` and `commits_per_s`) and each row's `ratios` (`{ key: ratio }`).
 //! * **throughput**: N runs of 10 sequential tasks (each returns its input + 1), executed by 1
 //!   and by 2 worker *processes* (this program re-executed with `--worker <url>`): runs/s,
-//!   steps/s and steps/s ÷ raw commits/s. N = 1,000 (100 with `--quick`).
+//!   steps/s and steps/s ÷ each yardstick. N = 1,000 (100 with `--quick`).
+//! * **bytes per task entry** (see `bench/footprint.rs`): how much the store grew while the
+//!   one-worker throughput row wrote its N × 10 task entries, per entry: `aiki_entries` with its
+//!   indexes (SQLite: its pages in `dbstat`; PostgreSQL: `pg_total_relation_size`, dead row
+//!   versions included until a vacuum), and the whole store (SQLite: `page_count × page_size`,
+//!   WAL frames and free pages included; PostgreSQL: `pg_total_relation_size` summed over the
+//!   schema's tables).
+//! * **per-step cost as a run grows** (see `bench/long_run.rs`): one run of 10,000 sequential
+//!   tasks (1,000 with `--quick`) on an in-process worker, each step timed inside the workflow;
+//!   mean and median of steps 1–100 beside the last 100, and late ÷ early.
 //! * **fan-out**: one run starting 1,000 concurrent tasks (100 with `--quick`).
 //! * **replay** (memory store): µs per recorded task when a run of 10,000 recorded tasks (1,000
 //!   with `--quick`) is replayed, (a) with the same output schema (fast path) and (b) with a
@@ -59,6 +77,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
+#[path = "bench/engine.rs"]
+mod engine;
+#[path = "bench/footprint.rs"]
+mod footprint;
 #[path = "bench/gather.rs"]
 mod gather;
 #[path = "bench/idle.rs"]
@@ -67,6 +89,8 @@ mod idle;
 mod impact;
 #[path = "bench/listing.rs"]
 mod listing;
+#[path = "bench/long_run.rs"]
+mod long_run;
 #[path = "bench/server.rs"]
 mod server;
 #[path = "bench/tracing_cost.rs"]
@@ -228,6 +252,9 @@ impl Options {
     }
     fn wake_runs(&self) -> usize {
         if self.quick { 5 } else { 20 }
+    }
+    fn long_run(&self) -> u64 {
+        if self.quick { 1000 } else { 10_000 }
     }
     fn raw_seconds(&self) -> f64 {
         if self.quick { 1.0 } else { 3.0 }
@@ -510,122 +537,6 @@ async fn postgres_answers() -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // Phases
 // ---------------------------------------------------------------------------------------------
-
-const PAYLOAD: &str = "{\"output\":12345,\"fingerprint\":\"0123456789abcdef0123456789abcdef\"}";
-
-/// Phase 1: sequential single-row INSERT transactions on one connection, for `seconds`.
-async fn raw_commits(stores: &mut Stores, seconds: f64) -> anyhow::Result<f64> {
-    use sqlx::Connection;
-    let budget = Duration::from_secs_f64(seconds);
-    let spinner = ProgressBar::new_spinner().with_message("raw commits");
-    let mut count = 0u64;
-    let started;
-    match stores.backend {
-        Backend::Sqlite => {
-            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-            let options = SqliteConnectOptions::new()
-                .filename(stores.dir.join("raw.db"))
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal);
-            let mut connection = sqlx::SqliteConnection::connect_with(&options).await?;
-            sqlx::query("CREATE TABLE raw (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-                .execute(&mut connection)
-                .await?;
-            started = Instant::now();
-            while started.elapsed() < budget {
-                sqlx::query("INSERT INTO raw (v) VALUES (?1)")
-                    .bind(PAYLOAD)
-                    .execute(&mut connection)
-                    .await?;
-                count += 1;
-                if count.is_multiple_of(256) {
-                    spinner.tick();
-                }
-            }
-        }
-        Backend::Postgres => {
-            let url = stores.fresh_url("raw").await?;
-            let mut connection = sqlx::PgConnection::connect(&url).await?;
-            sqlx::query("CREATE TABLE raw (id BIGSERIAL PRIMARY KEY, v TEXT NOT NULL)")
-                .execute(&mut connection)
-                .await?;
-            started = Instant::now();
-            while started.elapsed() < budget {
-                sqlx::query("INSERT INTO raw (v) VALUES ($1)")
-                    .bind(PAYLOAD)
-                    .execute(&mut connection)
-                    .await?;
-                count += 1;
-                if count.is_multiple_of(256) {
-                    spinner.tick();
-                }
-            }
-            let _ = connection.close().await;
-        }
-    }
-    spinner.finish_and_clear();
-    Ok(count as f64 / started.elapsed().as_secs_f64())
-}
-
-/// The same INSERTs through a one-connection `sqlx` pool, as the stores use, with the pool's
-/// default `test_before_acquire` (a ping before every statement) on or off: how much of the
-/// gap between the raw rate and the store's comes from going through a pool.
-async fn pool_commits(stores: &mut Stores, seconds: f64, test: bool) -> anyhow::Result<f64> {
-    let budget = Duration::from_secs_f64(seconds);
-    let mut count = 0u64;
-    let started;
-    match stores.backend {
-        Backend::Sqlite => {
-            use sqlx::sqlite::{
-                SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
-            };
-            let options = SqliteConnectOptions::new()
-                .filename(stores.dir.join(format!("pool-{test}.db")))
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal);
-            let pool = SqlitePoolOptions::new()
-                .max_connections(1)
-                .test_before_acquire(test)
-                .connect_with(options)
-                .await?;
-            sqlx::query("CREATE TABLE raw (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-                .execute(&pool)
-                .await?;
-            started = Instant::now();
-            while started.elapsed() < budget {
-                sqlx::query("INSERT INTO raw (v) VALUES (?1)")
-                    .bind(PAYLOAD)
-                    .execute(&pool)
-                    .await?;
-                count += 1;
-            }
-            pool.close().await;
-        }
-        Backend::Postgres => {
-            let url = stores.fresh_url(&format!("pool_{test}")).await?;
-            let pool = sqlx::postgres::PgPoolOptions::new()
-                .max_connections(1)
-                .test_before_acquire(test)
-                .connect(&url)
-                .await?;
-            sqlx::query("CREATE TABLE raw (id BIGSERIAL PRIMARY KEY, v TEXT NOT NULL)")
-                .execute(&pool)
-                .await?;
-            started = Instant::now();
-            while started.elapsed() < budget {
-                sqlx::query("INSERT INTO raw (v) VALUES ($1)")
-                    .bind(PAYLOAD)
-                    .execute(&pool)
-                    .await?;
-                count += 1;
-            }
-            pool.close().await;
-        }
-    }
-    Ok(count as f64 / started.elapsed().as_secs_f64())
-}
 
 /// Polls a run every millisecond until it is in `status` (failing if it ends otherwise).
 async fn wait_for<W: Workflow>(
@@ -960,7 +871,7 @@ async fn tracing_cost_backend(backend: Backend, options: &Options) -> anyhow::Re
     let mut stores = Stores::new(backend)?;
     let result = async {
         eprintln!("[{}] raw commits", backend.name());
-        let raw = raw_commits(&mut stores, options.raw_seconds()).await?;
+        let raw = engine::raw_commits(&mut stores, options.raw_seconds()).await?;
         let (mut without, mut with) = (Vec::new(), Vec::new());
         for repetition in 0..tracing_cost::REPETITIONS {
             for traced in tracing_cost::order(repetition) {
@@ -988,10 +899,15 @@ async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Va
     let mut stores = Stores::new(backend)?;
     let result = async {
         eprintln!("[{}] raw commits", backend.name());
-        let raw = raw_commits(&mut stores, options.raw_seconds()).await?;
-        let pool_tested = pool_commits(&mut stores, options.raw_seconds() / 2.0, true).await?;
-        let pool_untested = pool_commits(&mut stores, options.raw_seconds() / 2.0, false).await?;
+        let raw = engine::raw_commits(&mut stores, options.raw_seconds()).await?;
+        let pool_tested =
+            engine::pool_commits(&mut stores, options.raw_seconds() / 2.0, true).await?;
+        let pool_untested =
+            engine::pool_commits(&mut stores, options.raw_seconds() / 2.0, false).await?;
+        eprintln!("[{}] the engine's own commit rates", backend.name());
+        let limits = engine::measure(&mut stores, options.raw_seconds(), raw).await?;
         let mut throughputs = Vec::new();
+        let mut footprint = Value::Null;
         for workers in [1, 2] {
             eprintln!(
                 "[{}] throughput: {} runs x 10 tasks, {workers} worker process(es)",
@@ -999,19 +915,37 @@ async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Va
                 options.runs()
             );
             let url = stores.fresh_url(&format!("throughput{workers}")).await?;
+            let empty = if workers == 1 {
+                Some(footprint::empty(&url).await?)
+            } else {
+                None
+            };
             let mut result = throughput(&url, options.runs(), workers).await?;
+            if let Some(empty) = empty {
+                footprint = footprint::per_entry(&url, empty).await?;
+            }
             let ratio = result["steps_per_s"].as_f64().unwrap_or(0.0) / raw;
             result["ratio_to_raw"] = json!(ratio);
+            result["ratios"] = engine::ratios(&limits, f(&result["steps_per_s"]));
             throughputs.push(result);
         }
         eprintln!("[{}] statement accounting", backend.name());
         let url = stores.fresh_url("accounting").await?;
-        let accounting = accounting_phase(&url, options.runs() / 5).await?;
+        let mut accounting = accounting_phase(&url, options.runs() / 5).await?;
+        accounting["ratios"] = engine::ratios(&limits, f(&accounting["in_process_steps_per_s"]));
         eprintln!("[{}] fan-out: {} tasks", backend.name(), options.fan_out());
         let url = stores.fresh_url("fanout").await?;
         let mut fan_out = fan_out_phase(&url, options.fan_out()).await?;
         let ratio = fan_out["tasks_per_s"].as_f64().unwrap_or(0.0) / raw;
         fan_out["ratio_to_raw"] = json!(ratio);
+        fan_out["ratios"] = engine::ratios(&limits, f(&fan_out["tasks_per_s"]));
+        eprintln!(
+            "[{}] long run: one run of {} sequential tasks",
+            backend.name(),
+            options.long_run()
+        );
+        let url = stores.fresh_url("longrun").await?;
+        let long_run = long_run::measure(&url, options.long_run()).await?;
         eprintln!("[{}] recovery: 1000 recorded tasks", backend.name());
         let url = stores.fresh_url("recovery").await?;
         let recovery = recovery_phase(&url).await?;
@@ -1029,6 +963,7 @@ async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Va
             let mut result = server::throughput(&url, options.runs(), workers).await?;
             let ratio = f(&result["steps_per_s"]) / f(&direct["steps_per_s"]);
             result["ratio_to_direct"] = json!(ratio);
+            result["ratios"] = engine::ratios(&limits, f(&result["steps_per_s"]));
             served.push(result);
         }
         eprintln!("[{}] latency through a server", backend.name());
@@ -1040,7 +975,10 @@ async fn bench_backend(backend: Backend, options: &Options) -> anyhow::Result<Va
             "raw_commits_per_s": raw,
             "pool_commits_per_s": pool_tested,
             "pool_without_test_before_acquire_commits_per_s": pool_untested,
+            "limits": limits,
             "throughput": throughputs,
+            "bytes_per_entry": footprint,
+            "long_run": long_run,
             "fan_out": fan_out,
             "recovery": recovery,
             "latency": latency,
@@ -1093,11 +1031,13 @@ fn print_report(report: &Value) {
     }
     for backend in report["backends"].as_array().into_iter().flatten() {
         let raw = f(&backend["raw_commits_per_s"]);
+        let limits = &backend["limits"];
+        let ratios = |row: &Value| engine::describe(limits, &row["ratios"]);
         println!();
         println!("  {}", backend["backend"].as_str().unwrap_or("?"));
-        println!("    limit: raw single-row INSERT commits        {raw:>10.0} /s   (1.00 ×)");
+        engine::print(limits, raw);
         println!(
-            "    the same through a 1-connection sqlx pool: {:.0} /s ({:.2} ×); without \
+            "    the same through a 1-connection sqlx pool: {:.0} /s ({:.2} × sqlx 1 conn); without \
              test_before_acquire: {:.0} /s ({:.2} ×)",
             f(&backend["pool_commits_per_s"]),
             f(&backend["pool_commits_per_s"]) / raw,
@@ -1107,21 +1047,31 @@ fn print_report(report: &Value) {
         for t in backend["throughput"].as_array().into_iter().flatten() {
             println!(
                 "    throughput, {} worker process(es), {} runs × 10 tasks: {:>7.0} runs/s, \
-                 {:>7.0} steps/s   ({:.2} × raw)",
+                 {:>7.0} steps/s   ({})",
                 t["workers"],
                 t["runs"],
                 f(&t["runs_per_s"]),
                 f(&t["steps_per_s"]),
-                f(&t["ratio_to_raw"]),
+                ratios(t),
             );
         }
         let fan = &backend["fan_out"];
         println!(
-            "    fan-out, 1 run × {} concurrent tasks: {:.0} ms, {:.0} tasks/s   ({:.2} × raw)",
+            "    fan-out, 1 run × {} concurrent tasks: {:.0} ms, {:.0} tasks/s   ({})",
             fan["tasks"],
             f(&fan["wall_ms"]),
             f(&fan["tasks_per_s"]),
-            f(&fan["ratio_to_raw"]),
+            ratios(fan),
+        );
+        println!(
+            "    bytes per task entry: {}",
+            footprint::describe(&backend["bytes_per_entry"])
+        );
+        let long = &backend["long_run"];
+        println!(
+            "    per-step cost, one run of {} sequential tasks: {}",
+            long["steps"],
+            long_run::describe(long)
         );
         let rec = &backend["recovery"];
         println!(
@@ -1133,12 +1083,12 @@ fn print_report(report: &Value) {
         );
         let acc = &backend["accounting"];
         println!(
-            "    in-process worker, {} runs already queued: {:.0} steps/s ({:.2} × raw); \
+            "    in-process worker, {} runs already queued: {:.0} steps/s ({}); \
              statements: {:.1} per start, {:.1} per task step, {:.0}/s while executing, \
              {}/s from an idle worker",
             acc["runs"],
             f(&acc["in_process_steps_per_s"]),
-            f(&acc["in_process_steps_per_s"]) / raw,
+            ratios(acc),
             f(&acc["statements_per_start"]),
             f(&acc["statements_per_step_executing"]),
             f(&acc["statements_per_s"]),
@@ -1165,11 +1115,12 @@ fn print_report(report: &Value) {
         for t in served["throughput"].as_array().into_iter().flatten() {
             println!(
                 "    through one server, {} remote worker process(es), {} runs × 10 tasks: \
-                 {:>7.0} steps/s   ({:.2} × direct)",
+                 {:>7.0} steps/s   ({:.2} × direct; {})",
                 t["workers"],
                 t["runs"],
                 f(&t["steps_per_s"]),
                 f(&t["ratio_to_direct"]),
+                ratios(t),
             );
         }
         let lat = &served["latency"];
