@@ -220,6 +220,7 @@ mod keys;
 mod migrate;
 mod outcomes;
 mod output;
+mod purge;
 mod result;
 mod runs;
 mod schedules;

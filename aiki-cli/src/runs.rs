@@ -35,13 +35,19 @@ pub(crate) async fn run(
         // It connects by itself, riding out a store that is down.
         return crate::result::result(cli, *id, *timeout, format, out).await;
     }
+    if let RunsCommand::Purge(args) = command {
+        // On the database itself, under a lease of its own.
+        return crate::purge::purge(cli, args, format, out).await;
+    }
     let client = client(cli).await?;
     match command {
         RunsCommand::List(args) => list(cli, &client, args, format, out).await?,
         RunsCommand::Show { id, inputs } => {
             crate::show::show(cli, &client, *id, *inputs, format, out).await?;
         }
-        RunsCommand::Result { .. } => unreachable!("BUG: handled above"),
+        RunsCommand::Result { .. } | RunsCommand::Purge(_) => {
+            unreachable!("BUG: handled above")
+        }
         RunsCommand::Cancel(args) => {
             return crate::bulk::act(cli, &client, BulkAction::Cancel, args, format, out).await;
         }

@@ -48,6 +48,15 @@ async fn the_rows_of_workers_long_gone_are_pruned(backend: Backend) {
             .collect::<Vec<_>>()
     };
     let deadline = tokio::time::Instant::now() + PATIENCE;
+    // The live worker's first heartbeat may land after the daemons' first pass: wait for it,
+    // so that the pass after it is the one that must keep it.
+    while !ids().await.iter().any(|id| id.starts_with("worker-")) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the live worker never listed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     while ids()
         .await
         .iter()
@@ -64,4 +73,55 @@ async fn the_rows_of_workers_long_gone_are_pruned(backend: Backend) {
     );
 }
 
-on_every_backend!(the_rows_of_workers_long_gone_are_pruned);
+/// With a run retention set, the daemons purge ended runs once they are older than it, with
+/// their history; runs not ended stay, whatever their age.
+async fn ended_runs_past_their_retention_are_purged(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    h.client
+        .set_config(aiki::ConfigKey::RunRetention, 2 * HOUR)
+        .await
+        .unwrap();
+    h.deploy(|w| w.register(Noop).register(Waits)).await;
+    let done = h.client.start::<Noop>(aiki::NoInput).await.unwrap();
+    h.reach(&done, aiki::RunStatus::Completed).await;
+    let waiting = h.client.start::<Waits>(aiki::NoInput).await.unwrap();
+    h.reach(&waiting, aiki::RunStatus::AwaitingEvent).await;
+    // An hour on: younger than the retention, kept.
+    h.clock.advance(Duration::from_millis(HOUR as u64));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.store.get_run(done.id()).await.expect("kept for now");
+    h.clock.advance(Duration::from_millis(2 * HOUR as u64));
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match h.store.get_run(done.id()).await {
+            Err(aiki::StoreError::NotFound { .. }) => break,
+            Ok(_) => {}
+            Err(error) => panic!("{error}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never purged");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(matches!(
+        h.store.load_history(done.id()).await,
+        Err(aiki::StoreError::NotFound { .. })
+    ));
+    let waiting = h
+        .store
+        .get_run(waiting.id())
+        .await
+        .expect("not ended: kept");
+    assert_eq!(waiting.status, aiki::RunStatus::AwaitingEvent);
+}
+
+const HOUR: i64 = 3_600_000;
+
+#[aiki::workflow(name = "retention-waits", version = "1", events(never = bool))]
+async fn waits(run: &Run) -> Result<(), WorkflowError> {
+    run.events().never().wait().await?;
+    Ok(())
+}
+
+on_every_backend!(
+    the_rows_of_workers_long_gone_are_pruned,
+    ended_runs_past_their_retention_are_purged
+);

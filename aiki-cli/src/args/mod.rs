@@ -18,7 +18,7 @@ pub(crate) use endpoints::EndpointsCommand;
 
 pub(crate) use parse::parse_duration;
 pub(crate) use runs::{
-    ActArgs, FilterArgs, ListArgs, RunsCommand, SendArgs, StartArgs, WorkflowArg,
+    ActArgs, Before, FilterArgs, ListArgs, PurgeArgs, RunsCommand, SendArgs, StartArgs, WorkflowArg,
 };
 pub(crate) use schedules::{BackfillArgs, CreateArgs, SchedulesCommand};
 

@@ -194,7 +194,7 @@ pub(super) fn schedule_overlap(text: &str) -> Result<aiki::store::OverlapPolicy,
 
 /// An instant in RFC 3339 (`2026-03-01T09:00:00Z`, `2026-03-01T10:00:00+01:00`), as ms since
 /// the epoch.
-pub(super) fn parse_time(text: &str) -> Result<aiki::Millis, String> {
+pub(crate) fn parse_time(text: &str) -> Result<aiki::Millis, String> {
     chrono::DateTime::parse_from_rfc3339(text)
         .map(|at| at.timestamp_millis())
         .map_err(|_| {

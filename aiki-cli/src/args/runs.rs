@@ -95,6 +95,45 @@ pub enum RunsCommand {
     /// Sends an event to a run; the payload is checked against the schema the run's version
     /// declares for it in the catalog.
     Send(SendArgs),
+    /// Deletes ended runs (completed, failed, cancelled) with everything recorded for them,
+    /// the oldest first; a child goes with or after its parent, and runs ended within the
+    /// last hour stay. Works on the database itself, not through a server (whose daemons
+    /// purge by `daemons.purgeEndedRuns.retentionMs`).
+    Purge(PurgeArgs),
+}
+
+/// `runs purge`.
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// Purge the runs that ended before this time (RFC 3339, e.g. `2026-03-01T00:00:00Z`),
+    /// or this long ago (`30d`, `12h`); at least an hour ago.
+    #[arg(long, value_parser = parse_before)]
+    pub finished_before: Before,
+    /// List the runs that would go (at most `--limit`) and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Purge (or list) at most this many runs.
+    #[arg(long)]
+    pub limit: Option<NonZeroU32>,
+}
+
+/// A `--finished-before`: an instant, or an age to count back from the store's now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Before {
+    /// An instant (ms since the epoch).
+    At(aiki::Millis),
+    /// This long before the store's now.
+    Ago(Duration),
+}
+
+/// An RFC 3339 time or a duration back from now.
+fn parse_before(text: &str) -> Result<Before, String> {
+    if let Ok(ago) = parse_duration(text) {
+        return Ok(Before::Ago(ago));
+    }
+    super::parse::parse_time(text).map(Before::At).map_err(|_| {
+        format!("`{text}` is neither an RFC 3339 time (2026-03-01T00:00:00Z) nor an age (30d, 12h)")
+    })
 }
 
 /// `runs start`.

@@ -30,7 +30,12 @@ async fn the_runtime_configuration_is_shown_and_set(backend: Backend) {
         "{line}"
     );
     let lines = aiki(&url, &["config", "-o", "jsonl"]);
-    assert_eq!(lines.stdout.lines().count(), 5, "{}", lines.stdout);
+    assert_eq!(
+        lines.stdout.lines().count(),
+        aiki::ConfigKey::ALL.len(),
+        "{}",
+        lines.stdout
+    );
 
     let unknown = aiki(&url, &["config", "set", "daemons.claimIdleTimeout", "5"]);
     let unknown = unknown.failed(2);

@@ -12,6 +12,7 @@ mod endpoints;
 mod filters;
 mod migrate;
 mod outage;
+mod purge;
 mod recovery;
 mod release;
 mod scenes;

@@ -467,6 +467,14 @@ impl Sweeper for Remote {
     ) -> Result<u64, StoreError> {
         self.backing.prune_workers(lease, now, older_than_ms).await
     }
+    async fn purge_runs(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        purge: PurgeRuns,
+    ) -> Result<Vec<RunId>, StoreError> {
+        self.backing.purge_runs(lease, now, purge).await
+    }
     async fn forget_operations(
         &self,
         lease: &Lease,

@@ -49,6 +49,7 @@ mod leases;
 mod operations;
 mod outbox;
 mod pause;
+mod purge;
 mod recovery;
 mod runs;
 mod schedule_dst;
@@ -78,6 +79,7 @@ pub use outbox::{
     check_changes_since_gives_every_change_once, check_changes_since_under_concurrent_writers,
 };
 pub use pause::*;
+pub use purge::*;
 pub use recovery::*;
 pub use runs::*;
 pub use schedule_dst::*;
@@ -220,6 +222,8 @@ macro_rules! conformance_tests {
                 check_stall_undelivered,
                 check_sweeps_take_at_most_their_limit,
                 check_recovery_pauses_a_run_with_a_pause_request,
+                check_a_purge_takes_ended_runs_and_only_them,
+                check_a_purge_takes_at_most_its_limit_under_its_lease,
             ]);
     };
     (@group $factory:expr; $group:ident: [$($check:ident),* $(,)?]) => {

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 mod client;
 mod endpoints;
 mod keys;
+mod purge;
 mod read;
 mod schedules;
 mod state;

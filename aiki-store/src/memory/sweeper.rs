@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::MemoryStore;
 use super::state::{self, Note};
 use crate::Sweeper;
-use crate::{ClaimTiming, Lease, Millis, RunId, RunRecord, RunStatus, StoreError};
+use crate::{ClaimTiming, Lease, Millis, PurgeRuns, RunId, RunRecord, RunStatus, StoreError};
 
 #[async_trait]
 impl Sweeper for MemoryStore {
@@ -158,6 +158,23 @@ impl Sweeper for MemoryStore {
             .workers
             .retain(|_, worker| worker.last_seen_at >= since);
         Ok((before - state.workers.len()) as u64)
+    }
+
+    async fn purge_runs(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        purge: PurgeRuns,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let mut state = self.lock();
+        if !state.holds(lease, now) {
+            return Ok(Vec::new());
+        }
+        let ids = state.purgeable(purge.cutoff(now), purge.limit);
+        if !purge.dry_run {
+            state.purge(&ids);
+        }
+        Ok(ids)
     }
 
     async fn forget_operations(

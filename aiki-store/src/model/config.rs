@@ -28,6 +28,11 @@ pub enum ConfigKey {
     /// `daemons.pruneWorkers.retentionMs`: how long the worker list keeps a worker not seen
     /// any more (default 7 days).
     WorkerRetention,
+    /// `daemons.purgeEndedRuns.retentionMs`: how long ended runs are kept before the daemons
+    /// purge them with everything recorded for them (see
+    /// [`Sweeper::purge_runs`](crate::Sweeper::purge_runs)); 0, the default, keeps them for
+    /// ever. At least an hour ([`PURGE_MIN_AGE_MS`](crate::PURGE_MIN_AGE_MS)) when set.
+    RunRetention,
 }
 
 const SECOND: i64 = 1_000;
@@ -41,6 +46,7 @@ impl ConfigKey {
         ConfigKey::DaemonsInterval,
         ConfigKey::DaemonsLimit,
         ConfigKey::WorkerRetention,
+        ConfigKey::RunRetention,
     ];
 
     /// The key's name in the store (and in the API and the CLI).
@@ -51,6 +57,7 @@ impl ConfigKey {
             ConfigKey::DaemonsInterval => "daemons.intervalMs",
             ConfigKey::DaemonsLimit => "daemons.limit",
             ConfigKey::WorkerRetention => "daemons.pruneWorkers.retentionMs",
+            ConfigKey::RunRetention => "daemons.purgeEndedRuns.retentionMs",
         }
     }
 
@@ -62,10 +69,12 @@ impl ConfigKey {
             ConfigKey::DaemonsInterval => SECOND,
             ConfigKey::DaemonsLimit => 500,
             ConfigKey::WorkerRetention => 7 * DAY,
+            ConfigKey::RunRetention => 0,
         }
     }
 
-    /// The values the key accepts, inclusive.
+    /// The values the key accepts, inclusive (and 0 for
+    /// [`RunRetention`](ConfigKey::RunRetention): kept for ever).
     pub fn range(self) -> (i64, i64) {
         match self {
             ConfigKey::ClaimIdleTimeout => (SECOND, DAY),
@@ -73,6 +82,7 @@ impl ConfigKey {
             ConfigKey::DaemonsInterval => (10, 1_500),
             ConfigKey::DaemonsLimit => (1, 10_000),
             ConfigKey::WorkerRetention => (60 * SECOND, 365 * DAY),
+            ConfigKey::RunRetention => (crate::PURGE_MIN_AGE_MS, 3_650 * DAY),
         }
     }
 
@@ -80,12 +90,19 @@ impl ConfigKey {
     /// and the accepted range.
     pub fn check(self, value: i64) -> Result<i64, StoreError> {
         let (min, max) = self.range();
-        if (min..=max).contains(&value) {
+        let off = self == ConfigKey::RunRetention && value == 0;
+        if off || (min..=max).contains(&value) {
             Ok(value)
         } else {
+            let or_off = if self == ConfigKey::RunRetention {
+                " (or 0: keep ended runs for ever)"
+            } else {
+                ""
+            };
             Err(StoreError::Invalid {
                 message: format!(
-                    "`{self}` cannot be {value}: it takes a whole number from {min} to {max}"
+                    "`{self}` cannot be {value}: it takes a whole number from {min} to \
+                     {max}{or_off}"
                 ),
             })
         }
@@ -148,6 +165,9 @@ pub struct RuntimeConfig {
     /// See [`ConfigKey::WorkerRetention`].
     #[serde(rename = "daemons.pruneWorkers.retentionMs")]
     pub worker_retention_ms: Millis,
+    /// See [`ConfigKey::RunRetention`].
+    #[serde(rename = "daemons.purgeEndedRuns.retentionMs")]
+    pub run_retention_ms: Millis,
 }
 
 impl Default for RuntimeConfig {
@@ -158,6 +178,7 @@ impl Default for RuntimeConfig {
             daemons_interval_ms: ConfigKey::DaemonsInterval.default_value(),
             daemons_limit: ConfigKey::DaemonsLimit.default_value(),
             worker_retention_ms: ConfigKey::WorkerRetention.default_value(),
+            run_retention_ms: ConfigKey::RunRetention.default_value(),
         }
     }
 }
@@ -171,6 +192,7 @@ impl RuntimeConfig {
             ConfigKey::DaemonsInterval => self.daemons_interval_ms,
             ConfigKey::DaemonsLimit => self.daemons_limit,
             ConfigKey::WorkerRetention => self.worker_retention_ms,
+            ConfigKey::RunRetention => self.run_retention_ms,
         }
     }
 
@@ -202,6 +224,7 @@ impl RuntimeConfig {
             ConfigKey::DaemonsInterval => &mut self.daemons_interval_ms,
             ConfigKey::DaemonsLimit => &mut self.daemons_limit,
             ConfigKey::WorkerRetention => &mut self.worker_retention_ms,
+            ConfigKey::RunRetention => &mut self.run_retention_ms,
         }
     }
 }
@@ -230,6 +253,18 @@ mod tests {
             .with(ConfigKey::ClaimIdleTimeout, 10)
             .unwrap_err();
         assert!(low.to_string().contains("from 1000 to 86400000"), "{low}");
+    }
+
+    #[test]
+    fn run_retention_is_off_at_zero_and_else_at_least_the_minimum_age() {
+        let key = ConfigKey::RunRetention;
+        assert_eq!(RuntimeConfig::default().get(key), 0, "off by default");
+        assert_eq!(key.check(0).unwrap(), 0);
+        assert_eq!(key.check(3_600_000).unwrap(), 3_600_000);
+        for bad in [1, 3_599_999, -1, 3_651 * DAY] {
+            let error = key.check(bad).unwrap_err().to_string();
+            assert!(error.contains("or 0: keep ended runs for ever"), "{error}");
+        }
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! What the daemons sweep: due wake-ups, stale claims, undelivered runs, old worker rows.
+//! What the daemons sweep: due wake-ups, stale claims, undelivered runs, old worker rows, ended
+//! runs past their retention.
 
 use std::fmt::Debug;
 
 use async_trait::async_trait;
 
-use crate::{ClaimTiming, DueSchedule, Lease, Millis, RunId, ScheduleWrite, StoreError};
+use crate::{ClaimTiming, DueSchedule, Lease, Millis, PurgeRuns, RunId, ScheduleWrite, StoreError};
 
 /// The sweeping role of the store contract: the daemons' passes over every run. Only the
 /// process holding the daemons' lease sweeps; a remote worker never does.
@@ -92,6 +93,21 @@ pub trait Sweeper: Send + Sync + Debug + 'static {
         older_than_ms: i64,
         limit: u32,
     ) -> Result<u64, StoreError>;
+
+    /// Retention of ended runs: deletes the runs `purge` selects (see [`PurgeRuns`]: ended
+    /// before its cutoff at `now`, whose parent is gone or purgeable too, the oldest first, at
+    /// most its limit) with everything recorded for them (entries, sleeps, events, timeline
+    /// and change stream rows, wait rows), in one atomic operation fenced by `lease`, and
+    /// returns their ids, oldest first. A purged run's reference id is free again. A run that
+    /// left its end meanwhile (an operator's retry) is not taken. With
+    /// [`dry_run`](PurgeRuns::dry_run) it changes nothing and returns the runs it would take.
+    /// A returned list of `limit` runs means more may be purgeable.
+    async fn purge_runs(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        purge: PurgeRuns,
+    ) -> Result<Vec<RunId>, StoreError>;
 
     /// Up to `limit` active schedules the schedule sweep should look at `now`: those whose
     /// next occurrence is due by [`ScheduleRecord::fire_at`](crate::ScheduleRecord::fire_at),

@@ -29,7 +29,7 @@ fn corrupt(message: impl Into<String>) -> StoreError {
     }
 }
 
-fn parse_id(text: &str) -> Result<RunId, StoreError> {
+pub(crate) fn parse_id(text: &str) -> Result<RunId, StoreError> {
     text.parse()
         .map_err(|_| corrupt(format!("`{text}` is not a run id")))
 }

@@ -26,6 +26,7 @@ mod leases;
 mod listing;
 mod ops;
 pub(crate) mod outbox;
+mod purge;
 mod roles;
 mod schedules;
 pub(crate) mod statements;

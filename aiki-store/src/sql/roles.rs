@@ -337,6 +337,15 @@ impl<D: Dialect> Sweeper for SqlStore<D> {
             .await
     }
 
+    async fn purge_runs(
+        &self,
+        lease: &crate::Lease,
+        now: crate::Millis,
+        purge: crate::PurgeRuns,
+    ) -> Result<Vec<crate::RunId>, crate::StoreError> {
+        self.purge_runs(lease, now, purge).await
+    }
+
     async fn due_schedules(
         &self,
         now: crate::Millis,

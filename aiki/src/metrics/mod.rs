@@ -12,6 +12,7 @@
 //! | `aiki_store_errors_total` | operation, kind | store calls that failed (`transient` or `permanent`) |
 //! | `aiki_store_retries_total` | operation | store calls retried after a transient error |
 //! | `aiki_schedule_occurrences_total` | outcome | schedule occurrences the sweep of this process decided (`fired`, `skipped`, `missed`) |
+//! | `aiki_runs_purged_total` | | ended runs the daemons of this process purged past their retention |
 //! | `aiki_runs` | workflow, version, status | runs in each status, read from the store at scrape time |
 //! | `aiki_queue_depth` | workflow, version | queued runs (0 for a version with runs but none queued) |
 //! | `aiki_queue_oldest_age_seconds` | workflow, version | how long the oldest of them has waited |
@@ -125,6 +126,7 @@ struct Metrics {
     store_errors: Family<StoreLabels, Counter>,
     store_retries: Family<OperationLabels, Counter>,
     schedule_occurrences: Family<OutcomeLabels, Counter>,
+    runs_purged: Counter,
     runs: Family<StatusLabels, Gauge>,
     queue_depth: Family<VersionLabels, Gauge>,
     queue_age: Family<VersionLabels, Gauge<f64, AtomicU64>>,
@@ -189,6 +191,12 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "Schedule occurrences this process's sweep decided: fired, skipped (or buffered) by \
              an overlap policy, or missed outside the catch-up window",
             Family::default(),
+        ),
+        runs_purged: registered(
+            &mut r,
+            "aiki_runs_purged",
+            "Ended runs this process's daemons purged past their retention",
+            Counter::default(),
         ),
         runs: registered(
             &mut r,
@@ -310,6 +318,13 @@ pub(crate) fn schedule_occurrences(outcome: &'static str, count: u64) {
                 outcome: outcome.to_owned(),
             })
             .inc_by(count);
+    }
+}
+
+/// The daemons purged `count` ended runs past their retention.
+pub(crate) fn runs_purged(count: u64) {
+    if count > 0 {
+        METRICS.runs_purged.inc_by(count);
     }
 }
 

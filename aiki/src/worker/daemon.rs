@@ -1,5 +1,5 @@
 //! The server runtime's daemons: due wake-ups, schedules, claim recovery, stalling, and the
-//! retention of the worker list.
+//! retention of ended runs and of the worker list.
 //!
 //! Claim recovery survives store outages and restarts without mass releases: the store records
 //! it in two phases (see [`Sweeper::release_stale_claims`](aiki_store::Sweeper::release_stale_claims)):
@@ -23,7 +23,8 @@
 //! bounded batch; a full batch runs the next pass at once. Due wake-ups and schedules
 //! ([`aiki_store::schedule`]) are swept at every pass; the sweeps that need no second's precision on their own cadence, by the workers'
 //! clock: claim recovery every tenth of the claim idle timeout (at most 5 s), stalling every
-//! tenth of the maximum age (at most 10 s), forgetting old operation answers every minute, so
+//! tenth of the maximum age (at most 10 s), forgetting old operation answers and purging ended runs
+//! past their retention (when one is set) every minute, so
 //! that an idle store costs little (with the defaults, about 3 statements a second for the
 //! leader).
 //!
@@ -37,7 +38,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aiki_store::{ClaimTiming, DAEMONS_LEASE, Lease, Millis, RuntimeConfig, StoreError, Sweeper};
+use aiki_store::{
+    ClaimTiming, DAEMONS_LEASE, Lease, Millis, PurgeRuns, RuntimeConfig, StoreError, Sweeper,
+};
 use tokio::sync::watch;
 
 use super::{Shared, Stop};
@@ -46,8 +49,8 @@ use crate::clock::millis;
 /// How often the daemons prune the worker list.
 const PRUNE_EVERY: Millis = 10 * 60 * 1000;
 
-/// How often the daemons forget the answers of old operations (more often while batches come
-/// back full).
+/// How often the daemons forget the answers of old operations and purge ended runs past their
+/// retention (more often while batches come back full).
 const FORGET_EVERY: Millis = 60 * 1000;
 
 /// How often the leader reads the runtime configuration again (real time): a change reaches
@@ -75,6 +78,7 @@ pub(super) struct Leadership {
     stale: Cadence,
     stall: Cadence,
     forget: Cadence,
+    purge: Cadence,
 }
 
 /// When a sweep that needs no second's precision ran last (the workers' clock), and whether
@@ -301,6 +305,20 @@ impl Daemons {
             let forgotten = sweep(sweeper.forget_operations(&lease, now, kept, limit)).await?;
             leadership.forget.swept(now, forgotten, limit);
             pass.tidied(forgotten, limit);
+        }
+        // Ended runs past their retention (when one is set), a batch a minute, at once again
+        // while batches come back full.
+        let retention = config.run_retention_ms;
+        if retention > 0 && leadership.purge.due(now, FORGET_EVERY) {
+            let purge = PurgeRuns::new(now.saturating_sub(retention)).limit(limit);
+            let purged = sweep(sweeper.purge_runs(&lease, now, purge)).await?;
+            let count = purged.len() as u64;
+            leadership.purge.swept(now, count, purge.limit);
+            pass.tidied(count, purge.limit);
+            crate::metrics::runs_purged(count);
+            if count > 0 {
+                tracing::debug!(count, "purged ended runs past their retention");
+            }
         }
         self.prune_workers(&lease, now, config.worker_retention_ms)
             .await?;

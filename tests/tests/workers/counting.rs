@@ -3,7 +3,7 @@
 use aiki::BoxStore;
 use aiki::store::{
     AppendOutcome, ClaimRequest, CreateOutcome, EntryRecord, EventRecord, History, Lease, Millis,
-    NewEvent, NewRun, RunId, RunRecord, SleepRecord, StoreError, Transition,
+    NewEvent, NewRun, PurgeRuns, RunId, RunRecord, SleepRecord, StoreError, Transition,
 };
 
 /// A store that counts the calls the runtime makes, by method, and passes them on.
@@ -396,6 +396,15 @@ impl aiki::store::Sweeper for Counting {
     ) -> Result<u64, StoreError> {
         self.count("prune_workers");
         self.inner.prune_workers(lease, now, older_than_ms).await
+    }
+    async fn purge_runs(
+        &self,
+        lease: &Lease,
+        now: Millis,
+        purge: PurgeRuns,
+    ) -> Result<Vec<RunId>, StoreError> {
+        self.count("purge_runs");
+        self.inner.purge_runs(lease, now, purge).await
     }
     async fn forget_operations(
         &self,

@@ -1,0 +1,196 @@
+//! `aiki runs purge`: a dry run lists the ended runs that would go and changes nothing; a
+//! purge takes them (at most `--limit`), and leaves runs not ended and runs ended within the
+//! last hour; bad input is refused in one line with an exit code, and nothing is purged.
+
+use aiki::store::{ClaimRequest, Namespace, NewRun, RunId, RunStatus, Transition};
+use aiki::{Clock, StoreError};
+use aiki_tests::Backend;
+use serde_json::json;
+
+use crate::support::aiki;
+
+const DAY: i64 = 86_400_000;
+
+/// A run of its own version created at `at`, moved to `status` at `at` (`running` when
+/// `status` is `Running`).
+async fn seeded(store: &aiki::BoxStore, status: RunStatus, at: i64) -> RunId {
+    let namespace = Namespace::new(format!("purge-{}", RunId::new()), "1");
+    let run = NewRun::new(namespace.clone(), json!(null), "0".repeat(64), at);
+    let id = run.id;
+    store.create_run(run).await.expect("create");
+    let claimed = store
+        .claim(ClaimRequest::new(
+            "seeder",
+            vec![namespace],
+            "default",
+            1,
+            at,
+        ))
+        .await
+        .expect("claim")
+        .runs;
+    let run = claimed.into_iter().next().expect("claimed");
+    let transition = match status {
+        RunStatus::Running => return id,
+        RunStatus::Completed => Transition::to(status, at).output(json!(1), "f"),
+        RunStatus::Failed => {
+            Transition::to(status, at).error(aiki::Failure::new("task_failed", "no"))
+        }
+        _ => Transition::to(status, at),
+    };
+    store
+        .transition(id, run.revision, transition)
+        .await
+        .expect("end");
+    id
+}
+
+async fn exists(store: &aiki::BoxStore, id: RunId) -> bool {
+    match store.get_run(id).await {
+        Ok(_) => true,
+        Err(StoreError::NotFound { .. }) => false,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+async fn ended_runs_are_listed_then_purged(backend: Backend) {
+    let url = backend.fresh_url().await;
+    let store = aiki::store::connect(&url).await.expect("the store opens");
+    let now = aiki::SystemClock.now();
+    let old_done = seeded(&store, RunStatus::Completed, now - 3 * DAY).await;
+    let old_failed = seeded(&store, RunStatus::Failed, now - 2 * DAY).await;
+    let old_cancelled = seeded(&store, RunStatus::Cancelled, now - 2 * DAY + 1).await;
+    let old_running = seeded(&store, RunStatus::Running, now - 3 * DAY).await;
+    let recent = seeded(&store, RunStatus::Completed, now - 10 * 60_000).await;
+
+    let listed = aiki(
+        &url,
+        &[
+            "runs",
+            "purge",
+            "--finished-before",
+            "1d",
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+    )
+    .json();
+    let ids: Vec<String> = listed["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [old_done, old_failed, old_cancelled].map(|id| id.to_string()),
+        "oldest first: {listed}"
+    );
+    assert_eq!(listed["dry_run"], true);
+    let table = aiki(
+        &url,
+        &[
+            "runs",
+            "purge",
+            "--finished-before",
+            "1d",
+            "--dry-run",
+            "-o",
+            "table",
+        ],
+    );
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table.stdout.contains("dry run: 3 runs") && table.stdout.contains("nothing was changed"),
+        "{}",
+        table.stdout
+    );
+    for id in [old_done, old_failed, old_cancelled, old_running, recent] {
+        assert!(exists(&store, id).await, "a dry run purges nothing");
+    }
+
+    let one = aiki(
+        &url,
+        &[
+            "runs",
+            "purge",
+            "--finished-before",
+            "1d",
+            "--limit",
+            "1",
+            "-o",
+            "json",
+        ],
+    )
+    .json();
+    assert_eq!(one["purged"], 1, "{one}");
+    assert!(!exists(&store, old_done).await, "the oldest went first");
+    let rest = aiki(
+        &url,
+        &["runs", "purge", "--finished-before", "1d", "-o", "table"],
+    );
+    assert_eq!(rest.code, 0, "{}", rest.stderr);
+    assert!(
+        rest.stdout.starts_with("purged 2 ended runs"),
+        "{}",
+        rest.stdout
+    );
+    for id in [old_failed, old_cancelled] {
+        assert!(!exists(&store, id).await, "{id} purged");
+    }
+    assert!(exists(&store, old_running).await, "not ended: kept");
+    assert!(exists(&store, recent).await, "ended after the cutoff: kept");
+    let none = aiki(
+        &url,
+        &["runs", "purge", "--finished-before", "1d", "-o", "json"],
+    )
+    .json();
+    assert_eq!(none["purged"], 0, "{none}");
+}
+
+async fn bad_purges_are_refused_in_one_line(backend: Backend) {
+    let url = backend.fresh_url().await;
+    let store = aiki::store::connect(&url).await.expect("the store opens");
+    let now = aiki::SystemClock.now();
+    let old = seeded(&store, RunStatus::Completed, now - 3 * DAY).await;
+    let young = aiki(&url, &["runs", "purge", "--finished-before", "10m"]);
+    let young = young.failed(2);
+    assert!(young.contains("at least an hour ago"), "{young}");
+    let future = aiki(
+        &url,
+        &["runs", "purge", "--finished-before", "2099-01-01T00:00:00Z"],
+    );
+    future.failed(2);
+    for args in [
+        &["runs", "purge"][..],
+        &["runs", "purge", "--finished-before", "yesterday"],
+        &["runs", "purge", "--finished-before", "1d", "--limit", "0"],
+        &[
+            "runs",
+            "purge",
+            "--finished-before",
+            "1d",
+            "--limit",
+            "many",
+        ],
+    ] {
+        let refused = aiki(&url, args);
+        assert_eq!(refused.code, 2, "{args:?}: {}", refused.stderr);
+    }
+    let through_a_server = aiki(
+        "http://127.0.0.1:9",
+        &["runs", "purge", "--finished-before", "1d"],
+    );
+    let through_a_server = through_a_server.failed(1);
+    assert!(
+        through_a_server.contains("daemons.purgeEndedRuns.retentionMs"),
+        "{through_a_server}"
+    );
+    assert!(exists(&store, old).await, "nothing refused purged anything");
+}
+
+aiki_tests::on_sql_backends!(
+    ended_runs_are_listed_then_purged,
+    bad_purges_are_refused_in_one_line
+);
