@@ -62,7 +62,11 @@ impl ServerConfig {
         self
     }
 
-    /// Refuses request bodies over `bytes` with 413 (default 4 MiB).
+    /// Refuses request bodies over `bytes` with 413 and a `too_large` error (default 4 MiB).
+    /// Keep it above what one request holding a payload at the store's limit needs
+    /// ([`aiki_store::limit::DEFAULT_PAYLOAD_LIMIT`], 2 MiB, plus the request's own fields), so
+    /// that such a payload reaches the store, which keeps it; a larger payload is refused by
+    /// the store with the same error. Raising the store's limit means raising this one too.
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
         self

@@ -70,7 +70,8 @@ impl IntoResponse for ApiError {
 
 /// A JSON request body of type `T`; a body that is not one is answered with the error body:
 /// 400 for JSON that does not parse, 422 for JSON of the wrong shape, 415 without a JSON
-/// content type, 413 over the body limit.
+/// content type, 413 over the body limit (`too_large`, as a payload over the store's limit is,
+/// when the request says its length).
 #[derive(Debug)]
 pub(crate) struct Body<T>(pub(crate) T);
 
@@ -78,12 +79,34 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let length = request
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        let limit = request.extensions().get::<BodyLimit>().copied();
         match axum::Json::<T>::from_request(request, state).await {
             Ok(axum::Json(value)) => Ok(Body(value)),
-            Err(rejection) => Err(rejected(rejection)),
+            Err(rejection) => match (rejection.status(), length, limit) {
+                (StatusCode::PAYLOAD_TOO_LARGE, Some(bytes), Some(BodyLimit(limit))) => {
+                    Err(StoreError::TooLarge {
+                        what: "the request body (the server's body limit applies, \
+                               `ServerConfig::body_limit`)"
+                            .to_owned(),
+                        bytes,
+                        limit: limit as u64,
+                    }
+                    .into())
+                }
+                _ => Err(rejected(rejection)),
+            },
         }
     }
 }
+
+/// The server's request body limit, for [`Body`]'s answer to a body over it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyLimit(pub(crate) usize);
 
 fn rejected(rejection: JsonRejection) -> ApiError {
     let status = rejection.status();

@@ -18,8 +18,9 @@
 //!
 //! Every error is answered with the contract's [`ErrorBody`](aiki_store::ErrorBody)
 //! (`{code, message, details}`) and the status [`aiki_store::api::status_of`] gives it; a
-//! malformed request is `invalid_request` with 400 (415, 422 or 413 for a body of the wrong
-//! type, shape or size), and nothing is written.
+//! malformed request is `invalid_request` with 400 (415 or 422 for a body of the wrong type or
+//! shape), a body over the server's limit or a payload over the store's is `too_large` with
+//! 413, and nothing is written.
 //!
 //! Every route but health and readiness needs an API key ([`keys`]) holding the scope of the
 //! route's role, unless the server is built with [`ServerConfig::insecure_no_auth`]. Requests
@@ -149,6 +150,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .nest(PREFIX, api)
         .fallback(error::no_route)
         .layer(DefaultBodyLimit::max(config.body_limit))
+        .layer(axum::Extension(error::BodyLimit(config.body_limit)))
         .layer(TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,
             config.request_timeout,

@@ -125,11 +125,112 @@ async fn malformed_bodies_are_refused_with_their_status_and_write_nothing() {
     ))
     .unwrap();
     let (status, body) = post_json(&remote, &events, &big).await;
+    assert_eq!((status, body.code.as_str()), (413, "too_large"), "{body:?}");
     assert_eq!(
-        (status, body.code.as_str()),
-        (413, "invalid_request"),
+        snapshot(&remote, run.id).await,
+        before,
+        "nothing was written"
+    );
+}
+
+/// A server as `aiki server` starts one: the default body limit (4 MiB), above the store's
+/// payload limit (2 MiB).
+async fn server_with_default_limits() -> Remote {
+    let config = ServerConfig::default()
+        .clock(ManualClock::new(NOW))
+        .request_timeout(Duration::from_secs(10))
+        .insecure_no_auth();
+    Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
+}
+
+/// A JSON string whose text is `bytes` long.
+fn text_of(bytes: usize) -> Value {
+    Value::String("x".repeat(bytes - 2))
+}
+
+/// A payload over the store's limit is refused by the store behind the server, a body over
+/// the server's limit by the server: both with 413 and the `too_large` body naming what, its
+/// size and the limit, which `HttpStore` turns back into `StoreError::TooLarge`; nothing is
+/// written. A payload at the store's limit fits in one request and is kept.
+#[tokio::test]
+async fn payloads_over_the_limits_are_too_large_and_write_nothing() {
+    use aiki_store::limit::DEFAULT_PAYLOAD_LIMIT;
+    let remote = server_with_default_limits().await;
+    let limit = DEFAULT_PAYLOAD_LIMIT as u64;
+    let namespace = Namespace::new(format!("too-large-{}", RunId::new()), "1.0.0");
+
+    // A run's input one byte over the store's limit.
+    let big = NewRun::new(
+        namespace.clone(),
+        text_of(DEFAULT_PAYLOAD_LIMIT + 1),
+        "0".repeat(64),
+        NOW,
+    );
+    let id = big.id;
+    let (status, body) = post_json(&remote, "/runs", &serde_json::to_string(&big).unwrap()).await;
+    assert_eq!((status, body.code.as_str()), (413, "too_large"), "{body:?}");
+    assert_eq!(body.details["bytes"], json!(limit + 1), "{body:?}");
+    assert_eq!(body.details["limit"], json!(limit), "{body:?}");
+    let what = body.details["what"].as_str().unwrap_or_default();
+    assert!(
+        what.contains("input of run") && what.contains(&id.to_string()),
         "{body:?}"
     );
+    assert!(
+        body.message.contains("reference"),
+        "says what to do: {body:?}"
+    );
+    assert!(
+        remote.backing().get_run(id).await.is_err(),
+        "no run was created"
+    );
+
+    // At the limit: one request carries it, and the store keeps it.
+    let fits = NewRun::new(
+        namespace,
+        text_of(DEFAULT_PAYLOAD_LIMIT),
+        "0".repeat(64),
+        NOW,
+    );
+    let run = match remote
+        .create_run(fits)
+        .await
+        .expect("an input at the limit")
+    {
+        CreateOutcome::Created(run) => run,
+        other => panic!("a new run, got {other:?}"),
+    };
+    let before = snapshot(&remote, run.id).await;
+
+    // An event payload over the store's limit, straight and through `HttpStore`.
+    let events = format!("/runs/{}/events", run.id);
+    let event = NewEvent::new(run.id, "upload", text_of(DEFAULT_PAYLOAD_LIMIT + 1), NOW);
+    let (status, body) = post_json(&remote, &events, &serde_json::to_string(&event).unwrap()).await;
+    assert_eq!((status, body.code.as_str()), (413, "too_large"), "{body:?}");
+    match remote.append_event(event).await {
+        Err(aiki_store::StoreError::TooLarge {
+            bytes, limit: at, ..
+        }) => assert_eq!((bytes, at), (limit + 1, limit)),
+        other => panic!("expected TooLarge through HttpStore, got {other:?}"),
+    }
+
+    // A body over the server's own limit (4 MiB): refused before the store sees it.
+    let huge = NewEvent::new(run.id, "upload", text_of(5 << 20), NOW);
+    let text = serde_json::to_string(&huge).unwrap();
+    let (status, body) = post_json(&remote, &events, &text).await;
+    assert_eq!((status, body.code.as_str()), (413, "too_large"), "{body:?}");
+    assert_eq!(body.details["bytes"], json!(text.len()), "{body:?}");
+    assert_eq!(body.details["limit"], json!(4 << 20), "{body:?}");
+    assert!(
+        body.details["what"]
+            .as_str()
+            .is_some_and(|what| what.contains("request body")),
+        "{body:?}"
+    );
+    match remote.append_event(huge).await {
+        Err(aiki_store::StoreError::TooLarge { limit, .. }) => assert_eq!(limit, 4 << 20),
+        other => panic!("expected TooLarge through HttpStore, got {other:?}"),
+    }
     assert_eq!(
         snapshot(&remote, run.id).await,
         before,

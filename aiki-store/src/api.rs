@@ -346,7 +346,7 @@ pub fn run_path(template: &str, id: crate::RunId) -> String {
 
 /// The HTTP status an error is answered with: 404 for an unknown run or version, 409 for a
 /// revision, status or reference conflict, 400 for a request the store refuses as invalid,
-/// 401 and 403 for a refused API key, 503 while the store is unavailable, 500 for the rest.
+/// 401 and 403 for a refused API key, 413 for a payload over the store's size limit, 503 while the store is unavailable, 500 for the rest.
 pub fn status_of(error: &StoreError) -> u16 {
     match error {
         StoreError::NotFound { .. } => 404,
@@ -358,6 +358,7 @@ pub fn status_of(error: &StoreError) -> u16 {
         StoreError::Unauthorized { .. } => 401,
         StoreError::Forbidden { .. } => 403,
         StoreError::RateLimited { .. } => 429,
+        StoreError::TooLarge { .. } => 413,
         StoreError::Unavailable { .. } => 503,
         StoreError::Migration { .. }
         | StoreError::Schema { .. }

@@ -277,6 +277,11 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
         StoreError::RateLimited { message } => StoreError::RateLimited {
             message: message.clone(),
         },
+        StoreError::TooLarge { what, bytes, limit } => StoreError::TooLarge {
+            what: what.clone(),
+            bytes: *bytes,
+            limit: *limit,
+        },
         StoreError::Backend { source } => StoreError::Backend {
             source: Shared::boxed(&**source),
         },

@@ -136,6 +136,24 @@ pub enum StoreError {
         /// The limit, and when the next request may come.
         message: String,
     },
+    /// A payload (a run's input, a task's or a run's output, an event's payload, a child's, a
+    /// fork's or a schedule's input), or a whole request to an aiki server, is over the size
+    /// the store keeps (see [`crate::limit`]); nothing was written. Sending it again is refused
+    /// again: keep large data elsewhere and pass a reference to it.
+    #[error(
+        "{what} is {}, over the limit of {}; keep large data (files, documents, result sets) \
+         in storage of your own and pass a reference to it (a key or a URL) instead",
+        crate::limit::size(*bytes),
+        crate::limit::size(*limit)
+    )]
+    TooLarge {
+        /// What is too large: `the output of run 3f2a…`, `the payload of event \`approved\` …`.
+        what: String,
+        /// Its size, in bytes of JSON text.
+        bytes: u64,
+        /// The limit it is over, in bytes.
+        limit: u64,
+    },
     /// Any other backend error.
     #[error("store backend error: {source}")]
     Backend {

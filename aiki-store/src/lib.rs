@@ -23,6 +23,7 @@ mod connect;
 mod error;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod limit;
 pub mod memory;
 mod migration;
 mod model;

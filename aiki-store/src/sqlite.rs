@@ -62,6 +62,9 @@ pub struct SqliteOptions {
     /// previous release and this one side by side on one database.
     #[doc(hidden)]
     pub schema_cap: Option<i64>,
+    /// The largest payload the store keeps, in bytes of JSON text (default
+    /// [`DEFAULT_PAYLOAD_LIMIT`](crate::limit::DEFAULT_PAYLOAD_LIMIT); see [`crate::limit`]).
+    pub payload_limit: usize,
 }
 
 impl SqliteOptions {
@@ -74,6 +77,7 @@ impl SqliteOptions {
             read_connections: 4,
             migration: MigrationMode::Apply,
             schema_cap: None,
+            payload_limit: crate::limit::DEFAULT_PAYLOAD_LIMIT,
         }
     }
 
@@ -84,6 +88,8 @@ impl SqliteOptions {
         busy_timeout: Duration,
         /// Sets what connecting does with the schema.
         migration: MigrationMode,
+        /// Sets the largest payload the store keeps, in bytes of JSON text.
+        payload_limit: usize,
     }
 
     /// Whether to apply pending migrations when connecting (`false`: [`MigrationMode::Never`]).
@@ -411,6 +417,8 @@ impl SqliteStore {
         if options.migration != MigrationMode::Never {
             refuse_a_foreign_file(&dialect, &options.url).await?;
         }
-        SqlStore::open(dialect, options.migration, options.schema_cap).await
+        SqlStore::open(dialect, options.migration, options.schema_cap)
+            .await
+            .map(|store| store.with_payload_limit(options.payload_limit))
     }
 }

@@ -50,6 +50,7 @@ impl StoreError {
         "unauthorized",
         "forbidden",
         "rate_limited",
+        "too_large",
         "backend_error",
     ];
 
@@ -72,6 +73,7 @@ impl StoreError {
             StoreError::Unauthorized { .. } => "unauthorized",
             StoreError::Forbidden { .. } => "forbidden",
             StoreError::RateLimited { .. } => "rate_limited",
+            StoreError::TooLarge { .. } => "too_large",
             StoreError::Backend { .. } => "backend_error",
         }
     }
@@ -90,6 +92,9 @@ impl StoreError {
                 json!({ "run_id": run_id, "from": from, "to": to })
             }
             StoreError::AlreadyExists { what } => json!({ "what": what }),
+            StoreError::TooLarge { what, bytes, limit } => {
+                json!({ "what": what, "bytes": bytes, "limit": limit })
+            }
             StoreError::UnsupportedUrl { url, reason } | StoreError::CannotOpen { url, reason } => {
                 json!({ "url": url, "reason": reason })
             }
@@ -135,6 +140,10 @@ impl StoreError {
                 .zip(status("to"))
                 .map(|((run_id, from), to)| StoreError::InvalidTransition { run_id, from, to }),
             "already_exists" => text("what").map(|what| StoreError::AlreadyExists { what }),
+            "too_large" => text("what")
+                .zip(number("bytes"))
+                .zip(number("limit"))
+                .map(|((what, bytes), limit)| StoreError::TooLarge { what, bytes, limit }),
             "unsupported_url" => text("url")
                 .zip(text("reason"))
                 .map(|(url, reason)| StoreError::UnsupportedUrl { url, reason }),
@@ -269,6 +278,14 @@ mod tests {
                     message: "slow down".into(),
                 },
                 "rate_limited",
+            ),
+            (
+                StoreError::TooLarge {
+                    what: "the output of run x".into(),
+                    bytes: 3 << 20,
+                    limit: 2 << 20,
+                },
+                "too_large",
             ),
             (
                 StoreError::Backend {

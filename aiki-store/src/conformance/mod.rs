@@ -46,6 +46,7 @@ mod entries;
 mod events;
 mod keys;
 mod leases;
+mod limits;
 mod operations;
 mod outbox;
 mod pause;
@@ -74,6 +75,7 @@ pub use entries::*;
 pub use events::*;
 pub use keys::*;
 pub use leases::*;
+pub use limits::*;
 pub use operations::*;
 pub use outbox::{
     check_changes_since_gives_every_change_once, check_changes_since_under_concurrent_writers,
@@ -174,6 +176,7 @@ macro_rules! conformance_tests {
                 check_concurrent_claimers_never_share_a_run,
                 check_concurrent_put_entry_outcomes_are_each_their_own,
                 check_concurrent_put_entry_racing_a_transition,
+                check_executor_writes_over_the_payload_limit_are_refused,
             ]);
         $crate::conformance_tests!(@group $factory; client: [
                 check_create_run,
@@ -192,6 +195,7 @@ macro_rules! conformance_tests {
                 check_runtime_config_is_set_one_key_at_a_time,
                 check_an_operator_action_applies_only_where_it_may,
                 check_operator_actions_race_without_repeating_a_move,
+                check_client_writes_over_the_payload_limit_are_refused,
             ]);
         $crate::conformance_tests!(@group $factory; operations: [
                 check_a_repeated_write_gets_its_first_answer,
@@ -213,6 +217,7 @@ macro_rules! conformance_tests {
                 check_a_repeated_schedule_action_is_done_once,
                 check_schedules_in_code_are_reconciled_forward_only,
                 check_stale_writes_and_backfills_are_refused_or_kept_apart,
+                check_schedule_writes_over_the_payload_limit_are_refused,
             ]);
         $crate::conformance_tests!(@group $factory; sweeper: [
                 check_a_lease_has_one_holder_at_a_time,

@@ -13,6 +13,7 @@ use crate::{
 #[async_trait]
 impl ClientStore for MemoryStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        self.limit.check_new_run(&run)?;
         self.once("create_run", |state| {
             if state.runs.contains_key(&run.id) {
                 return Err(StoreError::AlreadyExists {
@@ -24,6 +25,7 @@ impl ClientStore for MemoryStore {
     }
 
     async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
+        self.limit.check_fork(&fork)?;
         self.once("fork_run", |state| {
             let outcome = state.insert_run(fork.run);
             let CreateOutcome::Created(run) = &outcome else {
@@ -54,6 +56,7 @@ impl ClientStore for MemoryStore {
 
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
         event.check_name()?;
+        self.limit.check_event(&event)?;
         self.once("append_event", |state| {
             let run = state.run(event.run_id)?;
             if run.status.is_terminal() {
@@ -157,6 +160,9 @@ impl ClientStore for MemoryStore {
     }
 
     async fn transition_all(&self, moves: Vec<crate::Move>) -> Result<Vec<RunRecord>, StoreError> {
+        for change in &moves {
+            self.limit.check_transition(change.id, &change.transition)?;
+        }
         self.once("transition_all", |state| {
             // All or nothing: applied to a copy, which replaces the state only if every one applies.
             let mut copy = state.clone();
@@ -185,6 +191,8 @@ impl ClientStore for MemoryStore {
         schedule: crate::ScheduleRecord,
         actor: Option<String>,
     ) -> Result<crate::ScheduleCreated, StoreError> {
+        self.limit
+            .check_schedule(&schedule.name, &schedule.definition)?;
         self.create_schedule_now(schedule, actor)
     }
 
@@ -195,6 +203,7 @@ impl ClientStore for MemoryStore {
         actor: Option<String>,
         now: Millis,
     ) -> Result<crate::ScheduleActed, StoreError> {
+        self.limit.check_schedule_action(name, &action)?;
         self.act_on_schedule_now(name, action, actor, now)
     }
 }

@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use state::State;
 
+use crate::limit::PayloadLimit;
 use crate::operation;
 
 use crate::ExecutorStore;
@@ -31,12 +32,21 @@ use crate::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     state: Mutex<State>,
+    /// The largest payload it keeps.
+    limit: PayloadLimit,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Keeps payloads of up to `bytes` of JSON text, instead of
+    /// [`DEFAULT_PAYLOAD_LIMIT`](crate::limit::DEFAULT_PAYLOAD_LIMIT) (see [`crate::limit`]).
+    pub fn with_payload_limit(mut self, bytes: usize) -> Self {
+        self.limit = PayloadLimit::new(bytes);
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -137,6 +147,7 @@ impl ExecutorStore for MemoryStore {
     }
 
     async fn put_entry(&self, expected: u64, mut entry: EntryRecord) -> Result<(), StoreError> {
+        self.limit.check_entry(&entry)?;
         let mut state = self.lock();
         state.check_revision(entry.run_id, expected)?;
         let run = &state.runs[&entry.run_id];
@@ -159,6 +170,7 @@ impl ExecutorStore for MemoryStore {
         mut entry: EntryRecord,
         child: NewRun,
     ) -> Result<RunRecord, StoreError> {
+        self.limit.check_new_run(&child)?;
         self.once("start_child", |state| {
             state.check_revision(entry.run_id, expected)?;
             if state.runs[&entry.run_id].pause_requested_at.is_some() {
@@ -209,6 +221,7 @@ impl ExecutorStore for MemoryStore {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
+        self.limit.check_transition(id, &transition)?;
         self.once("transition", |state| {
             state.transition(id, expected, transition)
         })
@@ -267,6 +280,10 @@ impl ExecutorStore for MemoryStore {
         worker: &str,
         now: Millis,
     ) -> Result<Vec<crate::schedule::Declared>, StoreError> {
+        for schedule in &declared {
+            self.limit
+                .check_schedule(&schedule.name, &schedule.definition)?;
+        }
         self.declare_schedules_now(declared, &serves, worker, now)
     }
 }

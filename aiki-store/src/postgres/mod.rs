@@ -70,6 +70,9 @@ pub struct PostgresOptions {
     /// transaction-pooling proxy (PgBouncer in `transaction` mode), which cannot hold a
     /// `LISTEN`. A URL may name it with `aiki_listen_url=URL`, percent-encoded.
     pub listen_url: Option<String>,
+    /// The largest payload the store keeps, in bytes of JSON text (default
+    /// [`DEFAULT_PAYLOAD_LIMIT`](crate::limit::DEFAULT_PAYLOAD_LIMIT); see [`crate::limit`]).
+    pub payload_limit: usize,
 }
 
 /// Whose clock times a claim: when it was taken, when it was last refreshed, and whether it
@@ -106,6 +109,7 @@ impl PostgresOptions {
             claim_clock: ClaimClock::Database,
             schema_cap: None,
             listen_url: None,
+            payload_limit: crate::limit::DEFAULT_PAYLOAD_LIMIT,
         }
     }
 
@@ -122,6 +126,8 @@ impl PostgresOptions {
         migration: MigrationMode,
         /// Sets whose clock times claims.
         claim_clock: ClaimClock,
+        /// Sets the largest payload the store keeps, in bytes of JSON text.
+        payload_limit: usize,
     }
 
     /// Plays the release whose newest migration is `version` (see
@@ -462,6 +468,8 @@ impl PostgresStore {
             claim_clock,
             listen,
         };
-        SqlStore::open(dialect, options.migration, options.schema_cap).await
+        SqlStore::open(dialect, options.migration, options.schema_cap)
+            .await
+            .map(|store| store.with_payload_limit(options.payload_limit))
     }
 }

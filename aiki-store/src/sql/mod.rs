@@ -80,6 +80,8 @@ pub struct SqlStore<D> {
     report: MigrationReport,
     /// Whether the schema's trigger sends ready hints (see [`Dialect::ready_signals`]).
     ready_notify: bool,
+    /// The largest payload it keeps.
+    pub(crate) limit: crate::limit::PayloadLimit,
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -100,7 +102,15 @@ impl<D: Dialect> SqlStore<D> {
             statements,
             report: MigrationReport::default(),
             ready_notify: false,
+            limit: crate::limit::PayloadLimit::default(),
         }
+    }
+
+    /// Keeps payloads of up to `bytes` of JSON text, instead of
+    /// [`DEFAULT_PAYLOAD_LIMIT`](crate::limit::DEFAULT_PAYLOAD_LIMIT) (see [`crate::limit`]).
+    pub fn with_payload_limit(mut self, bytes: usize) -> Self {
+        self.limit = crate::limit::PayloadLimit::new(bytes);
+        self
     }
 
     /// Opens a store over a connected dialect: does with the schema what `mode` says, as a

@@ -107,6 +107,7 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
         expected: u64,
         entry: crate::EntryRecord,
     ) -> Result<(), crate::StoreError> {
+        self.limit.check_entry(&entry)?;
         self.put_entry(expected, entry).await
     }
 
@@ -116,6 +117,7 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
         entry: crate::EntryRecord,
         child: crate::NewRun,
     ) -> Result<crate::RunRecord, crate::StoreError> {
+        self.limit.check_new_run(&child)?;
         self.start_child(expected, entry, child).await
     }
 
@@ -149,6 +151,7 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
         expected: u64,
         transition: crate::Transition,
     ) -> Result<crate::RunRecord, crate::StoreError> {
+        self.limit.check_transition(id, &transition)?;
         self.transition(id, expected, transition).await
     }
 
@@ -184,6 +187,10 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
         worker: &str,
         now: crate::Millis,
     ) -> Result<Vec<crate::schedule::Declared>, crate::StoreError> {
+        for schedule in &declared {
+            self.limit
+                .check_schedule(&schedule.name, &schedule.definition)?;
+        }
         self.declare_schedules(declared, serves, worker, now).await
     }
 }
@@ -194,6 +201,7 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         &self,
         run: crate::NewRun,
     ) -> Result<crate::CreateOutcome, crate::StoreError> {
+        self.limit.check_new_run(&run)?;
         self.create_run(run).await
     }
 
@@ -201,6 +209,7 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         &self,
         fork: crate::NewFork,
     ) -> Result<crate::CreateOutcome, crate::StoreError> {
+        self.limit.check_fork(&fork)?;
         self.fork_run(fork).await
     }
 
@@ -208,6 +217,7 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         &self,
         event: crate::NewEvent,
     ) -> Result<crate::AppendOutcome, crate::StoreError> {
+        self.limit.check_event(&event)?;
         self.append_event(event).await
     }
 
@@ -237,6 +247,9 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         &self,
         moves: Vec<crate::Move>,
     ) -> Result<Vec<crate::RunRecord>, crate::StoreError> {
+        for change in &moves {
+            self.limit.check_transition(change.id, &change.transition)?;
+        }
         self.transition_all(moves).await
     }
 
@@ -254,6 +267,8 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         schedule: crate::ScheduleRecord,
         actor: Option<String>,
     ) -> Result<crate::ScheduleCreated, crate::StoreError> {
+        self.limit
+            .check_schedule(&schedule.name, &schedule.definition)?;
         self.create_schedule(schedule, actor).await
     }
 
@@ -264,6 +279,7 @@ impl<D: Dialect> ClientStore for SqlStore<D> {
         actor: Option<String>,
         now: crate::Millis,
     ) -> Result<crate::ScheduleActed, crate::StoreError> {
+        self.limit.check_schedule_action(name, &action)?;
         self.act_on_schedule(name, action, actor, now).await
     }
 }

@@ -193,6 +193,23 @@ pub enum WorkflowError {
         /// The duration asked for.
         duration: std::time::Duration,
     },
+    /// A payload the workflow hands the store is over the store's size limit (see
+    /// [`aiki_store::limit`]): the input of a child it starts, or its own output (which fails
+    /// the run). Nothing was written, and the same payload is refused again, so it is never
+    /// retried: keep large data elsewhere and pass a reference to it. (A task's output over
+    /// the limit fails that task instead: [`TaskFailed`](WorkflowError::TaskFailed).)
+    #[error(
+        "{}",
+        StoreError::TooLarge { what: what.clone(), bytes: *bytes, limit: *limit }
+    )]
+    TooLarge {
+        /// What is too large: `the output of run …`, `the input of child run …`.
+        what: String,
+        /// Its size, in bytes of JSON text.
+        bytes: u64,
+        /// The store's limit, in bytes.
+        limit: u64,
+    },
     /// The workflow's own error.
     #[error("{message}")]
     Failed {
@@ -225,7 +242,7 @@ impl WorkflowError {
 
     /// `false` for the kinds that a retry can never fix: non-determinism, a schema mismatch
     /// of a recorded output, a child reference conflict, a mismatched event payload, a duration
-    /// beyond the maximum, a lost run; and for an interrupted task whose policy allows no other
+    /// beyond the maximum, a payload over the store's size limit, a lost run; and for an interrupted task whose policy allows no other
     /// attempt (`never`: at most once), which only an operator's explicit retry runs again.
     pub fn is_retryable(&self) -> bool {
         !matches!(
@@ -235,6 +252,7 @@ impl WorkflowError {
                 | WorkflowError::ChildConflict { .. }
                 | WorkflowError::EventPayloadMismatch { .. }
                 | WorkflowError::DurationTooLong { .. }
+                | WorkflowError::TooLarge { .. }
                 | WorkflowError::InputSchemaMismatch { .. }
                 | WorkflowError::DirectTaskCall { .. }
                 // The parent replays the child's outcome it recorded: a retry fails the same
@@ -266,6 +284,7 @@ impl WorkflowError {
         "lost",
         "panicked",
         "duration_too_long",
+        "too_large",
         "failed",
         "corrupt_history",
     ];
@@ -290,6 +309,7 @@ impl WorkflowError {
             WorkflowError::Lost(_) => "lost",
             WorkflowError::Panicked { .. } => "panicked",
             WorkflowError::DurationTooLong { .. } => "duration_too_long",
+            WorkflowError::TooLarge { .. } => "too_large",
             WorkflowError::Failed { .. } => "failed",
         }
     }
@@ -396,7 +416,7 @@ mod kinds {
             .skip(1)
             .map(|rest| &rest[..rest.find('"').expect("a string")])
             .collect();
-        assert_eq!(given.len(), 16, "{given:?}");
+        assert_eq!(given.len(), 17, "{given:?}");
         let mut listed: Vec<&str> = WorkflowError::KINDS.to_vec();
         listed.retain(|kind| *kind != "corrupt_history");
         assert_eq!(listed, given);

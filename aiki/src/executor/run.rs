@@ -195,7 +195,12 @@ async fn ended(
     match result {
         Ok((output, fingerprint)) => {
             let transition = Transition::to(RunStatus::Completed, now).output(output, fingerprint);
-            finish(run, transition).await
+            match finish_sized(run, transition).await {
+                Ok(moved) => moved,
+                // An output the store does not keep fails the run (never retried: a replay
+                // returns the same output).
+                Err(too_large) => fail_or_retry(executor, run, retry, too_large).await,
+            }
         }
         Err(WorkflowError::Lost(error)) => {
             tracing::warn!(run_id = %id, %error, "run lost by this executor; stopping");
@@ -309,10 +314,22 @@ async fn fail_or_retry(
 
 /// The executor's last write for this execution; where it left the run.
 pub(super) async fn finish(run: &Run, transition: Transition) -> &'static str {
+    match finish_sized(run, transition).await {
+        Ok(moved) => moved,
+        Err(error) => {
+            tracing::warn!(run_id = %run.id(), %error, "final write refused; stopping");
+            outcome("lost")
+        }
+    }
+}
+
+/// [`finish`], except that a transition whose output is over the store's size limit comes
+/// back as [`WorkflowError::TooLarge`], nothing written, for the caller to fail the run with.
+async fn finish_sized(run: &Run, transition: Transition) -> Result<&'static str, WorkflowError> {
     let id = run.id();
     let revision = run.revision();
     let written = run
-        .write(move |store| {
+        .write_sized(move |store| {
             let transition = transition.clone();
             async move { store.transition(id, revision, transition).await }
         })
@@ -321,11 +338,15 @@ pub(super) async fn finish(run: &Run, transition: Transition) -> &'static str {
         Ok(record) => {
             tracing::debug!(run_id = %id, status = %record.status, "run moved");
             work_available();
-            moved(&record)
+            Ok(moved(&record))
+        }
+        Err(too_large @ WorkflowError::TooLarge { .. }) => {
+            tracing::warn!(run_id = %id, error = %too_large, "the run's output is refused");
+            Err(too_large)
         }
         Err(error) => {
             tracing::warn!(run_id = %id, %error, "final write refused; stopping");
-            outcome("lost")
+            Ok(outcome("lost"))
         }
     }
 }

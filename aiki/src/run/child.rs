@@ -125,6 +125,11 @@ impl Run {
                         self.drain(Drain::Pause);
                         match self.hold().await {}
                     }
+                    // Nothing was written, and the same input is refused again: the
+                    // workflow's to handle, never retried.
+                    Err(StoreError::TooLarge { what, bytes, limit }) => {
+                        return Err(WorkflowError::TooLarge { what, bytes, limit });
+                    }
                     Err(error) => return Err(self.lost(error)),
                 };
                 crate::wake::work_available();

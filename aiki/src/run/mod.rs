@@ -339,6 +339,25 @@ impl Run {
         self.store_op(op).await
     }
 
+    /// A store write made by this executor, retried as [`write`](Run::write) retries, whose
+    /// refusal of a payload over the store's size limit comes back as
+    /// [`WorkflowError::TooLarge`] for the caller to record as the outcome of what it wrote (a
+    /// task's output fails the task, a run's output fails the run): nothing was written, and
+    /// the run goes on. Any other refusal loses the run, as with `write`.
+    pub(crate) async fn write_sized<F, Fut, T>(&self, op: F) -> Result<T, WorkflowError>
+    where
+        F: Fn(Arc<dyn ExecutorStore>) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        self.probe_fence()?;
+        self.store_op_raw(op).await.map_err(|error| match error {
+            StoreError::TooLarge { what, bytes, limit } => {
+                WorkflowError::TooLarge { what, bytes, limit }
+            }
+            error => self.lost(error),
+        })
+    }
+
     /// Refuses a write during the impact check's replay: every path that writes checks
     /// `probing` first; this is the fence behind them.
     fn probe_fence(&self) -> Result<(), WorkflowError> {
@@ -425,9 +444,20 @@ impl Run {
 
     /// Writes a task entry, and keeps the manifest's copy of it current once it is durable.
     async fn put_entry(&self, entry: EntryRecord) -> Result<(), WorkflowError> {
+        self.put_result(entry).await.map_err(|error| match error {
+            // Only an output is measured, and outputs are written by `put_result`.
+            too_large @ WorkflowError::TooLarge { .. } => self.fail_fatally(too_large),
+            error => error,
+        })
+    }
+
+    /// Writes a task entry as [`put_entry`](Run::put_entry) does, except that an output over
+    /// the store's size limit comes back as [`WorkflowError::TooLarge`], nothing written, for
+    /// the task call to fail with (see [`write_sized`](Run::write_sized)).
+    async fn put_result(&self, entry: EntryRecord) -> Result<(), WorkflowError> {
         let revision = self.inner.revision;
         let written = &entry;
-        self.write(move |store| {
+        self.write_sized(move |store| {
             let entry = written.clone();
             async move { store.put_entry(revision, entry).await }
         })

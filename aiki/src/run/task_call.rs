@@ -309,12 +309,39 @@ impl Run {
                         }
                     })?;
                     let fingerprint = Some(schema.fingerprint().to_owned());
-                    self.put_entry(
-                        entry(EntryStatus::Completed, attempt, self.now())
-                            .output(json, fingerprint),
-                    )
-                    .await?;
-                    return Ok(output);
+                    let completed = entry(EntryStatus::Completed, attempt, self.now())
+                        .output(json, fingerprint);
+                    match self.put_result(completed).await {
+                        Ok(()) => return Ok(output),
+                        // The store keeps no output this large, and the same call would make
+                        // it again: the task fails for good, as a permanent error fails it.
+                        Err(too_large @ WorkflowError::TooLarge { .. }) => {
+                            let message = too_large.to_string();
+                            span.in_scope(|| {
+                                tracing::warn!(
+                                    task = T::NAME,
+                                    %address,
+                                    attempt,
+                                    error = %message,
+                                    "task output over the store's size limit; the task fails"
+                                );
+                            });
+                            let failure = aiki_store::Failure::new("too_large", message.clone());
+                            self.put_entry(
+                                entry(EntryStatus::Failed, attempt, self.now()).error(failure),
+                            )
+                            .await?;
+                            return Err(WorkflowError::TaskFailed {
+                                task: T::NAME.to_owned(),
+                                address,
+                                index,
+                                attempts: attempt,
+                                message,
+                                interrupted: false,
+                            });
+                        }
+                        Err(error) => return Err(error),
+                    }
                 }
                 Err(error) => {
                     failed_attempts = attempt;
