@@ -18,13 +18,7 @@ pub(crate) async fn endpoints(
     format: Format,
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
-    let url = cli.url()?;
-    if url.starts_with("http://") || url.starts_with("https://") {
-        return Err(Failure::error(
-            "`aiki endpoints` works on the store itself (`--url sqlite://…` or `postgres://…`), \
-             not through a server",
-        ));
-    }
+    let url = cli.database_url("aiki endpoints", "")?;
     let store = aiki::store::connect_with_mode(url, MigrationMode::Check).await?;
     let now = aiki::Clock::now(&aiki::SystemClock);
     let find = |endpoints: Vec<EndpointRecord>, workflow: &aiki::store::Namespace| {

@@ -26,14 +26,11 @@ pub(crate) async fn purge(
     format: Format,
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
-    let url = cli.url()?;
-    if url.starts_with("http://") || url.starts_with("https://") {
-        return Err(Failure::error(
-            "`aiki runs purge` works on the store itself (`--url sqlite://…` or `postgres://…`), \
-             not through a server; a server's daemons purge ended runs by the retention in \
-             `daemons.purgeEndedRuns.retentionMs` (`aiki config set`)",
-        ));
-    }
+    let url = cli.database_url(
+        "aiki runs purge",
+        "; a server's daemons purge ended runs by the retention in \
+         `daemons.purgeEndedRuns.retentionMs` (`aiki config set`)",
+    )?;
     let store = aiki::store::connect_with_mode(url, MigrationMode::Check).await?;
     let holder = format!("aiki-cli-{}", std::process::id());
     let lease = |now: Millis| store.acquire_lease(PURGE_LEASE, &holder, LEASE_TTL, now);

@@ -172,8 +172,13 @@ impl PayloadLimit {
     }
 }
 
-/// The length of `value`'s compact JSON text, counted without keeping it.
-fn json_bytes(value: &Value) -> usize {
+/// The length of `value`'s compact JSON text (what `serde_json::to_vec` writes), counted
+/// without keeping it.
+///
+/// ```
+/// assert_eq!(aiki_store::limit::json_bytes(&serde_json::json!({"a": [1, 2]})), 11);
+/// ```
+pub fn json_bytes(value: &Value) -> usize {
     /// Counts the bytes written to it.
     struct Count(usize);
     impl std::io::Write for Count {

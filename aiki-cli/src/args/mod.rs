@@ -55,6 +55,19 @@ impl Cli {
         })
     }
 
+    /// The URL, which must name a database: `command` (e.g. `aiki keys`) works on the store
+    /// itself, not through a server; `instead` says what to do there, if anything.
+    pub(crate) fn database_url(&self, command: &str, instead: &str) -> Result<&str, Failure> {
+        let url = self.url()?;
+        if url.starts_with("http://") || url.starts_with("https://") {
+            return Err(Failure::error(format!(
+                "`{command}` works on the store itself (`--url sqlite://…` or `postgres://…`), \
+                 not through a server{instead}"
+            )));
+        }
+        Ok(url)
+    }
+
     /// The output format asked for, or the default for where standard output goes.
     pub(crate) fn format(&self) -> Format {
         self.output.unwrap_or(if std::io::stdout().is_terminal() {

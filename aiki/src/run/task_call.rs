@@ -27,23 +27,11 @@ pub const RECORDED_INPUT_MAX_BYTES: usize = 64 * 1024;
 /// A task call's input as recorded with it: the value, or its size when larger than
 /// [`RECORDED_INPUT_MAX_BYTES`].
 fn recorded_input(input: &Value) -> Option<Value> {
-    /// Counts the bytes of a serialization without keeping them.
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, input).ok()?;
-    if count.0 <= RECORDED_INPUT_MAX_BYTES {
+    let bytes = aiki_store::limit::json_bytes(input);
+    if bytes <= RECORDED_INPUT_MAX_BYTES {
         Some(input.clone())
     } else {
-        Some(serde_json::json!({ "aiki_input_omitted_bytes": count.0 }))
+        Some(serde_json::json!({ "aiki_input_omitted_bytes": bytes }))
     }
 }
 
