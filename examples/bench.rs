@@ -58,6 +58,18 @@
 //! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
 //!   one worker process, five times with a subscriber recording at `info` and five times with
 //!   none, interleaved; median and spread of each (see `bench/tracing_cost.rs`).
+//! * **cost as the work grows** (`--scale`, instead of the phases above; see `bench/scale.rs`),
+//!   each figure beside its small-store baseline from the same run:
+//!   - the throughput row (one worker process) and one-task start → completed latency (p50,
+//!     p99) on an empty store and on one holding 1,000,000 finished runs (100,000 with
+//!     `--quick`) seeded by bulk SQL with every index in place (`bench/seed.rs`), and the ratio
+//!     (target: within 10 %); `list_runs` and `changes_since` pages on both;
+//!   - 100,000 runs sleeping at once (10,000 with `--quick`), one worker process: its memory
+//!     idle, with them all asleep, and fresh with them all asleep; then their timers brought due
+//!     at once and the rate they are woken and completed (`bench/sleepers.rs`);
+//!   - retention: ended runs purged in batches of 500 (`Sweeper::purge_runs`) while a worker
+//!     process runs the throughput workload: runs purged per second, and its steps/s beside the
+//!     same store's without the purge (`bench/retention.rs`).
 //!
 //! PostgreSQL: `AIKI_TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`);
 //! every phase gets a fresh schema, dropped at the end. When no server answers, the backend is
@@ -91,8 +103,16 @@ mod impact;
 mod listing;
 #[path = "bench/long_run.rs"]
 mod long_run;
+#[path = "bench/retention.rs"]
+mod retention;
+#[path = "bench/scale.rs"]
+mod scale;
+#[path = "bench/seed.rs"]
+mod seed;
 #[path = "bench/server.rs"]
 mod server;
+#[path = "bench/sleepers.rs"]
+mod sleepers;
 #[path = "bench/tracing_cost.rs"]
 mod tracing_cost;
 #[path = "bench/wake.rs"]
@@ -233,6 +253,7 @@ struct Options {
     impact: bool,
     idle_fleet: bool,
     wake: bool,
+    scale: bool,
     json: Option<PathBuf>,
     backends: Vec<Backend>,
 }
@@ -272,6 +293,8 @@ enum Mode {
     RemoteWorker(String, String),
     /// `--wake-worker <url> <poll|hints>`.
     WakeWorker(String, String),
+    /// `--sleep-worker <url>`.
+    SleepWorker(String),
 }
 
 fn parse_args() -> anyhow::Result<Mode> {
@@ -284,6 +307,7 @@ fn parse_args() -> anyhow::Result<Mode> {
         impact: false,
         idle_fleet: false,
         wake: false,
+        scale: false,
         json: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
     };
@@ -309,6 +333,11 @@ fn parse_args() -> anyhow::Result<Mode> {
                 let discovery = args.next().context("--wake-worker needs poll or hints")?;
                 return Ok(Mode::WakeWorker(url, discovery));
             }
+            "--scale" => options.scale = true,
+            "--sleep-worker" => {
+                let url = args.next().context("--sleep-worker needs a store URL")?;
+                return Ok(Mode::SleepWorker(url));
+            }
             "--quick" => options.quick = true,
             "--tracing-cost" => options.tracing_cost = true,
             "--list" => options.list = true,
@@ -330,7 +359,7 @@ fn parse_args() -> anyhow::Result<Mode> {
                     .collect::<anyhow::Result<_>>()?;
             }
             other => anyhow::bail!(
-                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact | --idle-fleet | --wake] \
+                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact | --idle-fleet | --wake | --scale] \
                  [--json out.json] [--backends sqlite,postgres]"
             ),
         }
@@ -1144,6 +1173,7 @@ async fn main() -> anyhow::Result<()> {
         Mode::Worker(url) => return worker_process(url).await,
         Mode::IdleWorker(url) => return idle::worker_process(url).await,
         Mode::WakeWorker(url, discovery) => return wake::worker_process(url, discovery).await,
+        Mode::SleepWorker(url) => return sleepers::worker_process(url).await,
         Mode::RemoteWorker(url, key) => return server::worker_process(url, key).await,
         Mode::Bench(options) => options,
     };
@@ -1156,6 +1186,7 @@ async fn main() -> anyhow::Result<()> {
         || options.impact
         || options.idle_fleet
         || options.wake
+        || options.scale
     {
         Vec::new()
     } else {
@@ -1184,7 +1215,11 @@ async fn main() -> anyhow::Result<()> {
             skipped.push(json!(line));
             continue;
         }
-        if options.wake {
+        if options.scale {
+            let result = scale::measure(backend, &options).await?;
+            scale::print(backend.name(), &result);
+            backends.push(result);
+        } else if options.wake {
             let mut stores = Stores::new(backend)?;
             let runs = if options.quick { 5 } else { 50 };
             let mut rows = Vec::new();
@@ -1289,6 +1324,7 @@ async fn main() -> anyhow::Result<()> {
         && !options.impact
         && !options.idle_fleet
         && !options.wake
+        && !options.scale
     {
         print_report(&report);
     }
