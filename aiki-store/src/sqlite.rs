@@ -153,7 +153,10 @@ impl Dialect for SqliteDialect {
                  AND namespace IN (SELECT value FROM json_each($4)) {claimed}"
             ),
             // One `UPDATE … FROM (is the awaited thing already there?)`; a terminal move wakes
-            // a waiting parent through the `aiki_runs_wake_parent` trigger inside it.
+            // a waiting parent through the `aiki_runs_wake_parent` trigger inside it. The
+            // awaited children are found by id: `+c.status` keeps the planner off the status
+            // indexes, through which it scanned every ended run of the store at every
+            // transition (15–20 ms per statement with 100,000 of them).
             transition: format!(
                 "UPDATE aiki_runs SET \
                  {set} \
@@ -165,13 +168,13 @@ impl Dialect for SqliteDialect {
                      AND e.idx = idx.value) AS ev, \
                    $12 AND ((NOT $19 AND EXISTS (SELECT 1 FROM aiki_runs AS c \
                      WHERE c.id IN (SELECT value FROM json_each($15)) \
-                     AND c.status IN {terminal})) \
+                     AND +c.status IN {terminal})) \
                    OR ($19 AND (EXISTS (SELECT 1 FROM aiki_runs AS c \
                      WHERE c.id IN (SELECT value FROM json_each($15)) \
-                     AND c.status IN {unsuccessful}) \
+                     AND +c.status IN {unsuccessful}) \
                      OR NOT EXISTS (SELECT 1 FROM aiki_runs AS c \
                      WHERE c.id IN (SELECT value FROM json_each($15)) \
-                     AND c.status NOT IN {terminal})))) AS ch) AS v) AS w \
+                     AND +c.status NOT IN {terminal})))) AS ch) AS v) AS w \
                  WHERE aiki_runs.id = $1 AND aiki_runs.revision = $2 \
                  AND aiki_runs.status IN (SELECT value FROM json_each($16)) \
                  RETURNING {run}"
