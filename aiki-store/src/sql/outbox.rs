@@ -26,10 +26,17 @@ pub(crate) enum OutboxStatements {
     /// By number: `page` (`$1` after, `$2` limit) and `head` (the last number given).
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     Sequence { page: String, head: String },
-    /// By snapshots: `page` (`$1` earlier snapshot or `NULL`, `$2` later snapshot, `$3` after,
-    /// `$4` limit) and `now` (the current snapshot).
+    /// By snapshots: `first` (the first batch: `$1` its snapshot, `$2` after, `$3` limit),
+    /// `page` (a later batch: `$1` the earlier snapshot, `$2` the later one, `$3` after, `$4`
+    /// limit) and `now` (the current snapshot). Two statements, so that a later batch is found
+    /// by its transaction ids (the index `aiki_timeline_by_xid`), not by walking the numbers
+    /// of every change before it.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    Snapshots { page: String, now: String },
+    Snapshots {
+        first: String,
+        page: String,
+        now: String,
+    },
 }
 
 /// The columns of a change: `seq, run_id, revision, from, to, at, workflow, version, pool`.
@@ -53,16 +60,24 @@ impl OutboxStatements {
     /// PostgreSQL's.
     #[cfg(feature = "postgres")]
     pub(crate) fn snapshots() -> Self {
+        let first = format!(
+            "SELECT {COLUMNS} FROM aiki_timeline t JOIN aiki_runs r ON r.id = t.run_id \
+             WHERE t.xid IS NOT NULL \
+             AND t.xid < pg_snapshot_xmax($1::pg_snapshot) \
+             AND pg_visible_in_snapshot(t.xid, $1::pg_snapshot) \
+             AND t.seq > $2 ORDER BY t.seq LIMIT $3"
+        );
         let page = format!(
             "SELECT {COLUMNS} FROM aiki_timeline t JOIN aiki_runs r ON r.id = t.run_id \
              WHERE t.xid IS NOT NULL \
              AND t.xid < pg_snapshot_xmax($2::pg_snapshot) \
+             AND t.xid >= pg_snapshot_xmin($1::pg_snapshot) \
              AND pg_visible_in_snapshot(t.xid, $2::pg_snapshot) \
-             AND ($1::text IS NULL OR (t.xid >= pg_snapshot_xmin($1::pg_snapshot) \
-               AND NOT pg_visible_in_snapshot(t.xid, $1::pg_snapshot))) \
+             AND NOT pg_visible_in_snapshot(t.xid, $1::pg_snapshot) \
              AND t.seq > $3 ORDER BY t.seq LIMIT $4"
         );
         OutboxStatements::Snapshots {
+            first,
             page,
             now: "SELECT pg_current_snapshot()::text".to_owned(),
         }
@@ -179,7 +194,7 @@ impl<D: Dialect> SqlStore<D> {
                     next: ChangeCursor::new(last.to_string()),
                 })
             }
-            OutboxStatements::Snapshots { page, now } => {
+            OutboxStatements::Snapshots { first, page, now } => {
                 let (earlier, later, last) = parse_snapshots(cursor)?;
                 let current = || async {
                     self.fetch_text(On::Read, now, &[])
@@ -205,18 +220,25 @@ impl<D: Dialect> SqlStore<D> {
                 };
                 let mut fresh = last == 0;
                 let changes = loop {
-                    let rows = self
-                        .fetch(
-                            On::Read,
-                            page,
-                            &[
-                                Param::from(earlier.clone()),
+                    let rows = match &earlier {
+                        Some(earlier) => {
+                            let params = [
+                                Param::from(earlier.as_str()),
                                 Param::from(later.as_str()),
                                 Param::from(last),
                                 Param::from(limit),
-                            ],
-                        )
-                        .await?;
+                            ];
+                            self.fetch(On::Read, page, &params).await?
+                        }
+                        None => {
+                            let params = [
+                                Param::from(later.as_str()),
+                                Param::from(last),
+                                Param::from(limit),
+                            ];
+                            self.fetch(On::Read, first, &params).await?
+                        }
+                    };
                     let changes = rows.iter().map(change).collect::<Result<Vec<_>, _>>()?;
                     if !changes.is_empty() || fresh {
                         break changes;
