@@ -122,6 +122,11 @@ pub type SqliteStore = SqlStore<SqliteDialect>;
 pub struct SqliteDialect {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// The writer connection, held between statements (see [`driver::Lane`]); every statement
+    /// on the writer (and, for an in-memory database, every read) runs through it.
+    lane: driver::Lane<Sqlite>,
+    /// Reads go through the writer (an in-memory database).
+    reads_on_writer: bool,
 }
 
 impl Dialect for SqliteDialect {
@@ -237,12 +242,58 @@ impl Dialect for SqliteDialect {
     }
 
     async fn begin(&self) -> Result<Tx<Self>, StoreError> {
-        driver::SQLITE
-            .begin(&self.writer, Some("BEGIN IMMEDIATE"))
+        self.lane
+            .begin(&driver::SQLITE, Some("BEGIN IMMEDIATE"))
             .await
     }
 
-    driver::dialect_methods!(self => (&self.reader, &self.writer));
+    async fn commit(tx: Tx<Self>) -> Result<(), StoreError> {
+        tx.commit()
+            .await
+            .map_err(|error| Self::DRIVER.map_error(error))
+    }
+
+    async fn execute<'a>(
+        &'a self,
+        on: On<'a, Tx<Self>>,
+        sql: &'a str,
+        params: &'a [crate::sql::Param<'a>],
+    ) -> Result<u64, StoreError> {
+        match on {
+            On::Tx(_) | On::Read if !self.on_lane(&on) => {
+                driver::execute(&Self::DRIVER, (&self.reader, &self.writer), on, sql, params).await
+            }
+            _ => {
+                let mut held = self.lane.hold(&Self::DRIVER).await?;
+                let done = driver::execute_on(&Self::DRIVER, held.connection(), sql, params).await;
+                if done.is_ok() {
+                    held.keep();
+                }
+                done
+            }
+        }
+    }
+
+    async fn fetch<'a>(
+        &'a self,
+        on: On<'a, Tx<Self>>,
+        sql: &'a str,
+        params: &'a [crate::sql::Param<'a>],
+    ) -> Result<Vec<crate::sql::Row>, StoreError> {
+        match on {
+            On::Tx(_) | On::Read if !self.on_lane(&on) => {
+                driver::fetch(&Self::DRIVER, (&self.reader, &self.writer), on, sql, params).await
+            }
+            _ => {
+                let mut held = self.lane.hold(&Self::DRIVER).await?;
+                let rows = driver::fetch_on(&Self::DRIVER, held.connection(), sql, params).await;
+                if rows.is_ok() {
+                    held.keep();
+                }
+                rows
+            }
+        }
+    }
 
     /// The migration runs inside one `BEGIN IMMEDIATE` transaction, so a second process waits
     /// and then finds nothing to do.
@@ -279,8 +330,21 @@ impl Dialect for SqliteDialect {
     const SCHEDULES: i64 = 20;
 
     async fn close(&self) {
+        self.lane.release().await;
         self.reader.close().await;
         self.writer.close().await;
+    }
+}
+
+impl SqliteDialect {
+    /// Whether a statement `on` runs through the writer's lane: every write outside a
+    /// transaction, and the reads of an in-memory database (whose reads use the writer).
+    fn on_lane(&self, on: &On<'_, Tx<Self>>) -> bool {
+        match on {
+            On::Write => true,
+            On::Read => self.reads_on_writer,
+            On::Tx(_) => false,
+        }
     }
 }
 
@@ -416,7 +480,12 @@ impl SqliteStore {
                 .test_before_acquire(false)
                 .connect_lazy_with(connect)
         };
-        let dialect = SqliteDialect { writer, reader };
+        let dialect = SqliteDialect {
+            lane: driver::Lane::new(writer.clone()),
+            writer,
+            reader,
+            reads_on_writer: in_memory,
+        };
         if options.migration != MigrationMode::Never {
             refuse_a_foreign_file(&dialect, &options.url).await?;
         }

@@ -150,6 +150,161 @@ where
         .map_err(|error| driver.map_error(error))
 }
 
+/// Runs a statement on a connection the caller holds (see [`Lane`]); the rows it changed.
+pub(crate) async fn execute_on<'a, DB: Database>(
+    driver: &Driver<DB>,
+    connection: &'a mut DB::Connection,
+    sql: &'a str,
+    params: &'a [Param<'a>],
+) -> Result<u64, StoreError>
+where
+    for<'c> &'c mut <DB as Database>::Connection: Executor<'c, Database = DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    bool: Encode<'a, DB> + Type<DB>,
+    DB::QueryResult: RowsAffected,
+{
+    bind(driver, sql, params)
+        .execute(connection)
+        .await
+        .map(|done| done.rows_affected())
+        .map_err(|error| driver.map_error(error))
+}
+
+/// Runs a statement on a connection the caller holds (see [`Lane`]); the rows it returned.
+pub(crate) async fn fetch_on<'a, DB: Database>(
+    driver: &Driver<DB>,
+    connection: &'a mut DB::Connection,
+    sql: &'a str,
+    params: &'a [Param<'a>],
+) -> Result<Vec<Row>, StoreError>
+where
+    for<'c> &'c mut <DB as Database>::Connection: Executor<'c, Database = DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    bool: Encode<'a, DB> + Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+    for<'r> i64: Decode<'r, DB> + Type<DB>,
+    for<'r> String: Decode<'r, DB> + Type<DB>,
+{
+    bind(driver, sql, params)
+        .fetch_all(connection)
+        .await
+        .map_err(|error| driver.map_error(error))?
+        .iter()
+        .map(|row| cells(driver, row))
+        .collect()
+}
+
+/// A pool's only connection, held between statements instead of going back to the pool after
+/// each one.
+///
+/// A statement through a `Pool` acquires the connection, runs, and on release sqlx spawns a
+/// task that pings the connection (one more hand-off to the driver's thread for SQLite, one
+/// more round trip for a server) before the next waiter may take it: on a one-connection
+/// pool, that release is on the critical path of every write. The lane keeps the connection
+/// after a statement that succeeded, so that the next statement (callers queue on a fair
+/// mutex, in arrival order) runs on it at once. It gives the connection back to the pool (and
+/// its release check) when a statement failed or its caller was dropped mid-statement, and
+/// when a transaction is to begin ([`Lane::begin`]), so that transactions keep using the
+/// pool as before.
+pub(crate) struct Lane<DB: Database> {
+    pool: Pool<DB>,
+    slot: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::pool::PoolConnection<DB>>>>,
+}
+
+impl<DB: Database> Clone for Lane<DB> {
+    fn clone(&self) -> Self {
+        Lane {
+            pool: self.pool.clone(),
+            slot: self.slot.clone(),
+        }
+    }
+}
+
+impl<DB: Database> std::fmt::Debug for Lane<DB> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lane").finish_non_exhaustive()
+    }
+}
+
+/// The lane's connection, held for one statement: kept in the lane if [`Held::keep`] is
+/// called, given back to the pool otherwise (a failed statement, a caller dropped midway).
+pub(crate) struct Held<DB: Database> {
+    slot: tokio::sync::OwnedMutexGuard<Option<sqlx::pool::PoolConnection<DB>>>,
+    keep: bool,
+}
+
+impl<DB: Database> Held<DB> {
+    /// The connection.
+    pub(crate) fn connection(&mut self) -> &mut DB::Connection {
+        self.slot
+            .as_mut()
+            .expect("BUG: a held lane has its connection")
+    }
+
+    /// Keeps the connection in the lane for the next statement.
+    pub(crate) fn keep(mut self) {
+        self.keep = true;
+    }
+}
+
+impl<DB: Database> Drop for Held<DB> {
+    fn drop(&mut self) {
+        if !self.keep {
+            // Back to the pool, whose release check flushes what a statement cut short left.
+            drop(self.slot.take());
+        }
+    }
+}
+
+impl<DB: Database> Lane<DB> {
+    /// A lane over a one-connection pool.
+    pub(crate) fn new(pool: Pool<DB>) -> Self {
+        Lane {
+            pool,
+            slot: std::sync::Arc::new(tokio::sync::Mutex::new(None)),
+        }
+    }
+
+    /// Waits for the lane (in arrival order), taking the connection from the pool if the lane
+    /// does not hold it.
+    pub(crate) async fn hold(&self, driver: &Driver<DB>) -> Result<Held<DB>, StoreError> {
+        let mut slot = self.slot.clone().lock_owned().await;
+        if slot.is_none() {
+            *slot = Some(
+                self.pool
+                    .acquire()
+                    .await
+                    .map_err(|error| driver.map_error(error))?,
+            );
+        }
+        Ok(Held { slot, keep: false })
+    }
+
+    /// Begins a transaction on the pool (see [`Driver::begin`]) in the lane's turn: the lane
+    /// gives its connection back to the pool first, and holds its turn until the transaction
+    /// has the connection, so that no statement takes it back in between.
+    pub(crate) async fn begin(
+        &self,
+        driver: &Driver<DB>,
+        statement: Option<&'static str>,
+    ) -> Result<Transaction<'static, DB>, StoreError> {
+        let mut slot = self.slot.lock().await;
+        drop(slot.take());
+        let begun = driver.begin(&self.pool, statement).await;
+        drop(slot);
+        begun
+    }
+
+    /// Gives the connection back to the pool (before the pool closes).
+    pub(crate) async fn release(&self) {
+        drop(self.slot.lock().await.take());
+    }
+}
+
 /// The number of rows a statement changed (each driver's result type has it, but no common
 /// trait does).
 pub(crate) trait RowsAffected {
