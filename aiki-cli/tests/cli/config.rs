@@ -46,6 +46,10 @@ async fn the_runtime_configuration_is_shown_and_set(backend: Backend) {
     let negative = aiki(&url, &["config", "set", "daemons.limit", "-3"]);
     let negative = negative.failed(1);
     assert!(negative.contains("daemons.limit"), "{negative}");
+    let retention = "daemons.purgeEndedRuns.retentionMs";
+    let short = aiki(&url, &["config", "set", retention, "60000"]);
+    let short = short.failed(1);
+    assert!(short.contains("or 0: keep ended runs for ever"), "{short}");
     aiki(&url, &["config", "set", IDLE, "2m"]).failed(2);
     aiki(&url, &["config", "set", IDLE]).failed(2);
     let after = aiki(&url, &["config", "-o", "json"]).json();
