@@ -141,6 +141,7 @@ fn scope_of(method: &Method, route: &str) -> Option<Scope> {
         | path::CLAIM_RUN
         | path::REFRESH
         | path::TRANSITION
+        | path::CONTINUATION
         | path::CLAIMS
         | path::WORKERS
         | path::CATALOG
@@ -278,6 +279,7 @@ mod tests {
             (&post, path::CLAIM_RUN, Some(Scope::Executor)),
             (&post, path::REFRESH, Some(Scope::Executor)),
             (&post, path::TRANSITION, Some(Scope::Executor)),
+            (&post, path::CONTINUATION, Some(Scope::Executor)),
             (&post, path::CLAIMS, Some(Scope::Executor)),
             (&post, path::WORKERS, Some(Scope::Executor)),
             (&post, path::CATALOG, Some(Scope::Executor)),

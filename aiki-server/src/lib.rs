@@ -106,6 +106,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::CLAIM_RUN, post(routes::claim_run))
         .route(path::REFRESH, post(routes::refresh_claim))
         .route(path::TRANSITION, post(routes::transition))
+        .route(path::CONTINUATION, post(routes::continue_run))
         .route(path::EVENTS, post(routes::append_event))
         .route(path::ACTIONS, post(routes::act))
         .route(path::RELEASE, post(routes::release_claim))

@@ -63,6 +63,9 @@ pub mod path {
     /// `POST` [`TransitionRun`](super::TransitionRun) → [`RunRecord`](crate::RunRecord)
     /// (executor).
     pub const TRANSITION: &str = "/runs/{id}/transition";
+    /// `POST` [`ContinueRun`](super::ContinueRun) → [`Continued`](crate::Continued)
+    /// (executor).
+    pub const CONTINUATION: &str = "/runs/{id}/continuation";
     /// `POST` [`NewEvent`](crate::NewEvent) → [`AppendOutcome`](crate::AppendOutcome) (client).
     pub const EVENTS: &str = "/runs/{id}/events";
     /// `POST` [`Act`](super::Act) → [`RunRecord`](crate::RunRecord) (client).
@@ -204,6 +207,15 @@ pub struct TransitionRun {
     pub expected: u64,
     /// The move.
     pub transition: Transition,
+}
+
+/// The body of [`path::CONTINUATION`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContinueRun {
+    /// The revision the executor last saw.
+    pub expected: u64,
+    /// The successor and what it takes over.
+    pub continuation: crate::Continuation,
 }
 
 /// The body of [`path::ACTIONS`].

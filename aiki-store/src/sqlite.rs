@@ -328,6 +328,7 @@ impl Dialect for SqliteDialect {
     const ANSWERS: i64 = 18;
     const ENDPOINTS: i64 = 19;
     const SCHEDULES: i64 = 20;
+    const CONTINUATION: i64 = 22;
 
     async fn close(&self) {
         self.lane.release().await;

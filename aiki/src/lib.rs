@@ -273,7 +273,10 @@ pub use handle::{
 };
 pub use registry::{Registry, RegistryBuilder};
 pub use retry::{RetryPolicy, RetryPolicyError};
-pub use run::{ChildRun, ChildStart, EventWait, RECORDED_INPUT_MAX_BYTES, Run, SleepOutcome};
+pub use run::{
+    ChildRun, ChildStart, ContinueAsNew, EventWait, HistoryLimits, RECORDED_INPUT_MAX_BYTES, Run,
+    SleepOutcome,
+};
 pub use schema::Schema;
 pub use subscriber::{NotifySubscriber, PollingSubscriber, Subscriber};
 

@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use aiki_store::api::{
-    AddCatalogTasks, ClaimWait, PublishCatalog, PutEntry, PutSleep, RecordEventSlot, RecordWorker,
-    RefreshClaim, StartChild, TransitionRun,
+    AddCatalogTasks, ClaimWait, ContinueRun, PublishCatalog, PutEntry, PutSleep, RecordEventSlot,
+    RecordWorker, RefreshClaim, StartChild, TransitionRun,
 };
 use aiki_store::{
-    CatalogEntry, ClaimRequest, ClaimState, Claimed, EventRecord, RunRecord, WorkerRecord,
+    CatalogEntry, ClaimRequest, ClaimState, Claimed, Continued, EventRecord, RunRecord,
+    WorkerRecord,
 };
 use axum::Json;
 use axum::extract::State;
@@ -117,6 +118,20 @@ pub(crate) async fn transition(
         .await?;
     app.waiters.queued(run.status);
     Ok(Json(run))
+}
+
+pub(crate) async fn continue_run(
+    State(app): State<AppState>,
+    RunPath(id): RunPath,
+    Body(mut body): Body<ContinueRun>,
+) -> Answer<Continued> {
+    body.continuation.now = app.time.now();
+    let continued = app
+        .store
+        .continue_run(id, body.expected, body.continuation)
+        .await?;
+    app.waiters.queued(continued.successor.status);
+    Ok(Json(continued))
 }
 
 pub(crate) async fn record_worker(

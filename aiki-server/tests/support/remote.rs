@@ -233,6 +233,16 @@ impl ExecutorStore for Remote {
     async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
         self.http().put_sleep(expected, sleep).await
     }
+    async fn continue_run(
+        &self,
+        id: RunId,
+        expected: u64,
+        continuation: aiki_store::Continuation,
+    ) -> Result<aiki_store::Continued, StoreError> {
+        let now = continuation.now;
+        self.at(now, self.http().continue_run(id, expected, continuation))
+            .await
+    }
     async fn record_event_slot(
         &self,
         expected: u64,

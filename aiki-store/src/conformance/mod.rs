@@ -40,6 +40,7 @@ mod actions;
 mod claims;
 mod concurrency;
 mod config;
+mod continuation;
 mod counts;
 mod endpoints;
 mod entries;
@@ -69,6 +70,7 @@ pub use actions::*;
 pub use claims::*;
 pub use concurrency::*;
 pub use config::*;
+pub use continuation::*;
 pub use counts::*;
 pub use endpoints::*;
 pub use entries::*;
@@ -177,6 +179,8 @@ macro_rules! conformance_tests {
                 check_concurrent_put_entry_outcomes_are_each_their_own,
                 check_concurrent_put_entry_racing_a_transition,
                 check_executor_writes_over_the_payload_limit_are_refused,
+                check_a_run_continues_as_new_in_one_operation,
+                check_a_parent_waits_on_through_a_childs_continuation,
             ]);
         $crate::conformance_tests!(@group $factory; client: [
                 check_create_run,
@@ -267,6 +271,7 @@ fn new_run(namespace: &Namespace, status: RunStatus, now: Millis) -> NewRun {
         traceparent: None,
         lineage: None,
         actor: None,
+        continued_from: None,
         now,
     }
 }

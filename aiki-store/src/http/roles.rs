@@ -174,6 +174,19 @@ impl ExecutorStore for HttpStore {
         self.post(&run_path(path::TRANSITION, id), &body).await
     }
 
+    async fn continue_run(
+        &self,
+        id: RunId,
+        expected: u64,
+        continuation: crate::Continuation,
+    ) -> Result<crate::Continued, StoreError> {
+        let body = api::ContinueRun {
+            expected,
+            continuation,
+        };
+        self.post(&run_path(path::CONTINUATION, id), &body).await
+    }
+
     async fn record_worker(
         &self,
         worker: WorkerRecord,

@@ -58,6 +58,9 @@ impl ClientStore for MemoryStore {
         event.check_name()?;
         self.limit.check_event(&event)?;
         self.once("append_event", |state| {
+            // A run that continued as new hands its events on to the last run of its chain.
+            let mut event = event;
+            event.run_id = state.chain_end(event.run_id)?;
             let run = state.run(event.run_id)?;
             if run.status.is_terminal() {
                 return Err(StoreError::InvalidTransition {

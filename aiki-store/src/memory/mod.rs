@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 mod client;
+mod continuation;
 mod endpoints;
 mod keys;
 mod purge;
@@ -23,9 +24,9 @@ use crate::operation;
 
 use crate::ExecutorStore;
 use crate::{
-    CatalogEntry, ClaimRequest, ClaimState, Claimed, EntryRecord, EventRecord, Millis, Namespace,
-    NewRun, RunId, RunRecord, RunStatus, SleepRecord, StoreError, TaskDeclaration, Transition,
-    WorkerRecord,
+    CatalogEntry, ClaimRequest, ClaimState, Claimed, Continuation, Continued, EntryRecord,
+    EventRecord, Millis, Namespace, NewRun, RunId, RunRecord, RunStatus, SleepRecord, StoreError,
+    TaskDeclaration, Transition, WorkerRecord,
 };
 
 /// The in-memory backend. Every call takes one lock, so every call is atomic.
@@ -224,6 +225,18 @@ impl ExecutorStore for MemoryStore {
         self.limit.check_transition(id, &transition)?;
         self.once("transition", |state| {
             state.transition(id, expected, transition)
+        })
+    }
+
+    async fn continue_run(
+        &self,
+        id: RunId,
+        expected: u64,
+        continuation: Continuation,
+    ) -> Result<Continued, StoreError> {
+        self.limit.check_new_run(&continuation.successor)?;
+        self.once("continue_run", |state| {
+            state.continue_run(id, expected, continuation)
         })
     }
 

@@ -3,6 +3,7 @@
 mod action;
 mod catalog;
 mod config;
+mod continuation;
 mod counts;
 mod endpoint;
 mod entry;
@@ -26,6 +27,7 @@ mod worker;
 pub use action::*;
 pub use catalog::*;
 pub use config::*;
+pub use continuation::*;
 pub use counts::*;
 pub use endpoint::*;
 pub use entry::*;

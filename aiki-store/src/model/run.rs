@@ -57,6 +57,10 @@ pub struct NewRun {
     /// Who started it (an operator's name, recorded on the timeline); `None` when not said.
     #[serde(default)]
     pub actor: Option<String>,
+    /// For a successor: the run that continued as this one (see
+    /// [`ExecutorStore::continue_run`](crate::ExecutorStore::continue_run)), set by the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued_from: Option<RunId>,
     /// Creation time.
     pub now: Millis,
 }
@@ -94,6 +98,7 @@ impl NewRun {
             traceparent: None,
             lineage: None,
             actor: None,
+            continued_from: None,
             now,
         }
     }
@@ -187,6 +192,8 @@ impl NewRun {
             pause_requested_at: None,
             pause_requested_by: None,
             claim_stale_since: None,
+            continued_as: None,
+            continued_from: self.continued_from,
             created_at: self.now,
             updated_at: self.now,
         }
@@ -277,10 +284,27 @@ pub struct RunRecord {
     /// that, so an executor that merely could not reach the store keeps its run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_stale_since: Option<Millis>,
+    /// For a run that continued as a new one (`run.continue_as_new(..)`): its successor. The
+    /// run is `completed` without an output of its own; its result is the last run's of the
+    /// chain (see [`RunRecord::continued`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued_as: Option<RunId>,
+    /// For a successor: the run that continued as this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued_from: Option<RunId>,
     /// Creation time.
     pub created_at: Millis,
     /// Time of the last transition.
     pub updated_at: Millis,
+}
+
+impl RunRecord {
+    /// The run this one continued as, if it did: a run that ended by continuing as new counts
+    /// as ended for nothing that waits on it; whoever waits follows the chain to its last run.
+    pub fn continued(&self) -> Option<RunId> {
+        self.continued_as
+            .filter(|_| self.status == RunStatus::Completed)
+    }
 }
 
 /// Everything a run has recorded, loaded in one call.

@@ -399,6 +399,7 @@ impl Dialect for PgDialect {
     const ANSWERS: i64 = 19;
     const ENDPOINTS: i64 = 21;
     const SCHEDULES: i64 = 22;
+    const CONTINUATION: i64 = 25;
     const READY_NOTIFY: i64 = 20;
 
     fn ready_signals(&self) -> Option<crate::ReadySignals> {

@@ -5,8 +5,9 @@ use async_trait::async_trait;
 
 use super::ReadStore;
 use crate::{
-    CatalogEntry, ClaimRequest, ClaimState, Claimed, EntryRecord, EventRecord, Millis, Namespace,
-    NewRun, RunId, RunRecord, SleepRecord, StoreError, TaskDeclaration, Transition, WorkerRecord,
+    CatalogEntry, ClaimRequest, ClaimState, Claimed, Continuation, Continued, EntryRecord,
+    EventRecord, Millis, Namespace, NewRun, RunId, RunRecord, SleepRecord, StoreError,
+    TaskDeclaration, Transition, WorkerRecord,
 };
 
 /// The executor role of the store contract: claiming runs, holding the claim, reading a run's
@@ -114,6 +115,32 @@ pub trait ExecutorStore: ReadStore {
         expected: u64,
         transition: Transition,
     ) -> Result<RunRecord, StoreError>;
+
+    /// Ends `running` run `id` (at revision `expected`, claimed) by continuing it as a new
+    /// run, in one operation:
+    ///
+    /// * the successor is created `queued`, with the predecessor's reference id (which the
+    ///   predecessor gives up), pool, parent link and `traceparent`, and
+    ///   [`continued_from`](RunRecord::continued_from) set;
+    /// * the events the predecessor received and did not consume move to it (see
+    ///   [`Continuation::consumed`]);
+    /// * whatever waited on the predecessor now waits on the successor: suspended runs whose
+    ///   wait set names it, and a schedule whose last run it was;
+    /// * the predecessor moves to `completed`, without an output, its
+    ///   [`continued_as`](RunRecord::continued_as) set, its revision incremented. Nothing
+    ///   waiting on it wakes.
+    ///
+    /// A pause requested of the run does not hold the continuation (the successor is a new
+    /// run, which an operator pauses in turn). Refused like [`transition`](ExecutorStore::transition)
+    /// (a revision conflict, a run not `running`) with nothing written; with
+    /// [`StoreError::AlreadyExists`] when the successor's workflow version already has a run of the
+    /// reference id; with [`StoreError::TooLarge`] for an input over the payload limit.
+    async fn continue_run(
+        &self,
+        id: RunId,
+        expected: u64,
+        continuation: Continuation,
+    ) -> Result<Continued, StoreError>;
 
     /// Records a worker's heartbeat: inserts or replaces the worker's row, its last-seen time
     /// at `now` (PostgreSQL: by the claim clock, see [`claim`](ExecutorStore::claim)). Returns the row

@@ -103,6 +103,10 @@ pub(crate) struct RunRow {
     pause_requested_by: Option<String>,
     #[serde(default)]
     stale_since: Option<i64>,
+    #[serde(default)]
+    continued_as: Option<String>,
+    #[serde(default)]
+    continued_from: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -169,6 +173,8 @@ impl RunRow {
             pause_requested_at: self.pause_requested_at,
             pause_requested_by: self.pause_requested_by,
             claim_stale_since: self.stale_since,
+            continued_as: self.continued_as.as_deref().map(parse_id).transpose()?,
+            continued_from: self.continued_from.as_deref().map(parse_id).transpose()?,
             created_at: self.created_at,
             updated_at: self.updated_at,
         })

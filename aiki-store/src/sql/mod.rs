@@ -15,6 +15,7 @@ pub(crate) mod batch;
 pub(crate) mod binds;
 mod claims;
 mod config;
+mod continuation;
 pub(crate) mod decode;
 pub(crate) mod dialect;
 pub(crate) mod driver;

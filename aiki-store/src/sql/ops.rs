@@ -184,7 +184,10 @@ impl<D: Dialect> SqlStore<D> {
         Ok(())
     }
 
-    pub(crate) async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
+    pub(crate) async fn append_event(
+        &self,
+        mut event: NewEvent,
+    ) -> Result<AppendOutcome, StoreError> {
         event.check_name()?;
         if let Some(answer) = self.first_answer("append_event").await? {
             return Ok(answer);
@@ -192,22 +195,29 @@ impl<D: Dialect> SqlStore<D> {
         let mut tx = self.begin().await?;
         // Locking the run (PostgreSQL; SQLite's transaction holds the write lock) serializes
         // index assignment per run, and makes the wake-up see the run's latest status.
-        let locked = self
-            .fetch_optional(
-                On::Tx(&mut tx),
-                &self.sql.lock_status,
-                &[event.run_id.into()],
-            )
-            .await?
-            .ok_or_else(|| StoreError::run_not_found(event.run_id))?;
-        let status: crate::RunStatus =
-            locked
-                .text(0)?
-                .unwrap_or_default()
-                .parse()
-                .map_err(|error| StoreError::Corrupt {
-                    message: format!("{error}"),
-                })?;
+        let (locked, status) = loop {
+            let locked = self
+                .fetch_optional(
+                    On::Tx(&mut tx),
+                    &self.sql.lock_status,
+                    &[event.run_id.into()],
+                )
+                .await?
+                .ok_or_else(|| StoreError::run_not_found(event.run_id))?;
+            let status: crate::RunStatus =
+                locked
+                    .text(0)?
+                    .unwrap_or_default()
+                    .parse()
+                    .map_err(|error| StoreError::Corrupt {
+                        message: format!("{error}"),
+                    })?;
+            // A run that continued as new hands its events on to its successor.
+            match self.successor_of(&mut tx, event.run_id, status).await? {
+                Some(next) => event.run_id = next,
+                None => break (locked, status),
+            }
+        };
         if status.is_terminal() {
             return Err(StoreError::InvalidTransition {
                 run_id: event.run_id,

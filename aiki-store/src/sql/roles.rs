@@ -155,6 +155,16 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
         self.transition(id, expected, transition).await
     }
 
+    async fn continue_run(
+        &self,
+        id: crate::RunId,
+        expected: u64,
+        continuation: crate::Continuation,
+    ) -> Result<crate::Continued, crate::StoreError> {
+        self.limit.check_new_run(&continuation.successor)?;
+        self.continue_run(id, expected, continuation).await
+    }
+
     async fn record_worker(
         &self,
         worker: crate::WorkerRecord,

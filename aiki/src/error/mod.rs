@@ -210,6 +210,25 @@ pub enum WorkflowError {
         /// The store's limit, in bytes.
         limit: u64,
     },
+    /// The run's history holds as many entries as the executor's hard limit allows
+    /// ([`WorkerBuilder::history_limits`](crate::WorkerBuilder::history_limits)): no new task
+    /// or child starts, and the run fails (never retried: a replay reaches the same size). A
+    /// workflow that loops for ever continues as new before it gets there
+    /// ([`Run::continue_as_new`](crate::Run::continue_as_new)).
+    #[error(
+        "the run's history holds {entries} entries, the limit is {limit}: a workflow that          loops or runs for ever must continue as new (`run.continue_as_new::<W>(state)`)          before its history grows this large; fix the workflow, then retry the run with a          raised limit (`WorkerBuilder::history_limits`) or fork it onto a fixed version"
+    )]
+    HistoryTooLarge {
+        /// The entries the history holds.
+        entries: usize,
+        /// The executor's hard limit.
+        limit: usize,
+    },
+    /// Not a failure: the run ends here and continues as a new run, returned by
+    /// [`Run::continue_as_new`](crate::Run::continue_as_new) for the workflow to return
+    /// (`return Err(run.continue_as_new::<W>(state))`).
+    #[error("the run continues as a new run of {}", .0.namespace)]
+    ContinueAsNew(crate::run::ContinueAsNew),
     /// The workflow's own error.
     #[error("{message}")]
     Failed {
@@ -255,6 +274,8 @@ impl WorkflowError {
                 | WorkflowError::TooLarge { .. }
                 | WorkflowError::InputSchemaMismatch { .. }
                 | WorkflowError::DirectTaskCall { .. }
+                | WorkflowError::HistoryTooLarge { .. }
+                | WorkflowError::ContinueAsNew(_)
                 // The parent replays the child's outcome it recorded: a retry fails the same
                 // way (an operator retries the child with it, `RetryOptions::rerun_child`).
                 | WorkflowError::ChildFailed { .. }
@@ -285,6 +306,8 @@ impl WorkflowError {
         "panicked",
         "duration_too_long",
         "too_large",
+        "history_too_large",
+        "continue_as_new",
         "failed",
         "corrupt_history",
     ];
@@ -310,6 +333,8 @@ impl WorkflowError {
             WorkflowError::Panicked { .. } => "panicked",
             WorkflowError::DurationTooLong { .. } => "duration_too_long",
             WorkflowError::TooLarge { .. } => "too_large",
+            WorkflowError::HistoryTooLarge { .. } => "history_too_large",
+            WorkflowError::ContinueAsNew(_) => "continue_as_new",
             WorkflowError::Failed { .. } => "failed",
         }
     }
@@ -416,7 +441,7 @@ mod kinds {
             .skip(1)
             .map(|rest| &rest[..rest.find('"').expect("a string")])
             .collect();
-        assert_eq!(given.len(), 17, "{given:?}");
+        assert_eq!(given.len(), 19, "{given:?}");
         let mut listed: Vec<&str> = WorkflowError::KINDS.to_vec();
         listed.retain(|kind| *kind != "corrupt_history");
         assert_eq!(listed, given);

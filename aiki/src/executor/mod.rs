@@ -72,6 +72,8 @@ pub(crate) struct Parts {
     /// The tasks its runs were seen calling: added to their versions' catalog entries.
     pub(crate) called: Arc<CalledTasks>,
     pub(crate) claim_refresh_interval: Duration,
+    /// How large a run's history may grow.
+    pub(crate) history_limits: crate::HistoryLimits,
     /// The claim idle timeout in force, as the store last told it (the runtime configuration's
     /// [`ConfigKey::ClaimIdleTimeout`](aiki_store::ConfigKey::ClaimIdleTimeout)).
     pub(crate) claim_idle_timeout_ms: AtomicI64,
@@ -106,6 +108,7 @@ impl Executor {
             clock: Arc::new(SystemClock),
             id: random_id("executor"),
             claim_refresh_interval: Duration::from_secs(30),
+            history_limits: crate::HistoryLimits::default(),
             subscriber: None,
         }
     }
@@ -210,6 +213,7 @@ pub struct ExecutorBuilder {
     clock: Arc<dyn Clock>,
     id: String,
     claim_refresh_interval: Duration,
+    history_limits: crate::HistoryLimits,
     subscriber: Option<Arc<dyn Subscriber>>,
 }
 
@@ -249,6 +253,13 @@ impl ExecutorBuilder {
         self
     }
 
+    /// How large a run's history may grow (default: a warning past 10,000 entries, the
+    /// run's failure at 50,000; see [`HistoryLimits`](crate::HistoryLimits)).
+    pub fn history_limits(mut self, limits: crate::HistoryLimits) -> Self {
+        self.history_limits = limits;
+        self
+    }
+
     /// The subscriber the runs came through, renewed per run beside the claim refresh.
     pub(crate) fn subscriber(mut self, subscriber: Arc<dyn Subscriber>) -> Self {
         self.subscriber = Some(subscriber);
@@ -262,6 +273,7 @@ impl ExecutorBuilder {
                 "claim_refresh_interval must be above zero".to_owned(),
             ));
         }
+        self.history_limits.check().map_err(ClientError::Config)?;
         let store_clock = Arc::new(StoreClock::new(self.clock));
         Ok(Executor {
             parts: Arc::new(Parts {
@@ -272,6 +284,7 @@ impl ExecutorBuilder {
                 id: self.id,
                 called: Default::default(),
                 claim_refresh_interval: self.claim_refresh_interval,
+                history_limits: self.history_limits,
                 claim_idle_timeout_ms: AtomicI64::new(
                     aiki_store::ConfigKey::ClaimIdleTimeout.default_value(),
                 ),

@@ -104,7 +104,8 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>)
         executor.registry.state().clone(),
         executor.registry.served().clone(),
     )
-    .noting_calls(executor.called.clone());
+    .noting_calls(executor.called.clone())
+    .with_history_limits(executor.history_limits);
     // A pause requested while an executor of an earlier release held it: drain at once.
     if claimed.pause_requested_at.is_some() {
         run.drain(Drain::Pause);
@@ -206,6 +207,18 @@ async fn ended(
             tracing::warn!(run_id = %id, %error, "run lost by this executor; stopping");
             self::outcome("lost")
         }
+        Err(WorkflowError::ContinueAsNew(next)) => match run.continue_with(next).await {
+            Ok(continued) => {
+                tracing::debug!(run_id = %id, successor = %continued.successor.id, "run continued as new");
+                work_available();
+                moved(&continued.predecessor)
+            }
+            Err(WorkflowError::Lost(error)) => {
+                tracing::warn!(run_id = %id, %error, "continuation refused; stopping");
+                self::outcome("lost")
+            }
+            Err(refused) => fail_or_retry(executor, run, retry, refused).await,
+        },
         Err(error) => fail_or_retry(executor, run, retry, error).await,
     }
 }

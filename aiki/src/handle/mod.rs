@@ -182,12 +182,27 @@ impl<W: Workflow> RunHandle<W> {
             .map_err(|_| ClientError::Timeout(timeout))?
     }
 
-    /// Waits for the run to complete and returns its output.
+    /// Waits for the run to complete and returns its output. A run that continued as new
+    /// ([`Run::continue_as_new`](crate::Run::continue_as_new)) has the result of the last run
+    /// of its chain: this waits for that one to end, and fails as it does.
     pub async fn result(&self) -> Result<W::Output, ClientError> {
-        let run = self.wait_for_status(RunStatus::Completed).await?;
+        let mut run = self.wait_for_status(RunStatus::Completed).await?;
+        while let Some(next) = run.continued() {
+            run = AnyRun::new(self.client.clone(), next)
+                .wait_until_ended()
+                .await?;
+            if run.status != RunStatus::Completed {
+                return Err(ClientError::EndedInOtherStatus {
+                    run_id: run.id,
+                    status: run.status,
+                    wanted: RunStatus::Completed,
+                    error: run.error,
+                });
+            }
+        }
         serde_json::from_value(run.output.unwrap_or(Value::Null)).map_err(|error| {
             ClientError::OutputMismatch {
-                run_id: self.id,
+                run_id: run.id,
                 message: error.to_string(),
             }
         })

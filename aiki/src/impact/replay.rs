@@ -119,6 +119,11 @@ pub(super) async fn replay(
             after,
         },
         (Some(error), _) => verdict_of(error, after),
+        // Continuing as new ends the run as completing would.
+        (None, Ok(Some(Err(WorkflowError::ContinueAsNew(_))))) if !impact.new_work.is_empty() => {
+            Verdict::NewWork
+        }
+        (None, Ok(Some(Err(WorkflowError::ContinueAsNew(_))))) => Verdict::Safe,
         (None, Ok(Some(Err(error)))) => verdict_of(error, seen.assumed.clone()),
         (None, Err(_)) => Verdict::Broken {
             error_kind: "unsettled".to_owned(),

@@ -171,6 +171,16 @@ impl Run {
         Ok(child)
     }
 
+    /// The record of the last run of the chain child `id` starts: the child's own, unless it
+    /// continued as new (then its successor's, and so on).
+    pub(super) async fn child_chain_end(&self, id: RunId) -> Result<RunRecord, WorkflowError> {
+        let mut child = self.child_record(id).await?;
+        while let Some(next) = child.continued() {
+            child = self.child_record(next).await?;
+        }
+        Ok(child)
+    }
+
     async fn wait_child<W: Workflow>(
         &self,
         id: RunId,
@@ -208,6 +218,8 @@ impl Run {
         if let Some(outcome) = self.assume_child::<W>(id) {
             return self.child_outcome::<W>(outcome, start).map(Some);
         }
+        // A child that continued as new is waited on as the last run of its chain.
+        let id = self.child_chain_end(id).await?.id;
         match self.block(Block::Child { id, deadline }).await {}
     }
 }
@@ -295,7 +307,7 @@ impl Run {
                     Some(outcome) => {
                         outputs.push(self.child_outcome::<W>(outcome, &child.start)?);
                     }
-                    None => pending.push(child.id),
+                    None => pending.push(self.child_chain_end(child.id).await?.id),
                 },
             }
         }

@@ -20,6 +20,8 @@ pub(super) struct Manifest {
     queues: HashMap<String, Queue<EntryRecord>>,
     /// Recorded entries not consumed yet; changed only by [`Manifest::take`].
     remaining: usize,
+    /// Entries recorded and reserved: the history's size.
+    len: usize,
 }
 
 /// What a call at an address gets.
@@ -36,6 +38,7 @@ impl Manifest {
     pub(super) fn new(entries: Vec<EntryRecord>) -> Self {
         Manifest {
             remaining: entries.len(),
+            len: entries.len(),
             queues: queues(entries, |entry| &entry.address, |entry| entry.index),
         }
     }
@@ -56,7 +59,13 @@ impl Manifest {
         let index = queue.records.len() as u32;
         queue.records.push(placeholder(run_id, address, index));
         queue.next += 1;
+        self.len += 1;
         index
+    }
+
+    /// Entries recorded and reserved.
+    pub(super) fn len(&self) -> usize {
+        self.len
     }
 
     /// One address per recorded entry not yet consumed by this execution, sorted.
@@ -112,7 +121,8 @@ impl Run {
             };
             return Err(self.record_fatal(&mut replay, error));
         }
-        Ok(Slot::Fresh(manifest.reserve(self.inner.id, address)))
+        self.check_history_size(&mut replay)?;
+        Ok(Slot::Fresh(replay.manifest.reserve(self.inner.id, address)))
     }
 }
 

@@ -5,6 +5,7 @@
 //! `child`, and `suspend` (what a run waiting only on durable things waits for).
 
 mod child;
+mod continuation;
 mod drain;
 mod event;
 mod manifest;
@@ -35,6 +36,7 @@ use crate::error::WorkflowError;
 use crate::task::StateMap;
 
 pub use child::{ChildRun, ChildStart};
+pub use continuation::{ContinueAsNew, HistoryLimits};
 pub(crate) use drain::Drain;
 pub use event::EventWait;
 pub use sleep::SleepOutcome;
@@ -78,6 +80,8 @@ struct Inner {
     /// Where the executing worker notes the tasks its runs call (for its catalog); `None` for
     /// the impact check's replay.
     called: Option<Arc<crate::called::CalledTasks>>,
+    /// How large its history may grow.
+    history_limits: HistoryLimits,
     replay: Mutex<Replay>,
 }
 
@@ -149,6 +153,8 @@ struct Replay {
     held: usize,
     /// Task results (an output, a failed attempt) this execution recorded.
     recorded: u64,
+    /// Whether this execution warned of the history's size.
+    warned_size: bool,
     /// The waker of the execution polling the workflow (woken when a drain is asked for).
     waker: Option<std::task::Waker>,
 }
@@ -189,6 +195,7 @@ impl Run {
                 state,
                 served,
                 called: None,
+                history_limits: HistoryLimits::default(),
                 replay: Mutex::new(replay),
             },
         }
@@ -197,6 +204,12 @@ impl Run {
     /// Notes the tasks this run calls in `called` (the executing worker's catalog).
     pub(crate) fn noting_calls(mut self, called: Arc<crate::called::CalledTasks>) -> Run {
         self.inner.called = Some(called);
+        self
+    }
+
+    /// Keeps its history within `limits`.
+    pub(crate) fn with_history_limits(mut self, limits: HistoryLimits) -> Run {
+        self.inner.history_limits = limits;
         self
     }
 

@@ -90,11 +90,16 @@ impl Run {
         if let Some(outcome) = recorded.as_ref().and_then(|r| Outcome::recorded(r, id)) {
             return Ok(Some(outcome));
         }
-        let child = self.child_record(id).await?;
+        // A child that continued as new ends when the last run of its chain does; the outcome
+        // is recorded as the child's own.
+        let child = self.child_chain_end(id).await?;
         if !child.status.is_terminal() {
             return Ok(None);
         }
-        let outcome = Outcome::of(&child);
+        let outcome = Outcome {
+            run_id: id,
+            ..Outcome::of(&child)
+        };
         if recorded.is_none() && !self.probing() {
             let data = serde_json::to_value(&outcome).expect("BUG: an outcome serializes");
             let slot =

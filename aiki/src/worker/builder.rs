@@ -31,6 +31,7 @@ pub struct WorkerBuilder {
     /// `None`: 50 ms, or 5 s as the safety net of a store that sends ready hints.
     poll_interval: Option<Duration>,
     claim_refresh_interval: Duration,
+    history_limits: crate::HistoryLimits,
     shutdown_timeout: Duration,
     /// Whether to run the daemons: `None` runs them when the store offers the sweeper role.
     daemons: Option<bool>,
@@ -61,6 +62,7 @@ impl WorkerBuilder {
             max_concurrent_runs: 100,
             poll_interval: None,
             claim_refresh_interval: Duration::from_secs(30),
+            history_limits: crate::HistoryLimits::default(),
             shutdown_timeout: Duration::from_secs(5),
             daemons: None,
             subscriber: None,
@@ -159,6 +161,13 @@ impl WorkerBuilder {
         self
     }
 
+    /// How large a run's history may grow (default: a warning past 10,000 entries, the run's
+    /// failure at 50,000; see [`HistoryLimits`](crate::HistoryLimits)).
+    pub fn history_limits(mut self, limits: crate::HistoryLimits) -> Self {
+        self.history_limits = limits;
+        self
+    }
+
     /// How long a shutdown waits for runs in progress (default 5 s).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
@@ -228,6 +237,7 @@ impl WorkerBuilder {
             .id(self.worker_id)
             .shared_clock(self.clock)
             .claim_refresh_interval(self.claim_refresh_interval)
+            .history_limits(self.history_limits)
             .subscriber(subscriber.clone())
             .build()?;
         Ok(Worker {

@@ -48,6 +48,8 @@ pub(crate) struct Level {
     pub(crate) endpoints: bool,
     /// The schedules migration (SQLite 20, PostgreSQL 22): schedules and their log.
     pub(crate) schedules: bool,
+    /// The continuation migration (SQLite 22, PostgreSQL 25): continue-as-new's links.
+    pub(crate) continuation: bool,
 }
 
 impl Level {
@@ -61,6 +63,7 @@ impl Level {
         answers: true,
         endpoints: true,
         schedules: true,
+        continuation: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -74,6 +77,7 @@ impl Level {
             answers: version >= D::ANSWERS,
             endpoints: version >= D::ENDPOINTS,
             schedules: version >= D::SCHEDULES,
+            continuation: version >= D::CONTINUATION,
         }
     }
 }
@@ -90,6 +94,13 @@ pub(crate) fn run_doc(alias: &str, level: Level) -> String {
     } else {
         String::new()
     };
+    let continuation = if level.continuation {
+        format!(
+            ", 'continued_as', {a}continued_as::text, 'continued_from', {a}continued_from::text"
+        )
+    } else {
+        String::new()
+    };
     format!(
         "json_build_object('id', {a}id::text, 'workflow', {a}workflow, \
          'version', {a}version, 'input', {a}input, 'input_hash', {a}input_hash, \
@@ -102,7 +113,7 @@ pub(crate) fn run_doc(alias: &str, level: Level) -> String {
          'parent_run_id', {a}parent_run_id::text, 'parent_address', {a}parent_address, \
          'traceparent', {a}traceparent, 'wait_set', {a}wait_set, \
          'forked_from', {a}forked_from::text, 'lineage_root', {a}lineage_root::text, \
-         'created_at', {a}created_at, 'updated_at', {a}updated_at{operations})"
+         'created_at', {a}created_at, 'updated_at', {a}updated_at{operations}{continuation})"
     )
 }
 
