@@ -170,6 +170,15 @@ impl aiki::store::ExecutorStore for Counting {
         self.count("start_child");
         self.inner.start_child(expected, entry, child).await
     }
+    async fn continue_run(
+        &self,
+        id: RunId,
+        expected: u64,
+        continuation: aiki::store::Continuation,
+    ) -> Result<aiki::store::Continued, StoreError> {
+        self.count("continue_run");
+        self.inner.continue_run(id, expected, continuation).await
+    }
     async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
         self.count("put_sleep");
         self.inner.put_sleep(expected, sleep).await
