@@ -87,6 +87,11 @@ async fn a_chain_keeps_its_reference_id_and_unconsumed_events(backend: Backend) 
         );
     }
     assert_eq!(h.executions.count("renewal-bill"), 3);
+    let view = aiki::ops::RunView::read(&h.client, first.id())
+        .await
+        .unwrap();
+    let says = format!("continued as new: run {} carries on", chain[1].id);
+    assert!(view.doing.starts_with(&says), "{}", view.doing);
     // The carried tick is the second run's first event.
     let second = h.store.load_history(chain[1].id).await.unwrap();
     assert_eq!(second.events.len(), 1, "{:?}", second.events);

@@ -41,8 +41,9 @@ fn assert_too_large<T: std::fmt::Debug>(result: Result<T, StoreError>, doing: &s
 }
 
 /// An executor's writes holding a payload over the limit are refused with `TooLarge` and write
-/// nothing: a task's output (`put_entry`), a run's output (`transition`) and a child's input
-/// (`start_child`, neither the parent's entry nor the child); payloads at the limit are kept.
+/// nothing: a task's output (`put_entry`), a run's output (`transition`), a child's input
+/// (`start_child`, neither the parent's entry nor the child) and a successor's input
+/// (`continue_run`); payloads at the limit are kept.
 pub async fn check_executor_writes_over_the_payload_limit_are_refused(store: &dyn Store) {
     let now = LOCAL_TIME;
     let run = running(store, "worker-limits", now).await;
@@ -97,6 +98,21 @@ pub async fn check_executor_writes_over_the_payload_limit_are_refused(store: &dy
     assert_eq!(history.entries.len(), 1, "no child entry in the parent");
     assert!(history.children.is_empty());
 
+    let successor =
+        crate::NewRun::new(run.namespace.clone(), over_limit(), "2".repeat(64), now + 1);
+    let successor_id = successor.id;
+    let continuation = crate::Continuation::new(successor, Default::default(), now + 1);
+    assert_too_large(
+        store.continue_run(run.id, run.revision, continuation).await,
+        "continue_run",
+    );
+    assert!(
+        matches!(
+            store.get_run(successor_id).await,
+            Err(StoreError::NotFound { .. })
+        ),
+        "no successor"
+    );
     let completed = Transition::to(RunStatus::Completed, now + 1).output(over_limit(), "fp");
     assert_too_large(
         store.transition(run.id, run.revision, completed).await,

@@ -66,6 +66,12 @@ pub(super) fn doing(history: &History, seen: &Seen<'_>) -> String {
         }
         (_, RunStatus::Running) => running(run, seen),
         (_, RunStatus::Failed) => failed(run, seen.plan),
+        (_, RunStatus::Completed) if run.continued().is_some() => format!(
+            "continued as new: run {} carries on (its result is the last run's of the chain)",
+            run.continued_as
+                .map(|id| id.to_string())
+                .unwrap_or_default()
+        ),
         (_, other) => other.to_string(),
     }
 }
