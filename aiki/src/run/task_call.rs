@@ -314,19 +314,9 @@ impl Run {
                                     "task output over the store's size limit; the task fails"
                                 );
                             });
-                            let failure = aiki_store::Failure::new("too_large", message.clone());
-                            self.put_entry(
-                                entry(EntryStatus::Failed, attempt, self.now()).error(failure),
-                            )
-                            .await?;
-                            return Err(WorkflowError::TaskFailed {
-                                task: T::NAME.to_owned(),
-                                address,
-                                index,
-                                attempts: attempt,
-                                message,
-                                interrupted: false,
-                            });
+                            let failure = aiki_store::Failure::new("too_large", message);
+                            let failed = entry(EntryStatus::Failed, attempt, self.now());
+                            return Err(self.failed_for_good(T::NAME, failed, failure).await);
                         }
                         Err(error) => return Err(error),
                     }
@@ -353,18 +343,8 @@ impl Run {
                     });
                     match delay {
                         None => {
-                            self.put_entry(
-                                entry(EntryStatus::Failed, attempt, self.now()).error(failure),
-                            )
-                            .await?;
-                            return Err(WorkflowError::TaskFailed {
-                                task: T::NAME.to_owned(),
-                                address,
-                                index,
-                                attempts: attempt,
-                                message: error.message().to_owned(),
-                                interrupted: false,
-                            });
+                            let failed = entry(EntryStatus::Failed, attempt, self.now());
+                            return Err(self.failed_for_good(T::NAME, failed, failure).await);
                         }
                         Some(delay) if delay <= INLINE_RETRY_MAX => {
                             tracing::debug!(
@@ -393,6 +373,29 @@ impl Run {
                     }
                 }
             }
+        }
+    }
+
+    /// Records `failed` (the call's last attempt) with `failure`, and returns the error the
+    /// workflow gets for it: [`WorkflowError::TaskFailed`], or the write's own error.
+    async fn failed_for_good(
+        &self,
+        task: &str,
+        failed: EntryRecord,
+        failure: aiki_store::Failure,
+    ) -> WorkflowError {
+        let (address, index, attempts) = (failed.address.clone(), failed.index, failed.attempts);
+        let message = failure.message.clone();
+        if let Err(error) = self.put_entry(failed.error(failure)).await {
+            return error;
+        }
+        WorkflowError::TaskFailed {
+            task: task.to_owned(),
+            address,
+            index,
+            attempts,
+            message,
+            interrupted: false,
         }
     }
 
