@@ -8,82 +8,11 @@ use std::time::Duration;
 use aiki::ManualClock;
 use aiki_server::ServerConfig;
 use aiki_store::prelude::*;
-use aiki_store::{
-    CreateOutcome, ErrorBody, Namespace, NewEvent, NewRun, RunId, RunRecord, RunStatus, Transition,
-};
+use aiki_store::{CreateOutcome, Namespace, NewEvent, NewRun, RunId, RunStatus, Transition};
 use serde_json::{Value, json};
 use support::remote::Remote;
 
-const NOW: i64 = 4_000_000_000_000;
-
-async fn server() -> Remote {
-    let config = ServerConfig::default()
-        .clock(ManualClock::new(NOW))
-        .body_limit(16 * 1024)
-        .request_timeout(Duration::from_secs(5))
-        .insecure_no_auth();
-    Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
-}
-
-async fn queued_run(remote: &Remote) -> RunRecord {
-    let run = NewRun::new(
-        Namespace::new(format!("bad-input-{}", RunId::new()), "1.0.0"),
-        json!({"order": 1}),
-        "0".repeat(64),
-        NOW,
-    );
-    match remote.create_run(run).await.expect("create_run") {
-        CreateOutcome::Created(run) => run,
-        other => panic!("a new run, got {other:?}"),
-    }
-}
-
-/// Sends `body` (raw bytes, with `content_type` if any) and returns the status and the error
-/// body, checking it is the contract's.
-async fn send(
-    remote: &Remote,
-    method: reqwest::Method,
-    path: &str,
-    content_type: Option<&str>,
-    body: impl Into<reqwest::Body>,
-) -> (u16, ErrorBody) {
-    let url = format!("{}/api/v1{path}", remote.url());
-    let mut request = reqwest::Client::new().request(method, url).body(body);
-    if let Some(content_type) = content_type {
-        request = request.header("content-type", content_type);
-    }
-    let response = request.send().await.expect("the server answers");
-    let status = response.status().as_u16();
-    let text = response.text().await.expect("a body");
-    let body: ErrorBody = serde_json::from_str(&text)
-        .unwrap_or_else(|error| panic!("{status}: not an error body ({error}): {text}"));
-    assert!(!body.message.is_empty(), "the message says what is wrong");
-    (status, body)
-}
-
-async fn post_json(remote: &Remote, path: &str, body: &str) -> (u16, ErrorBody) {
-    send(
-        remote,
-        reqwest::Method::POST,
-        path,
-        Some("application/json"),
-        body.to_owned(),
-    )
-    .await
-}
-
-/// The run, its history and its timeline, to compare before and after a refused request.
-async fn snapshot(remote: &Remote, id: RunId) -> (RunRecord, usize, usize, usize) {
-    let store = remote.backing();
-    let history = store.load_history(id).await.expect("history");
-    let timeline = store.timeline(id).await.expect("timeline");
-    (
-        history.run.clone(),
-        history.entries.len(),
-        history.events.len(),
-        timeline.len(),
-    )
-}
+use support::requests::{NOW, post_json, queued_run, send, server, snapshot};
 
 #[tokio::test]
 async fn malformed_bodies_are_refused_with_their_status_and_write_nothing() {
@@ -483,4 +412,53 @@ async fn health_and_readiness_answer() {
         let body: Value = response.json().await.unwrap();
         assert!(body["status"].is_string(), "{body}");
     }
+}
+
+/// The continuation route refuses a body without its continuation, a run that is not running
+/// and a stale revision, each with its code, and writes nothing (no successor either).
+#[tokio::test]
+async fn a_continuation_that_cannot_apply_is_refused_and_writes_nothing() {
+    let remote = server().await;
+    let run = queued_run(&remote).await;
+    let before = snapshot(&remote, run.id).await;
+    let path = format!("/runs/{}/continuation", run.id);
+    let (status, body) = post_json(&remote, &path, &json!({"expected": 1}).to_string()).await;
+    assert_eq!(
+        (status, body.code.as_str()),
+        (422, "invalid_request"),
+        "{body:?}"
+    );
+    assert!(
+        body.message.contains("continuation"),
+        "names the field: {body:?}"
+    );
+    let successor = NewRun::new(
+        run.namespace.clone(),
+        json!({"order": 2}),
+        "1".repeat(64),
+        NOW,
+    );
+    let successor_id = successor.id;
+    let continuation = aiki_store::Continuation::new(successor, Default::default(), NOW);
+    for (expected, code) in [
+        (run.revision, "invalid_transition"),
+        (run.revision + 5, "revision_conflict"),
+    ] {
+        let request = json!({"expected": expected, "continuation": continuation});
+        let (status, body) = post_json(&remote, &path, &request.to_string()).await;
+        assert_eq!((status, body.code.as_str()), (409, code), "{body:?}");
+    }
+    let unknown = format!("/runs/{}/continuation", RunId::new());
+    let request = json!({"expected": 1, "continuation": continuation});
+    let (status, body) = post_json(&remote, &unknown, &request.to_string()).await;
+    assert_eq!((status, body.code.as_str()), (404, "not_found"), "{body:?}");
+    assert_eq!(
+        snapshot(&remote, run.id).await,
+        before,
+        "nothing was written"
+    );
+    assert!(
+        remote.backing().get_run(successor_id).await.is_err(),
+        "no successor"
+    );
 }

@@ -310,3 +310,27 @@ async fn a_schedule_follows_the_chain_of_its_last_run(backend: Backend) {
         "the occurrence after the chain ended fired: {skipped:#?}"
     );
 }
+
+/// History limits that make no sense are refused when the worker is built, saying why.
+#[tokio::test]
+async fn history_limits_that_make_no_sense_are_refused() {
+    let store = aiki::store::connect("memory:").await.unwrap();
+    for (warn, limit) in [(0, 10), (10, 0), (10, 10), (20, 10)] {
+        let built = aiki::Worker::builder(store.clone())
+            .register(Biller)
+            .task(RenewalBill)
+            .state(Executions::default())
+            .history_limits(HistoryLimits::new(warn, limit))
+            .build();
+        match built {
+            Err(ClientError::Config(message)) => {
+                assert!(
+                    message.contains("warning below the limit")
+                        && message.contains(&format!("warn {warn} and limit {limit}")),
+                    "{message}"
+                );
+            }
+            other => panic!("warn {warn}, limit {limit}: expected a config error, got {other:?}"),
+        }
+    }
+}

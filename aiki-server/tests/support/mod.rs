@@ -5,3 +5,4 @@
 #[path = "../../../aiki-store/tests/support/postgres.rs"]
 pub mod postgres;
 pub mod remote;
+pub mod requests;
