@@ -23,21 +23,12 @@ impl State {
             });
         }
         let now = continuation.now;
-        let mut new = continuation.successor;
+        let new = continuation.successor_of(&predecessor);
         if self.runs.contains_key(&new.id) {
             return Err(StoreError::AlreadyExists {
                 what: format!("run {}", new.id),
             });
         }
-        new.reference_id = predecessor.reference_id.clone();
-        new.pool = predecessor.pool.clone();
-        new.parent = predecessor.parent.clone();
-        new.traceparent = predecessor.traceparent.clone();
-        new.status = RunStatus::Queued;
-        new.due_at = None;
-        new.lineage = None;
-        new.continued_from = Some(id);
-        new.now = now;
         // The predecessor gives its reference id up first: the successor may be of the same
         // workflow version.
         let reference = predecessor

@@ -34,6 +34,23 @@ impl Continuation {
             now,
         }
     }
+
+    /// The successor as the store creates it after `predecessor`: queued now, with what it
+    /// takes over.
+    pub(crate) fn successor_of(&self, predecessor: &RunRecord) -> NewRun {
+        let mut new = self.successor.clone();
+        new.reference_id = predecessor.reference_id.clone();
+        new.pool = predecessor.pool.clone();
+        new.parent = predecessor.parent.clone();
+        new.traceparent = predecessor.traceparent.clone();
+        new.status = crate::RunStatus::Queued;
+        new.due_at = None;
+        new.lineage = None;
+        new.actor = None;
+        new.continued_from = Some(predecessor.id);
+        new.now = self.now;
+        new
+    }
 }
 
 /// What a continuation wrote: the predecessor, now `completed` with

@@ -50,16 +50,7 @@ impl<D: Dialect> SqlStore<D> {
             .ok_or_else(|| StoreError::run_not_found(id))?;
         let predecessor = decode::run_from_json(&predecessor)?;
         let now = continuation.now;
-        let mut new = continuation.successor;
-        new.reference_id = predecessor.reference_id.clone();
-        new.pool = predecessor.pool.clone();
-        new.parent = predecessor.parent.clone();
-        new.traceparent = predecessor.traceparent.clone();
-        new.status = RunStatus::Queued;
-        new.due_at = None;
-        new.lineage = None;
-        new.actor = None;
-        new.now = now;
+        let new = continuation.successor_of(&predecessor);
         let to = new.id;
         let revision = decode::revision(expected);
         let freed = self
@@ -164,9 +155,7 @@ impl<D: Dialect> SqlStore<D> {
         }
         Ok(())
     }
-}
 
-impl<D: Dialect> SqlStore<D> {
     /// The run `id` continued as, when it ended (`status`) by continuing as new.
     pub(super) async fn successor_of(
         &self,

@@ -150,8 +150,8 @@ impl Executor {
     ) -> Result<Option<Report>, ClientError> {
         let parts = self.parts();
         let namespaces = parts.registry.namespaces().cloned().collect();
-        let local_sent = parts.store_clock.local_now();
-        let request = ClaimRequest::new(parts.id.clone(), namespaces, "", 1, parts.clock.now());
+        let (local_sent, now) = parts.store_clock.stamp();
+        let request = ClaimRequest::new(parts.id.clone(), namespaces, "", 1, now);
         let claimed = parts.store.claim_run(request, id).await?;
         let Some(run) = parts.took(local_sent, claimed).into_iter().next() else {
             return Ok(None);

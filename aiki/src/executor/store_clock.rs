@@ -38,10 +38,20 @@ impl StoreClock {
         }
     }
 
-    /// The local clock's time now: what a call to the store is sent at, for
-    /// [`observe`](Self::observe).
-    pub(crate) fn local_now(&self) -> Millis {
+    /// The local clock's time now (callers take it with the call's time: [`stamp`](Self::stamp)).
+    #[cfg(test)]
+    fn local_now(&self) -> Millis {
         self.local.now()
+    }
+
+    /// One reading of the local clock, as itself (what a call is sent at, for
+    /// [`observe`](Self::observe)) and as the store's time (what the call says its time is).
+    /// Read once, the two agree whatever the local clock does before the answer arrives: two
+    /// readings with a jump between them would have a store that echoes the caller's time
+    /// show the jump as the store's offset, and keep it.
+    pub(crate) fn stamp(&self) -> (Millis, Millis) {
+        let local = self.local.now();
+        (local, local.saturating_add(self.offset()))
     }
 
     /// Takes note of the store's time `store_now` in the answer, arriving now, to a call sent
@@ -135,6 +145,30 @@ mod tests {
             clock.observe(local_sent, sent);
         }
         assert_eq!(clock.now(), clock.local_now(), "no drift from slow answers");
+    }
+
+    #[test]
+    fn a_jump_while_a_stamped_call_is_answered_changes_no_offset() {
+        let local = ManualClock::new(LOCAL);
+        let clock = StoreClock::new(Arc::new(local.clone()));
+        let (local_sent, sent) = clock.stamp();
+        local.advance(std::time::Duration::from_secs(3600));
+        // A store that times by its callers echoes the time the call was sent with.
+        clock.observe(local_sent, sent);
+        assert_eq!(
+            clock.now(),
+            clock.local_now(),
+            "the jump is the clock's own"
+        );
+        // Read the other way round (the call's time first, the local send time after the
+        // jump), the same answer would have moved the clock an hour back for good.
+        let stale = clock.now() - HOUR;
+        clock.observe(clock.local_now(), stale);
+        assert_eq!(
+            clock.now(),
+            clock.local_now() - HOUR,
+            "what `stamp` prevents"
+        );
     }
 
     #[test]

@@ -352,10 +352,12 @@ impl Daemons {
         if due {
             let was_leading = leadership.held(me).is_some();
             leadership.tried = Some(tokio::time::Instant::now());
-            let local_sent = self.shared.exec().store_clock.local_now();
+            // The pass's `now` was read before this: sending it would let a clock jump in
+            // between look like the store's offset (see `StoreClock::stamp`).
+            let (local_sent, sent) = self.shared.exec().store_clock.stamp();
             let lease = sweep(
                 self.sweeper
-                    .acquire_lease(DAEMONS_LEASE, me, LEASE_TTL, now),
+                    .acquire_lease(DAEMONS_LEASE, me, LEASE_TTL, sent),
             )
             .await?;
             let leading = lease.holder == *me;

@@ -151,7 +151,7 @@ impl Worker {
             let pass = async {
                 let free = self.max_concurrent_runs.saturating_sub(executions.len());
                 if free > 0 && !namespaces.is_empty() {
-                    let local_sent = exec.store_clock.local_now();
+                    let (local_sent, now) = exec.store_clock.stamp();
                     let claimed = exec
                         .store
                         .claim(
@@ -160,7 +160,7 @@ impl Worker {
                                 namespaces.clone(),
                                 self.shared.pool.clone(),
                                 free.min(64) as u32,
-                                exec.clock.now(),
+                                now,
                             )
                             .skip(exec.skipped()),
                         )
