@@ -157,7 +157,7 @@ pub async fn check_catalog_entries(store: &dyn Store) {
 /// A heartbeat carries the worker's builds and claim timing, and its last one says it
 /// stopped; workers not seen for long are pruned, the others stay.
 ///
-/// Pruning reaches every worker row, so this check holds [`SWEEPS`](super::SWEEPS) and works at
+/// Pruning reaches every worker row, so this check holds the `SWEEPS` lock and works at
 /// [`GLOBAL_TIME`](super::GLOBAL_TIME): a prune at [`LOCAL_TIME`] deleted the rows of
 /// [`check_worker_heartbeats`] running beside it on a shared database.
 pub async fn check_workers_say_their_build_and_when_they_stop_and_are_pruned(store: &dyn Store) {

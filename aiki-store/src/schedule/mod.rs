@@ -21,7 +21,7 @@
 //!
 //! An occurrence is identified by its schedule and its time (`at:<ms>`): the key of its row in
 //! the schedule's log, unique in the store. The sweep writes the schedule's advance, the run it
-//! starts and the row in one atomic [`ScheduleWrite`], checked against the revision it read and
+//! starts and the row in one atomic [`ScheduleWrite`](crate::ScheduleWrite), checked against the revision it read and
 //! fenced by the daemons' lease, so sweepers racing over one schedule (or a frozen leader
 //! waking up) fire each occurrence once, whichever workflow version the schedule names by
 //! then. Jitter moves when the sweep takes an occurrence, never its key. Runs started by
