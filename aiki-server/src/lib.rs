@@ -26,7 +26,7 @@
 //! route's role, unless the server is built with [`ServerConfig::insecure_no_auth`]. Requests
 //! are dated by the server's clock; a repeated write (same idempotency key) gets its first
 //! answer, through this server or any other in front of the same store; a claim may long-poll for work; starts and events are checked against the catalog.
-//! The [`reference`] lists every route. The daemons are not the router's: run them beside it
+//! The [`reference`](mod@reference) lists every route. The daemons are not the router's: run them beside it
 //! (`aiki server` does, in a [`Worker`](aiki::Worker) that serves no version), and the push
 //! dispatcher too (feature `push`: `dispatch::Dispatcher`, which delivers the runs of versions
 //! configured with a push endpoint to that endpoint, signed).
