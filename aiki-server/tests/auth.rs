@@ -297,3 +297,80 @@ async fn a_key_over_its_rate_is_429_and_other_keys_are_not_slowed() {
     assert!(matches!(error, StoreError::RateLimited { .. }), "{error:?}");
     assert!(error.is_transient(), "retried after a pause, as an outage");
 }
+
+/// Continuing a run is the executor's: without a key it is 401, with an operator's or a
+/// reader's key 403, and neither ends the run or creates a successor; an executor's key does.
+#[tokio::test]
+async fn continuing_a_run_needs_the_executor_scope() {
+    let remote = server().await;
+    let store = |token: &str| {
+        HttpStore::new(&remote.url())
+            .unwrap()
+            .with_key(token.to_owned())
+    };
+    let executor = store(&key(&remote, &[Scope::Executor]).await.token);
+    let new = new_run();
+    let namespace = new.namespace.clone();
+    remote.backing().create_run(new).await.unwrap();
+    let claimed = executor
+        .claim(aiki_store::ClaimRequest::new(
+            "w",
+            vec![namespace.clone()],
+            "default",
+            1,
+            NOW,
+        ))
+        .await
+        .unwrap()
+        .runs;
+    let run = claimed.into_iter().next().expect("the run is claimed");
+    let continuation = || {
+        let successor = NewRun::new(namespace.clone(), json!({"n": 2}), "1".repeat(64), NOW);
+        aiki_store::Continuation::new(successor, Default::default(), NOW)
+    };
+    let body = json!({"expected": run.revision, "continuation": continuation()});
+    let response = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/runs/{}/continuation",
+            remote.url(),
+            run.id
+        ))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 401, "no key");
+    for scope in [Scope::Operator, Scope::Read] {
+        let refused = store(&key(&remote, &[scope]).await.token)
+            .continue_run(run.id, run.revision, continuation())
+            .await
+            .expect_err("not an executor");
+        assert!(
+            matches!(refused, StoreError::Forbidden { .. }),
+            "{scope:?}: {refused:?}"
+        );
+        assert!(
+            refused.to_string().contains("`executor` scope"),
+            "{refused}"
+        );
+    }
+    assert_eq!(
+        remote.backing().get_run(run.id).await.unwrap(),
+        run,
+        "the run is as it was"
+    );
+    let counts = remote.backing().run_counts().await.unwrap();
+    assert_eq!(
+        counts[0].by_status,
+        [(RunStatus::Running, 1)],
+        "no successor"
+    );
+    let continued = executor
+        .continue_run(run.id, run.revision, continuation())
+        .await
+        .expect("an executor continues it");
+    assert_eq!(
+        continued.predecessor.continued_as,
+        Some(continued.successor.id)
+    );
+}
