@@ -167,25 +167,13 @@ pub async fn check_a_parent_waits_on_through_a_childs_continuation(store: &dyn S
     let now = LOCAL_TIME;
     let parent = running(store, "worker", now).await;
     let (child, _) = start_child_run(store, &parent, "renewal", now).await;
-    let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, now + 1);
-    suspend.wait = Some(WaitSpec::default().child(child.id));
-    let waiting = store
-        .transition(parent.id, parent.revision, suspend)
-        .await
-        .expect("suspend");
-    assert_eq!(waiting.status, RunStatus::AwaitingChildWorkflow);
-
-    let claimed = store
-        .claim(claim_request(&child.namespace, "worker", 1, now + 2))
-        .await
-        .expect("claim child")
-        .runs;
-    assert_eq!(claimed.len(), 1);
+    let waiting = await_child(store, &parent, child.id, now + 1).await;
+    let claimed = claim_alone(store, &child, now + 2).await;
     let continued = store
         .continue_run(
             child.id,
-            claimed[0].revision,
-            continuation(&claimed[0], 2, &[], now + 3),
+            claimed.revision,
+            continuation(&claimed, 2, &[], now + 3),
         )
         .await
         .expect("continue_run");
@@ -205,17 +193,11 @@ pub async fn check_a_parent_waits_on_through_a_childs_continuation(store: &dyn S
         .unwrap_or_default();
     assert_eq!(awaited, vec![successor.id], "the wait names the successor");
 
-    let claimed = store
-        .claim(claim_request(&successor.namespace, "worker", 1, now + 4))
-        .await
-        .expect("claim successor")
-        .runs;
-    assert_eq!(claimed.len(), 1);
-    assert_eq!(claimed[0].id, successor.id);
+    let claimed = claim_alone(store, &successor, now + 4).await;
     store
         .transition(
             successor.id,
-            claimed[0].revision,
+            claimed.revision,
             Transition::to(RunStatus::Completed, now + 5).output(json!("renewed"), "f"),
         )
         .await

@@ -407,6 +407,35 @@ fn assert_invalid_transition<T: std::fmt::Debug>(result: Result<T, StoreError>) 
     );
 }
 
+/// Suspends `parent` (running, at its revision) awaiting `child` at `now`.
+async fn await_child(
+    store: &dyn Store,
+    parent: &RunRecord,
+    child: RunId,
+    now: Millis,
+) -> RunRecord {
+    let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, now);
+    suspend.wait = Some(WaitSpec::default().child(child));
+    let waiting = store
+        .transition(parent.id, parent.revision, suspend)
+        .await
+        .expect("suspend");
+    assert_eq!(waiting.status, RunStatus::AwaitingChildWorkflow);
+    waiting
+}
+
+/// Claims run `run`, the one queued run of its namespace, at `now`.
+async fn claim_alone(store: &dyn Store, run: &RunRecord, now: Millis) -> RunRecord {
+    let claimed = store
+        .claim(claim_request(&run.namespace, "worker", 1, now))
+        .await
+        .expect("claim")
+        .runs;
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, run.id);
+    claimed.into_iter().next().expect("one run")
+}
+
 /// Starts a child of `parent` (at the parent's current revision) addressed by `label`.
 async fn start_child_run(
     store: &dyn Store,

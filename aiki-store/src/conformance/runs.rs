@@ -317,22 +317,10 @@ pub async fn check_terminal_child_wakes_waiting_parent(store: &dyn Store) {
     ] {
         let parent = running(store, "worker", now).await;
         let (child, _) = start_child_run(store, &parent, "x", now).await;
-        let mut suspend = Transition::to(RunStatus::AwaitingChildWorkflow, now + 1);
-        suspend.wait = Some(WaitSpec::default().child(child.id));
-        let waiting = store
-            .transition(parent.id, parent.revision, suspend)
-            .await
-            .expect("suspend");
-        assert_eq!(waiting.status, RunStatus::AwaitingChildWorkflow);
-
-        let claimed = store
-            .claim(claim_request(&child.namespace, "worker", 1, now + 2))
-            .await
-            .expect("claim child")
-            .runs;
-        assert_eq!(claimed.len(), 1);
+        let waiting = await_child(store, &parent, child.id, now + 1).await;
+        let claimed = claim_alone(store, &child, now + 2).await;
         store
-            .transition(child.id, claimed[0].revision, Transition::to(end, now + 3))
+            .transition(child.id, claimed.revision, Transition::to(end, now + 3))
             .await
             .expect("end child");
         let woken = store.get_run(parent.id).await.expect("get_run");
