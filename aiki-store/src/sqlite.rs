@@ -266,10 +266,7 @@ impl Dialect for SqliteDialect {
             _ => {
                 let mut held = self.lane.hold(&Self::DRIVER).await?;
                 let done = driver::execute_on(&Self::DRIVER, held.connection(), sql, params).await;
-                if done.is_ok() {
-                    held.keep();
-                }
-                done
+                held.settle(done)
             }
         }
     }
@@ -287,10 +284,7 @@ impl Dialect for SqliteDialect {
             _ => {
                 let mut held = self.lane.hold(&Self::DRIVER).await?;
                 let rows = driver::fetch_on(&Self::DRIVER, held.connection(), sql, params).await;
-                if rows.is_ok() {
-                    held.keep();
-                }
-                rows
+                held.settle(rows)
             }
         }
     }

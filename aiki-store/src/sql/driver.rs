@@ -230,8 +230,9 @@ impl<DB: Database> std::fmt::Debug for Lane<DB> {
     }
 }
 
-/// The lane's connection, held for one statement: kept in the lane if [`Held::keep`] is
-/// called, given back to the pool otherwise (a failed statement, a caller dropped midway).
+/// The lane's connection, held for one statement: kept in the lane when [`Held::settle`] is
+/// given the statement's success, given back to the pool otherwise (a failed statement, a
+/// caller dropped midway).
 pub(crate) struct Held<DB: Database> {
     slot: tokio::sync::OwnedMutexGuard<Option<sqlx::pool::PoolConnection<DB>>>,
     keep: bool,
@@ -245,9 +246,11 @@ impl<DB: Database> Held<DB> {
             .expect("BUG: a held lane has its connection")
     }
 
-    /// Keeps the connection in the lane for the next statement.
-    pub(crate) fn keep(mut self) {
-        self.keep = true;
+    /// Keeps the connection in the lane for the next statement if `outcome` (the statement
+    /// run on it) succeeded, else gives it back to the pool; returns `outcome`.
+    pub(crate) fn settle<T>(mut self, outcome: Result<T, StoreError>) -> Result<T, StoreError> {
+        self.keep = outcome.is_ok();
+        outcome
     }
 }
 
