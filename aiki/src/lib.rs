@@ -168,8 +168,8 @@
 //! Before a deploy, [`impact::check`] replays every run in flight against the new build,
 //! writing nothing, and says which would diverge, mismatch or be stranded (the guide
 //! [`guide::changing_running_workflows`]; `aiki check` from a service's own binary). With the
-//! `testing` feature, [`testing::TestEnv`] runs workflows in a test on a manual clock that
-//! skips to the next timer only while the test waits (the guide `guide::testing_workflows`).
+//! `testing` feature, [`TestEnv`][test-env] runs workflows in a test on a manual clock that
+//! skips to the next timer only while the test waits (the [testing guide][testing]).
 //!
 //! ## Changing a recorded type
 //!
@@ -224,6 +224,37 @@
 //! [`connect`] takes a URL: `sqlite://aiki.db` (embedded, the default), `postgres://…` (many
 //! worker machines), `http://…` (an `aiki-server` in front of either, feature `http`) or
 //! `memory:` (tests).
+//!
+//! ## Guides
+//!
+//! Longer walks through Aiki, each with examples that compile (the list, with what each
+//! covers, is [`guide`]):
+//!
+//! * [`guide::concepts`]: runs, tasks, content addresses, the one rule of replay, sleeps,
+//!   events, children, versions;
+//! * [`guide::changing_running_workflows`]: safe and unsafe changes, recorded types, new
+//!   versions, the impact check, retry and fork after a fix;
+//! * [`guide::idempotency`]: side effects that must happen once;
+//! * [`guide::operating_runs`]: statuses, the `aiki` command, the server and its API keys,
+//!   stalled runs, pausing, retention;
+//! * [`guide::schedules`]: cron and interval schedules, overlap, catch-up, time zones;
+//! * [`guide::scaling_out`]: many workers on PostgreSQL;
+//! * [`guide::delivery`][delivery] (features `endpoint` and `redis`): workers over HTTP,
+//!   Redis, push endpoints;
+//! * [`guide::testing_workflows`][testing] (feature `testing`): `TestEnv`.
+//!
+#![cfg_attr(
+    all(feature = "endpoint", feature = "redis"),
+    doc = "[delivery]: guide::delivery"
+)]
+#![cfg_attr(
+    not(all(feature = "endpoint", feature = "redis")),
+    doc = "[delivery]: guide"
+)]
+#![cfg_attr(feature = "testing", doc = "[testing]: guide::testing_workflows")]
+#![cfg_attr(not(feature = "testing"), doc = "[testing]: guide")]
+#![cfg_attr(feature = "testing", doc = "[test-env]: testing::TestEnv")]
+#![cfg_attr(not(feature = "testing"), doc = "[test-env]: guide")]
 
 mod address;
 mod called;
