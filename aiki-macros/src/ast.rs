@@ -35,6 +35,8 @@ pub(crate) struct TaskFn {
     pub(crate) states: Vec<Type>,
     pub(crate) output: Type,
     pub(crate) error: Option<Type>,
+    /// Whether the signature's types can be named outside the function (see [`concrete`]).
+    pub(crate) concrete: bool,
 }
 
 /// What a task function argument is filled with.
@@ -56,12 +58,16 @@ pub(crate) struct WorkflowFn {
     pub(crate) input: Option<Type>,
     pub(crate) output: Type,
     pub(crate) error: Option<Type>,
+    /// Whether the signature's types can be named outside the function (see [`concrete`]).
+    pub(crate) concrete: bool,
 }
 
 impl TaskFn {
-    /// Reads a task function, recording every problem of its signature in `cx`.
-    pub(crate) fn from_item(cx: &Ctxt, item: ItemFn) -> Option<TaskFn> {
-        let ok = check_signature(cx, &item, Kind::Task);
+    /// Reads a task function whose generated type is `ident`, recording every problem of its
+    /// signature in `cx`. The model is built despite such problems (for the fallback), unless
+    /// the type's name or the output type is missing.
+    pub(crate) fn from_item(cx: &Ctxt, item: ItemFn, ident: Option<Ident>) -> Option<TaskFn> {
+        check_signature(cx, &item, Kind::Task);
         let mut input = None;
         let mut args = Vec::new();
         let mut states = Vec::new();
@@ -92,10 +98,10 @@ impl TaskFn {
             }
         }
         let (output, error) = result_types(cx, &item, Kind::Task)?;
-        let ident = type_ident(cx, &item.sig.ident)?;
-        ok.then_some(TaskFn {
+        Some(TaskFn {
+            concrete: concrete(&item, &output, error.as_ref()),
             item,
-            ident,
+            ident: ident?,
             input,
             args,
             states,
@@ -106,24 +112,28 @@ impl TaskFn {
 }
 
 impl WorkflowFn {
-    /// Reads a workflow function, recording every problem of its signature in `cx`.
-    pub(crate) fn from_item(cx: &Ctxt, item: ItemFn) -> Option<WorkflowFn> {
-        let mut ok = check_signature(cx, &item, Kind::Workflow);
+    /// Reads a workflow function whose generated type is `ident`, recording every problem of
+    /// its signature in `cx`. The model is built despite such problems (for the fallback),
+    /// unless the type's name or the output type is missing.
+    pub(crate) fn from_item(cx: &Ctxt, item: ItemFn, ident: Option<Ident>) -> Option<WorkflowFn> {
+        check_signature(cx, &item, Kind::Workflow);
         let mut typed = item.sig.inputs.iter().filter_map(|arg| match arg {
             FnArg::Typed(arg) => Some(arg),
             FnArg::Receiver(_) => None,
         });
+        // Without the run first, the first argument is likely the input (the run forgotten):
+        // the fallback's type takes it as such, so that the calls starting the workflow check.
+        let mut misplaced_input = None;
         match typed.next() {
             Some(run) if is_run_ref(&run.ty) => {}
             Some(other) => {
-                ok = false;
+                misplaced_input = Some((*other.ty).clone());
                 cx.error_spanned_by(
                     &other.ty,
                     "the first argument of a workflow must be the run context, `run: &aiki::Run`",
                 );
             }
             None if item.sig.receiver().is_none() => {
-                ok = false;
                 cx.syn_error(syn::Error::new(
                     item.sig.paren_token.span.join(),
                     "a workflow takes the run context first: `run: &aiki::Run`, then at most one input argument",
@@ -133,17 +143,17 @@ impl WorkflowFn {
         }
         let input = typed.next().map(|arg| (*arg.ty).clone());
         for extra in typed {
-            ok = false;
             cx.error_spanned_by(
                 extra,
                 "a workflow takes `run: &aiki::Run` and at most one input argument; pass several values as one struct",
             );
         }
+        let input = misplaced_input.or(input);
         let (output, error) = result_types(cx, &item, Kind::Workflow)?;
-        let ident = type_ident(cx, &item.sig.ident)?;
-        ok.then_some(WorkflowFn {
+        Some(WorkflowFn {
+            concrete: concrete(&item, &output, error.as_ref()),
             item,
-            ident,
+            ident: ident?,
             input,
             output,
             error,
@@ -152,12 +162,10 @@ impl WorkflowFn {
 }
 
 /// Checks what tasks and workflows share: an `async fn`, free, not generic.
-fn check_signature(cx: &Ctxt, item: &ItemFn, kind: Kind) -> bool {
+fn check_signature(cx: &Ctxt, item: &ItemFn, kind: Kind) {
     let sig = &item.sig;
     let noun = kind.noun();
-    let mut ok = true;
-    let mut fail = |tokens: &dyn quote::ToTokens, message: String| {
-        ok = false;
+    let fail = |tokens: &dyn quote::ToTokens, message: String| {
         cx.error_spanned_by(tokens, message);
     };
     if sig.asyncness.is_none() {
@@ -203,7 +211,33 @@ fn check_signature(cx: &Ctxt, item: &ItemFn, kind: Kind) -> bool {
             FnArg::Typed(_) => {}
         }
     }
-    ok
+}
+
+/// Whether the signature's types can be named outside the function, as the generated impls
+/// name them: no generic parameters, no `impl Trait`. Only a fallback with errors already
+/// reported asks; the valid expansion has both refused by [`check_signature`].
+fn concrete(item: &ItemFn, output: &Type, error: Option<&Type>) -> bool {
+    let sig = &item.sig;
+    sig.generics.params.is_empty()
+        && sig.generics.where_clause.is_none()
+        && !sig.inputs.iter().any(|arg| match arg {
+            FnArg::Typed(typed) => mentions_impl(&typed.ty),
+            FnArg::Receiver(_) => false,
+        })
+        && !mentions_impl(output)
+        && !error.is_some_and(mentions_impl)
+}
+
+/// Whether `impl` appears anywhere in a type (`Vec<impl Trait>`, `fn() -> impl Trait`).
+fn mentions_impl(ty: &Type) -> bool {
+    fn walk(tokens: proc_macro2::TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident == "impl",
+            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
+            _ => false,
+        })
+    }
+    walk(quote::ToTokens::to_token_stream(ty))
 }
 
 fn contains_impl_trait(ty: &Type) -> bool {
@@ -278,14 +312,33 @@ fn is_run_ref(ty: &Type) -> bool {
     matches!(ty, Type::Reference(reference) if reference.mutability.is_none() && last_segment_is(&reference.elem, "Run"))
 }
 
-/// `charge_card` → `ChargeCard`.
-fn type_ident(cx: &Ctxt, ident: &Ident) -> Option<Ident> {
+/// The generated type's name: `type_name = ...` as written, else the function's name in
+/// CamelCase (`charge_card` → `ChargeCard`), spanned at the function's name.
+pub(crate) fn type_ident(cx: &Ctxt, item: &ItemFn, type_name: Option<&Ident>) -> Option<Ident> {
+    if let Some(type_name) = type_name {
+        return Some(type_name.clone());
+    }
+    let ident = &item.sig.ident;
     let camel = camel_case(&ident.to_string());
     if camel.is_empty() {
-        cx.error_spanned_by(ident, "cannot derive a type name from this function name");
+        cx.error_spanned_by(
+            ident,
+            "cannot derive a type name from this function name; name the type with `type_name = ...`",
+        );
         return None;
     }
     Some(format_ident!("{}", camel, span = ident.span()))
+}
+
+/// The type of an event: the workflow's type, then the event in CamelCase
+/// (`OrderV1` + `payment_received` → `OrderV1PaymentReceived`), spanned at the event.
+pub(crate) fn event_type(workflow: &Ident, event: &Ident) -> Ident {
+    format_ident!(
+        "{}{}",
+        workflow,
+        camel_case(&event.to_string()),
+        span = event.span()
+    )
 }
 
 /// `payment_received` → `PaymentReceived`; a leading `r#` is dropped, and an underscore
@@ -327,10 +380,20 @@ mod tests {
         }
     }
 
+    fn task(cx: &Ctxt, item: ItemFn) -> Option<TaskFn> {
+        let ident = type_ident(cx, &item, None);
+        TaskFn::from_item(cx, item, ident)
+    }
+
+    fn workflow(cx: &Ctxt, item: ItemFn) -> Option<WorkflowFn> {
+        let ident = type_ident(cx, &item, None);
+        WorkflowFn::from_item(cx, item, ident)
+    }
+
     #[test]
     fn reads_a_task_with_state_and_context() {
         let cx = Ctxt::new();
-        let task = TaskFn::from_item(
+        let task = task(
             &cx,
             parse_quote! {
                 async fn charge_card(State(db): State<Db>, input: Charge, ctx: TaskContext) -> Result<Receipt, TaskError> {}
@@ -355,7 +418,7 @@ mod tests {
     #[test]
     fn reports_every_signature_problem() {
         let cx = Ctxt::new();
-        let task = TaskFn::from_item(&cx, parse_quote! { fn f<T>(a: A, b: B) -> Option<T> {} });
+        let task = task(&cx, parse_quote! { fn f<T>(a: A, b: B) -> Option<T> {} });
         assert!(task.is_none());
         let errors = errors(cx);
         assert_eq!(errors.len(), 4, "{errors:#?}");
@@ -368,7 +431,7 @@ mod tests {
     #[test]
     fn reads_a_workflow_without_input() {
         let cx = Ctxt::new();
-        let workflow = WorkflowFn::from_item(
+        let workflow = workflow(
             &cx,
             parse_quote! { async fn order_v1(run: &aiki::Run) -> Result<(), WorkflowError> {} },
         )
@@ -381,15 +444,52 @@ mod tests {
     #[test]
     fn a_workflow_needs_the_run_first() {
         let cx = Ctxt::new();
-        let workflow = WorkflowFn::from_item(
+        let workflow = workflow(
             &cx,
             parse_quote! { async fn order(input: Order) -> Result<(), WorkflowError> {} },
-        );
-        assert!(workflow.is_none());
+        )
+        .expect("a model for the fallback");
         assert_eq!(
             errors(cx),
             ["the first argument of a workflow must be the run context, `run: &aiki::Run`"]
         );
+        assert_eq!(
+            workflow.input,
+            Some(parse_quote!(Order)),
+            "the fallback takes the misplaced argument as the input"
+        );
+    }
+
+    #[test]
+    fn a_task_with_signature_errors_still_has_a_model_for_the_fallback() {
+        let cx = Ctxt::new();
+        let charge = task(
+            &cx,
+            parse_quote! { fn charge(input: Charge) -> Result<Receipt, TaskError> {} },
+        )
+        .expect("a model for the fallback");
+        assert_eq!(errors(cx).len(), 1);
+        assert!(charge.concrete);
+        assert_eq!(charge.input, Some(parse_quote!(Charge)));
+
+        let cx = Ctxt::new();
+        let generic = task(
+            &cx,
+            parse_quote! { async fn charge<T>(input: T) -> Result<Vec<impl Sized>, TaskError> {} },
+        )
+        .expect("a model for the fallback");
+        assert_eq!(errors(cx).len(), 1);
+        assert!(!generic.concrete, "its types cannot be named in an impl");
+    }
+
+    #[test]
+    fn the_type_name_replaces_the_derived_one() {
+        let cx = Ctxt::new();
+        let item: ItemFn = parse_quote! { async fn charge() {} };
+        let named: Ident = parse_quote!(ChargeTask);
+        assert_eq!(type_ident(&cx, &item, Some(&named)).unwrap(), "ChargeTask");
+        assert_eq!(type_ident(&cx, &item, None).unwrap(), "Charge");
+        assert!(errors(cx).is_empty());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Parsing of the attribute arguments: `#[aiki::task(name = "...", retry = ...)]` and
-//! `#[aiki::workflow(name = "...", version = "...", events(...), retry = ...)]`.
+//! Parsing of the attribute arguments: `#[aiki::task(name = "...", type_name = T, retry = ...)]`
+//! and `#[aiki::workflow(name = "...", version = "...", type_name = T, events(...), retry = ...)]`.
 //!
 //! Every unknown or duplicate key is reported (with a suggestion for a likely typo) and parsing
 //! goes on, so all mistakes show up in one build. Values are only parsed here; their ranges are
@@ -17,6 +17,8 @@ use crate::ctxt::Ctxt;
 #[derive(Default)]
 pub(crate) struct TaskAttrs {
     pub(crate) name: Option<LitStr>,
+    /// `type_name = ChargeTask`: the generated type's name, instead of the fn's in CamelCase.
+    pub(crate) type_name: Option<Ident>,
     pub(crate) retry: Option<Retry>,
     /// Keys suggested for misspelt ones: not reported again as missing.
     pub(crate) suggested: Vec<&'static str>,
@@ -27,6 +29,9 @@ pub(crate) struct TaskAttrs {
 pub(crate) struct WorkflowAttrs {
     pub(crate) name: Option<LitStr>,
     pub(crate) version: Option<LitStr>,
+    /// `type_name = OrderWorkflow`: the generated type's name, instead of the fn's in
+    /// CamelCase; it also prefixes the event types.
+    pub(crate) type_name: Option<Ident>,
     pub(crate) events: Vec<EventAttr>,
     pub(crate) retry: Option<Retry>,
     /// Keys suggested for misspelt ones: not reported again as missing.
@@ -100,8 +105,8 @@ pub(crate) struct Number {
     pub(crate) tokens: TokenStream,
 }
 
-const TASK_KEYS: &[&str] = &["name", "retry"];
-const WORKFLOW_KEYS: &[&str] = &["name", "version", "events", "retry"];
+const TASK_KEYS: &[&str] = &["name", "type_name", "retry"];
+const WORKFLOW_KEYS: &[&str] = &["name", "version", "type_name", "events", "retry"];
 const EVENT_KEYS: &[&str] = &["name", "payload"];
 
 impl TaskAttrs {
@@ -112,6 +117,11 @@ impl TaskAttrs {
             let key = key_of(&meta);
             match key.as_str() {
                 "name" => set(cx, &mut attrs.name, &meta, "task", parse_str(&meta)?),
+                "type_name" => {
+                    if let Some(value) = parse_type_name(cx, &meta, "task")? {
+                        set(cx, &mut attrs.type_name, &meta, "task", value);
+                    }
+                }
                 "retry" => set(cx, &mut attrs.retry, &meta, "task", parse_retry(cx, &meta)?),
                 _ => attrs
                     .suggested
@@ -136,6 +146,11 @@ impl WorkflowAttrs {
             match key.as_str() {
                 "name" => set(cx, &mut attrs.name, &meta, "workflow", parse_str(&meta)?),
                 "version" => set(cx, &mut attrs.version, &meta, "workflow", parse_str(&meta)?),
+                "type_name" => {
+                    if let Some(value) = parse_type_name(cx, &meta, "workflow")? {
+                        set(cx, &mut attrs.type_name, &meta, "workflow", value);
+                    }
+                }
                 "retry" => set(
                     cx,
                     &mut attrs.retry,
@@ -192,6 +207,37 @@ fn set<T>(cx: &Ctxt, slot: &mut Option<T>, meta: &ParseNestedMeta<'_>, what: &st
 
 fn parse_str(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
     meta.value()?.parse()
+}
+
+/// `type_name = ChargeTask`: an identifier, written bare since it is code (the generated type,
+/// which go-to-definition then finds here), unlike the durable `name = "..."`. A quoted name is
+/// reported with the bare spelling, and read as it when it is an identifier, so that no other
+/// error follows from it.
+fn parse_type_name(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    what: &str,
+) -> syn::Result<Option<Ident>> {
+    let input = meta.value()?;
+    if input.peek(LitStr) {
+        let quoted: LitStr = input.parse()?;
+        let bare = quoted.value();
+        cx.error_spanned_by(
+            &quoted,
+            format!(
+                "`type_name` in `#[aiki::{what}]` is the generated type's identifier, written without quotes: `type_name = {bare}`"
+            ),
+        );
+        return Ok(quoted.parse::<Ident>().ok());
+    }
+    input.parse::<Ident>().map(Some).map_err(|error| {
+        syn::Error::new(
+            error.span(),
+            format!(
+                "expected the generated type's identifier after `type_name =` in `#[aiki::{what}]`, e.g. `type_name = ChargeTask`"
+            ),
+        )
+    })
 }
 
 /// Reports an unknown key with the valid ones and a suggestion, and skips its value. Returns
@@ -446,9 +492,9 @@ mod tests {
         assert_eq!(
             errors(cx),
             [
-                "unknown key `verison` in `#[aiki::workflow]`; expected one of: name, version, events, retry; did you mean `version`?",
+                "unknown key `verison` in `#[aiki::workflow]`; expected one of: name, version, type_name, events, retry; did you mean `version`?",
                 "duplicate key `name` in `#[aiki::workflow]`",
-                "unknown key `colour` in `#[aiki::workflow]`; expected one of: name, version, events, retry",
+                "unknown key `colour` in `#[aiki::workflow]`; expected one of: name, version, type_name, events, retry",
             ]
         );
     }
@@ -466,6 +512,46 @@ mod tests {
             errors(cx),
             [
                 "unknown retry strategy `exponentail`; expected one of: never, fixed, exponential, jittered; did you mean `exponential`?"
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_the_type_name_of_both_macros() {
+        let cx = Ctxt::new();
+        let task = TaskAttrs::parse(&cx, quote!(name = "charge", type_name = ChargeTask));
+        let workflow = WorkflowAttrs::parse(
+            &cx,
+            quote!(name = "order", version = "1", type_name = OrderFlow),
+        );
+        assert!(errors(cx).is_empty());
+        assert_eq!(task.type_name.unwrap(), "ChargeTask");
+        assert_eq!(workflow.type_name.unwrap(), "OrderFlow");
+    }
+
+    #[test]
+    fn reports_a_quoted_or_missing_type_name() {
+        let cx = Ctxt::new();
+        let attrs = TaskAttrs::parse(&cx, quote!(type_name = "ChargeTask", name = "charge"));
+        assert_eq!(
+            errors(cx),
+            [
+                "`type_name` in `#[aiki::task]` is the generated type's identifier, written without quotes: `type_name = ChargeTask`"
+            ]
+        );
+        assert_eq!(
+            attrs.type_name.unwrap(),
+            "ChargeTask",
+            "read as written, so nothing else fails"
+        );
+        assert_eq!(attrs.name.unwrap().value(), "charge", "parsing went on");
+
+        let cx = Ctxt::new();
+        TaskAttrs::parse(&cx, quote!(type_name = 3));
+        assert_eq!(
+            errors(cx),
+            [
+                "expected the generated type's identifier after `type_name =` in `#[aiki::task]`, e.g. `type_name = ChargeTask`"
             ]
         );
     }

@@ -2,8 +2,10 @@
 //! crate, which documents them: `aiki::task` and `aiki::workflow`.
 //!
 //! Pipeline: `attr` parses the arguments, `ast` reads the function, `check` validates
-//! across both, `expand` generates code from the validated model only. Errors accumulate in
-//! `ctxt` and are all reported, beside the user's function (`expand::fallback`).
+//! across both, `expand` generates code from the validated model. Errors accumulate in `ctxt`
+//! and are all reported; with errors, the fallback (`expand::fallback`) still emits the user's
+//! function and, as far as the model allows, the generated items, whose generated method bodies
+//! are the errors, so that their uses add no errors of their own.
 
 mod ast;
 mod attr;
@@ -13,28 +15,50 @@ mod expand;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
-use syn::ItemFn;
+use syn::{Ident, ItemFn};
 
-use crate::ast::{TaskFn, WorkflowFn};
+use crate::ast::{Kind, TaskFn, WorkflowFn};
 use crate::attr::{TaskAttrs, WorkflowAttrs};
 use crate::ctxt::Ctxt;
+use crate::expand::Body;
 
 /// Makes an `async fn` a durable task. Documented in `aiki::task`.
 #[proc_macro_attribute]
 pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let attrs = TaskAttrs::parse(&cx, args.into());
-    let Some(item) = parse_fn(&cx, item.into(), "task") else {
-        return finish("task", cx, None, TokenStream2::new);
+    let Some(item) = parse_fn(&cx, item.into(), Kind::Task) else {
+        return finish(Kind::Task, cx, None, None, |_| None);
     };
     check::task(&cx, &attrs, item.sig.ident.span());
-    let model = TaskFn::from_item(&cx, item.clone());
-    finish("task", cx, Some(&item), || {
-        expand::task(
-            &attrs,
-            &model.expect("BUG: a task without errors has a model"),
+    let ident = ast::type_ident(&cx, &item, attrs.type_name.as_ref());
+    let clear = ident.as_ref().is_none_or(|ident| {
+        check::type_names(
+            &cx,
+            Kind::Task,
+            &item,
+            ident,
+            attrs.type_name.is_some(),
+            &[],
         )
-    })
+    });
+    let model = TaskFn::from_item(&cx, item.clone(), ident.clone());
+    let stubbable = model.as_ref().filter(|model| clear && model.concrete);
+    finish(
+        Kind::Task,
+        cx,
+        Some(&item),
+        ident.filter(|_| clear),
+        |body| {
+            let model = match body {
+                Body::Call => model
+                    .as_ref()
+                    .expect("BUG: a task without errors has a model"),
+                Body::Errors(_) => stubbable?,
+            };
+            Some(expand::task(&attrs, model, &body))
+        },
+    )
 }
 
 /// Makes an `async fn(&Run, Input)` a durable workflow version. Documented in
@@ -43,48 +67,72 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
 pub fn workflow(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
     let attrs = WorkflowAttrs::parse(&cx, args.into());
-    let Some(item) = parse_fn(&cx, item.into(), "workflow") else {
-        return finish("workflow", cx, None, TokenStream2::new);
+    let Some(item) = parse_fn(&cx, item.into(), Kind::Workflow) else {
+        return finish(Kind::Workflow, cx, None, None, |_| None);
     };
     check::workflow(&cx, &attrs, item.sig.ident.span());
-    let model = WorkflowFn::from_item(&cx, item.clone());
-    finish("workflow", cx, Some(&item), || {
-        expand::workflow(
-            &attrs,
-            &model.expect("BUG: a workflow without errors has a model"),
+    let ident = ast::type_ident(&cx, &item, attrs.type_name.as_ref());
+    let clear = ident.as_ref().is_none_or(|ident| {
+        check::type_names(
+            &cx,
+            Kind::Workflow,
+            &item,
+            ident,
+            attrs.type_name.is_some(),
+            &attrs.events,
         )
-    })
+    });
+    let model = WorkflowFn::from_item(&cx, item.clone(), ident.clone());
+    let stubbable = model.as_ref().filter(|model| clear && model.concrete);
+    finish(
+        Kind::Workflow,
+        cx,
+        Some(&item),
+        ident.filter(|_| clear),
+        |body| {
+            let model = match body {
+                Body::Call => model
+                    .as_ref()
+                    .expect("BUG: a workflow without errors has a model"),
+                Body::Errors(_) => stubbable?,
+            };
+            Some(expand::workflow(&attrs, model, &body))
+        },
+    )
 }
 
 /// The annotated item as a function; anything else is an error spanning it.
-fn parse_fn(cx: &Ctxt, item: TokenStream2, macro_name: &str) -> Option<ItemFn> {
+fn parse_fn(cx: &Ctxt, item: TokenStream2, kind: Kind) -> Option<ItemFn> {
     match syn::parse2::<ItemFn>(item.clone()) {
         Ok(item) => Some(item),
         Err(_) => {
             cx.error_spanned_by(
                 item,
-                format!("`#[aiki::{macro_name}]` goes on an `async fn`"),
+                format!("`#[aiki::{}]` goes on an `async fn`", kind.noun()),
             );
             None
         }
     }
 }
 
-/// Expands when no error was recorded, falls back otherwise; prints the result when
-/// `AIKI_MACROS_DEBUG` is set.
+/// Expands: with no error recorded, `expand(Body::Call)`; otherwise the fallback,
+/// `expand(Body::Errors(..))` when the model allows it (`Some`), else the function and a unit
+/// struct `ident` beside the errors. Prints the result when `AIKI_MACROS_DEBUG` is set.
 fn finish(
-    macro_name: &str,
+    kind: Kind,
     cx: Ctxt,
     item: Option<&ItemFn>,
-    expand: impl FnOnce() -> TokenStream2,
+    ident: Option<Ident>,
+    expand: impl FnOnce(Body) -> Option<TokenStream2>,
 ) -> TokenStream {
     let output = match cx.check() {
-        Ok(()) => expand(),
-        Err(error) => expand::fallback(item, error),
+        Ok(()) => expand(Body::Call).expect("BUG: a valid item expands"),
+        Err(error) => expand(Body::Errors(error.to_compile_error()))
+            .unwrap_or_else(|| expand::fallback(item, ident.as_ref(), error)),
     };
     if std::env::var_os("AIKI_MACROS_DEBUG").is_some_and(|value| value != "0") {
         let subject = item.map_or_else(String::new, |item| item.sig.ident.to_string());
-        eprintln!("#[aiki::{macro_name}] {subject} expands to:\n{output}\n");
+        eprintln!("#[aiki::{}] {subject} expands to:\n{output}\n", kind.noun());
     }
     output.into()
 }

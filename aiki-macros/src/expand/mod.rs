@@ -15,9 +15,34 @@ pub(crate) use workflow::workflow;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::Type;
+use syn::{Ident, LitStr, Type};
 
 use crate::ast::last_span;
+
+/// What the generated runtime method (`Task::execute`, `Workflow::run`) does.
+pub(crate) enum Body {
+    /// Calls the user's function: the expansion of valid input.
+    Call,
+    /// Is the macro's `compile_error!`s: the fallback for invalid input, which emits every
+    /// generated item so that their uses type-check, and the errors in the one body that would
+    /// call the function (whose signature may be what is wrong).
+    Errors(TokenStream),
+}
+
+impl Body {
+    fn is_call(&self) -> bool {
+        matches!(self, Body::Call)
+    }
+}
+
+/// An attribute's string value; absent, which only the fallback sees, the function's name.
+fn or_fn_name(value: Option<&LitStr>, fn_ident: &Ident, body: &Body, key: &str) -> LitStr {
+    match value {
+        Some(value) => value.clone(),
+        None if body.is_call() => panic!("BUG: a checked attribute without `{key}`"),
+        None => LitStr::new(&fn_ident.to_string(), fn_ident.span()),
+    }
+}
 
 /// The role of a type, naming the hidden check traits of `aiki::__private`.
 #[derive(Clone, Copy)]
