@@ -199,6 +199,10 @@ async fn inserted_task_fails_and_never_runs(backend: Backend) {
         message.contains(&address(TaskB, "x")),
         "names the unconsumed one: {message}"
     );
+    assert!(
+        message.contains("the run has failed") && message.contains("aiki runs retry"),
+        "the recorded error says the run failed and how to recover it: {message}"
+    );
     assert_eq!(
         h.executions.count("task-c"),
         0,

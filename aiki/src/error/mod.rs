@@ -20,12 +20,20 @@ pub use client::ClientError;
 pub enum WorkflowError {
     /// The code reached a call with no recorded result while results recorded by an earlier
     /// execution were still unconsumed: the code changed under a running workflow in a way that
-    /// is not safe (an inserted task, a changed input or name, a new branch). Nothing new ran.
+    /// is not safe (an inserted task, a changed input or name, a new branch). Nothing new ran,
+    /// and the run fails whatever the workflow does with the error. It is recovered by deploying
+    /// code that replays its record and retrying it ([`RunHandle::retry`](crate::RunHandle::retry),
+    /// `aiki runs retry`); an intended change goes in a new workflow version.
     #[error(
         "non-determinism: the workflow reached the new address `{new_address}`{} while recorded \
          results were still unconsumed at {}; the code changed under a running workflow (an \
-         inserted task, a changed task input or name, or a new branch). Append new work after \
-         all recorded work, or start a new workflow version with `v()`",
+         inserted task, a changed task input or name, or a new branch), so the run has failed, \
+         and nothing new ran. To recover it, deploy code that reaches the recorded calls as \
+         before (new work goes after all recorded work), then retry the run (`aiki runs retry \
+         <run-id>`, or `RunHandle::retry`); if the change is intended, keep this version's code \
+         for its runs and put the change in a new workflow version for new runs (a new \
+         `#[aiki::workflow]` fn with the same name and a higher `version`, registered beside \
+         this one with `WorkerBuilder::register` and started with `Client::start`)",
         called_at(call_site.as_deref()),
         list(unconsumed)
     )]
@@ -445,5 +453,33 @@ mod kinds {
         let mut listed: Vec<&str> = WorkflowError::KINDS.to_vec();
         listed.retain(|kind| *kind != "corrupt_history");
         assert_eq!(listed, given);
+    }
+}
+
+#[cfg(test)]
+mod messages {
+    use super::WorkflowError;
+
+    /// A non-determinism failure says what diverged, that the run has failed, and both ways
+    /// out: a fix and a retry (by the CLI's and the API's real names), or a new version.
+    #[test]
+    fn non_determinism_says_the_run_failed_and_how_to_recover_it() {
+        let message = WorkflowError::NonDeterminism {
+            new_address: "charge-card:d162".to_owned(),
+            unconsumed: vec!["charge-card:92f1".to_owned()],
+            call_site: Some("src/order.rs:80:10".to_owned()),
+        }
+        .to_string();
+        for expected in [
+            "the new address `charge-card:d162` (called at src/order.rs:80:10)",
+            "still unconsumed at `charge-card:92f1`",
+            "the run has failed",
+            "`aiki runs retry <run-id>`, or `RunHandle::retry`",
+            "new workflow version for new runs",
+            "`WorkerBuilder::register`",
+            "`Client::start`",
+        ] {
+            assert!(message.contains(expected), "{expected:?} in {message}");
+        }
     }
 }
