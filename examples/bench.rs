@@ -3,7 +3,7 @@
 //! commit rates measured in the same run, and the costs that grow with the store (issue 25).
 //!
 //! ```sh
-//! cargo run --release --example bench -- [--quick] [--json out.json] [--backends sqlite,postgres]
+//! cargo run --release -p aiki-examples --example bench -- [--quick] [--json out.json] [--backends sqlite,postgres]
 //! ```
 //!
 //! * **limits** (see `bench/engine.rs`): single-row `INSERT` transactions per second with the

@@ -3,7 +3,7 @@
 //! the parent suspends (`awaiting_child_workflow`) until they are done and is then replayed,
 //! its child starts returning the runs recorded the first time.
 //!
-//! Run it with `cargo run --example fan_out`.
+//! Run it with `cargo run -p aiki-examples --example fan_out`.
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Observability set-up: traces and metrics over OTLP/HTTP, and the Prometheus text.
 //!
 //! ```sh
-//! cargo run --example observability
+//! cargo run -p aiki-examples --example observability
 //! ```
 //!
 //! The set-up is the first block of `main`: an OTLP/HTTP exporter for spans and one for

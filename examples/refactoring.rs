@@ -6,7 +6,7 @@
 //! A shared `ManualClock` drives the worker and the client, so hour-long sleeps take
 //! milliseconds.
 //!
-//! Run it with `cargo run --example refactoring`.
+//! Run it with `cargo run -p aiki-examples --example refactoring`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -6,7 +6,7 @@
 //! While a task waits for its next attempt, the run is `awaiting_retry` and holds no worker;
 //! when the delay is over it is replayed and the task runs again.
 //!
-//! Run it with `cargo run --example retry`.
+//! Run it with `cargo run -p aiki-examples --example retry`.
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! started with: runs of v1 still in flight when v2 ships finish as v1, new runs use v2, and
 //! each version has its own cache namespace (`name@version`).
 //!
-//! Run it with `cargo run --example versioning`.
+//! Run it with `cargo run -p aiki-examples --example versioning`.
 
 use aiki::{Client, ClientError, Run, TaskError, Worker, WorkflowError};
 
