@@ -41,6 +41,8 @@ pub async fn connect_with_mode(url: &str, mode: MigrationMode) -> Result<BoxStor
 /// not apply), sending the API key in the `AIKI_API_KEY` environment variable if set, its
 /// claims long-polling the server for up to 5 s.
 pub async fn open(url: &str, mode: MigrationMode) -> Result<Connection, StoreError> {
+    #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+    let _ = mode; // only the databases migrate
     if url == "memory:" {
         return Ok(Arc::new(crate::memory::MemoryStore::new()));
     }
@@ -55,7 +57,8 @@ pub async fn open(url: &str, mode: MigrationMode) -> Result<Connection, StoreErr
         #[cfg(not(feature = "sqlite"))]
         return Err(unsupported(
             url,
-            "SQLite support is off: enable the `sqlite` feature of aiki-store",
+            "this build has no SQLite support: enable the `sqlite` feature of `aiki` \
+             (on by default; `features = [\"sqlite\"]` on the `aiki` dependency)",
         ));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -69,7 +72,8 @@ pub async fn open(url: &str, mode: MigrationMode) -> Result<Connection, StoreErr
         #[cfg(not(feature = "postgres"))]
         return Err(unsupported(
             url,
-            "PostgreSQL support is off: enable the `postgres` feature of aiki-store",
+            "this build has no PostgreSQL support: enable the `postgres` feature of `aiki` \
+             (`features = [\"postgres\"]` on the `aiki` dependency in Cargo.toml)",
         ));
     }
     if is_server(url) {
@@ -85,7 +89,8 @@ pub async fn open(url: &str, mode: MigrationMode) -> Result<Connection, StoreErr
         #[cfg(not(feature = "http"))]
         return Err(unsupported(
             url,
-            "reaching an aiki server is off: enable the `http` feature of aiki-store",
+            "this build cannot reach an aiki server: enable the `http` feature of `aiki` \
+             (`features = [\"http\"]` on the `aiki` dependency in Cargo.toml)",
         ));
     }
     Err(unsupported(url, "no enabled backend serves this scheme"))

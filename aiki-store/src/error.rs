@@ -84,8 +84,9 @@ pub enum StoreError {
     },
     /// A store URL with a scheme no enabled backend serves.
     #[error(
-        "unsupported store url `{url}`: {reason}; use `sqlite://path/to/file.db`, `sqlite::memory:` \
-         or `postgres://user@host/db` (PostgreSQL needs the `postgres` feature of aiki-store)"
+        "unsupported store url `{url}`: {reason}; a store URL is `sqlite://path/to/file.db`, \
+         `sqlite::memory:`, `memory:`, `postgres://user@host/db` or an aiki server's \
+         `http://host:port`"
     )]
     UnsupportedUrl {
         /// The URL given.

@@ -71,6 +71,7 @@ pub struct MigrationReport {
 }
 
 /// The schema a database holds, as its migration bookkeeping and compatibility record say.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Found {
     /// `(version, success)` of every applied migration, in version order.
@@ -79,6 +80,7 @@ pub(crate) struct Found {
     pub(crate) readable_from: Option<i64>,
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl Found {
     /// The newest applied version.
     pub(crate) fn at(&self) -> Option<i64> {
@@ -88,6 +90,7 @@ impl Found {
 
 /// What a release makes of a schema: which version it renders its statements for, and whether
 /// it still has to migrate.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Accepted {
     /// The version whose columns the statements may use.
@@ -99,6 +102,7 @@ pub(crate) struct Accepted {
 /// Decides, changing nothing, what a release whose migrations are `known` (its own version is
 /// the newest) and which reads schemas from `oldest_readable` on does with the schema `found`
 /// when connecting in `mode`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn accept(
     backend: &str,
     found: &Found,
@@ -179,7 +183,7 @@ pub(crate) fn accept(
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, any(feature = "sqlite", feature = "postgres")))]
 mod tests {
     use super::*;
     use crate::StoreError;

@@ -85,6 +85,7 @@ impl fmt::Display for OperationId {
 #[derive(Clone, Debug)]
 struct Scope {
     id: OperationId,
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     fresh: bool,
 }
 
@@ -112,6 +113,7 @@ pub fn current() -> Option<OperationId> {
 }
 
 /// Whether the operation in scope is known to be new (see [`fresh_scope`]).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn is_fresh() -> bool {
     CURRENT.try_with(|scope| scope.fresh).unwrap_or(false)
 }

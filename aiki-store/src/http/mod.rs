@@ -55,7 +55,7 @@ impl HttpStore {
         let tls = cfg!(feature = "http-tls");
         if !(url.starts_with("http://") || (tls && url.starts_with("https://"))) {
             return Err(unsupported(if url.starts_with("https://") {
-                "HTTPS needs the `http-tls` feature of aiki-store".to_owned()
+                "this build has no HTTPS: enable the `http-tls` feature of `aiki`".to_owned()
             } else {
                 "an aiki server's URL starts with http://".to_owned()
             }));

@@ -11,6 +11,7 @@ use crate::{
 };
 
 /// How often an operator's action reads and writes again after losing a race.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) const ATTEMPTS: usize = 8;
 
 /// The write creating `record` at revision 1, its log's first row saying so.
@@ -52,6 +53,7 @@ pub(crate) fn acted(write: &ScheduleWrite) -> ScheduleActed {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn busy(name: &str) -> StoreError {
     StoreError::Unavailable {
         message: format!("schedule `{name}` changed under every attempt of this action; try again"),

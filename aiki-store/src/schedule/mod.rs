@@ -42,7 +42,9 @@ mod plan;
 mod sweep;
 mod time;
 
-pub(crate) use actions::{ATTEMPTS, acted, busy, exists_otherwise, plan_action, plan_create};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use actions::{ATTEMPTS, busy};
+pub(crate) use actions::{acted, exists_otherwise, plan_action, plan_create};
 pub use declare::Declared;
 pub use declare::check_declared as check_declarations;
 pub(crate) use declare::{check_declared, plan_absent, plan_declared};

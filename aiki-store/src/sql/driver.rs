@@ -150,6 +150,7 @@ where
         .map_err(|error| driver.map_error(error))
 }
 
+#[cfg(feature = "sqlite")]
 /// Runs a statement on a connection the caller holds (see [`Lane`]); the rows it changed.
 pub(crate) async fn execute_on<'a, DB: Database>(
     driver: &Driver<DB>,
@@ -172,6 +173,7 @@ where
         .map_err(|error| driver.map_error(error))
 }
 
+#[cfg(feature = "sqlite")]
 /// Runs a statement on a connection the caller holds (see [`Lane`]); the rows it returned.
 pub(crate) async fn fetch_on<'a, DB: Database>(
     driver: &Driver<DB>,
@@ -198,6 +200,7 @@ where
         .collect()
 }
 
+#[cfg(feature = "sqlite")]
 /// A pool's only connection, held between statements instead of going back to the pool after
 /// each one.
 ///
@@ -215,6 +218,7 @@ pub(crate) struct Lane<DB: Database> {
     slot: std::sync::Arc<tokio::sync::Mutex<Option<sqlx::pool::PoolConnection<DB>>>>,
 }
 
+#[cfg(feature = "sqlite")]
 impl<DB: Database> Clone for Lane<DB> {
     fn clone(&self) -> Self {
         Lane {
@@ -224,12 +228,14 @@ impl<DB: Database> Clone for Lane<DB> {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl<DB: Database> std::fmt::Debug for Lane<DB> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lane").finish_non_exhaustive()
     }
 }
 
+#[cfg(feature = "sqlite")]
 /// The lane's connection, held for one statement: kept in the lane when [`Held::settle`] is
 /// given the statement's success, given back to the pool otherwise (a failed statement, a
 /// caller dropped midway).
@@ -238,6 +244,7 @@ pub(crate) struct Held<DB: Database> {
     keep: bool,
 }
 
+#[cfg(feature = "sqlite")]
 impl<DB: Database> Held<DB> {
     /// The connection.
     pub(crate) fn connection(&mut self) -> &mut DB::Connection {
@@ -254,6 +261,7 @@ impl<DB: Database> Held<DB> {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl<DB: Database> Drop for Held<DB> {
     fn drop(&mut self) {
         if !self.keep {
@@ -263,6 +271,7 @@ impl<DB: Database> Drop for Held<DB> {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl<DB: Database> Lane<DB> {
     /// A lane over a one-connection pool.
     pub(crate) fn new(pool: Pool<DB>) -> Self {
@@ -394,7 +403,9 @@ where
 }
 
 /// The `execute`, `fetch` and `commit` methods of a [`Dialect`](super::Dialect) impl, over its
-/// `(read, write)` pools as `$pools` (an expression of `self`).
+/// `(read, write)` pools as `$pools` (an expression of `self`). PostgreSQL's; SQLite's go
+/// through its writer lane.
+#[cfg(feature = "postgres")]
 macro_rules! dialect_methods {
     ($self:ident => $pools:expr) => {
         async fn commit(tx: $crate::sql::dialect::Tx<Self>) -> Result<(), $crate::StoreError> {
@@ -422,4 +433,5 @@ macro_rules! dialect_methods {
         }
     };
 }
+#[cfg(feature = "postgres")]
 pub(crate) use dialect_methods;
