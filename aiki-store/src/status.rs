@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
-    /// Created, waiting for its due time (a scheduled start, an early wake-up, a resume).
+    /// Created, waiting for its due time (a start delayed to a later time). Wake-ups and
+    /// resumes that are due go to [`Queued`](RunStatus::Queued) at once.
     Scheduled,
     /// Due and deliverable: the next worker serving its version and pool may claim it.
     Queued,
