@@ -10,6 +10,7 @@
 mod ast;
 mod attr;
 mod check;
+mod collision;
 mod ctxt;
 mod expand;
 
@@ -33,7 +34,7 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
     check::task(&cx, &attrs, item.sig.ident.span());
     let ident = ast::type_ident(&cx, &item, attrs.type_name.as_ref());
     let clear = ident.as_ref().is_none_or(|ident| {
-        check::type_names(
+        collision::type_names(
             &cx,
             Kind::Task,
             &item,
@@ -73,7 +74,7 @@ pub fn workflow(args: TokenStream, item: TokenStream) -> TokenStream {
     check::workflow(&cx, &attrs, item.sig.ident.span());
     let ident = ast::type_ident(&cx, &item, attrs.type_name.as_ref());
     let clear = ident.as_ref().is_none_or(|ident| {
-        check::type_names(
+        collision::type_names(
             &cx,
             Kind::Workflow,
             &item,
