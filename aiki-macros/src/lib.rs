@@ -32,32 +32,17 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
         return finish(Kind::Task, cx, None, None, |_| None);
     };
     check::task(&cx, &attrs, item.sig.ident.span());
-    let ident = ast::type_ident(&cx, &item, attrs.type_name.as_ref());
-    let clear = ident.as_ref().is_none_or(|ident| {
-        collision::type_names(
-            &cx,
-            Kind::Task,
-            &item,
-            ident,
-            attrs.type_name.is_some(),
-            &[],
-        )
-    });
+    let (ident, clear) = generated_ident(&cx, Kind::Task, &item, attrs.type_name.as_ref(), &[]);
     let model = TaskFn::from_item(&cx, item.clone(), ident.clone());
-    let stubbable = model.as_ref().filter(|model| clear && model.concrete);
+    let stubbable = clear && model.as_ref().is_some_and(|model| model.concrete);
     finish(
         Kind::Task,
         cx,
         Some(&item),
         ident.filter(|_| clear),
         |body| {
-            let model = match body {
-                Body::Call => model
-                    .as_ref()
-                    .expect("BUG: a task without errors has a model"),
-                Body::Errors(_) => stubbable?,
-            };
-            Some(expand::task(&attrs, model, &body))
+            model_for(&body, model.as_ref(), stubbable)
+                .map(|model| expand::task(&attrs, model, &body))
         },
     )
 }
@@ -72,34 +57,50 @@ pub fn workflow(args: TokenStream, item: TokenStream) -> TokenStream {
         return finish(Kind::Workflow, cx, None, None, |_| None);
     };
     check::workflow(&cx, &attrs, item.sig.ident.span());
-    let ident = ast::type_ident(&cx, &item, attrs.type_name.as_ref());
-    let clear = ident.as_ref().is_none_or(|ident| {
-        collision::type_names(
-            &cx,
-            Kind::Workflow,
-            &item,
-            ident,
-            attrs.type_name.is_some(),
-            &attrs.events,
-        )
-    });
+    let (ident, clear) = generated_ident(
+        &cx,
+        Kind::Workflow,
+        &item,
+        attrs.type_name.as_ref(),
+        &attrs.events,
+    );
     let model = WorkflowFn::from_item(&cx, item.clone(), ident.clone());
-    let stubbable = model.as_ref().filter(|model| clear && model.concrete);
+    let stubbable = clear && model.as_ref().is_some_and(|model| model.concrete);
     finish(
         Kind::Workflow,
         cx,
         Some(&item),
         ident.filter(|_| clear),
         |body| {
-            let model = match body {
-                Body::Call => model
-                    .as_ref()
-                    .expect("BUG: a workflow without errors has a model"),
-                Body::Errors(_) => stubbable?,
-            };
-            Some(expand::workflow(&attrs, model, &body))
+            model_for(&body, model.as_ref(), stubbable)
+                .map(|model| expand::workflow(&attrs, model, &body))
         },
     )
+}
+
+/// The generated type's name (`type_name`, else the function's in UpperCamelCase), and whether
+/// it and the event types are clear of the names the signature uses (see `collision`).
+fn generated_ident(
+    cx: &Ctxt,
+    kind: Kind,
+    item: &ItemFn,
+    type_name: Option<&Ident>,
+    events: &[attr::EventAttr],
+) -> (Option<Ident>, bool) {
+    let ident = ast::type_ident(cx, item, type_name);
+    let clear = ident.as_ref().is_none_or(|ident| {
+        collision::type_names(cx, kind, item, ident, type_name.is_some(), events)
+    });
+    (ident, clear)
+}
+
+/// The model `body` is expanded from: always for valid input; for the fallback only when it
+/// can be (`stubbable`: clear names, concrete types), else the fallback is the plain one.
+fn model_for<'m, M>(body: &Body, model: Option<&'m M>, stubbable: bool) -> Option<&'m M> {
+    match body {
+        Body::Call => Some(model.expect("BUG: an item without errors has a model")),
+        Body::Errors(_) => model.filter(|_| stubbable),
+    }
 }
 
 /// The annotated item as a function; anything else is an error spanning it.
