@@ -2,7 +2,8 @@
 //! server did it: every run completes, every task runs exactly once, and no run is lost to a
 //! spurious revision conflict, because each repeat carries its operation's idempotency key
 //! and gets the first answer. 400 runs × 5 tasks by default; `AIKI_FAULT_RUNS` sets how many
-//! (the figure is 2,000).
+//! (the figure is 2,000). And a claim whose every send loses its answer: the claimer's
+//! next claim sends it again and runs what it took.
 
 mod support;
 
@@ -102,4 +103,61 @@ async fn every_task_runs_once_though_every_tenth_answer_is_lost() {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
+}
+
+#[aiki::task(name = "claimed-once")]
+async fn claimed_once(n: u32) -> Result<u32, TaskError> {
+    Ok(n + 1)
+}
+
+#[aiki::workflow(name = "claimed-once", version = "1")]
+async fn claimed_once_flow(run: &Run, n: u32) -> Result<u32, WorkflowError> {
+    ClaimedOnce.start(run, n).await
+}
+
+/// A claim whose answer is lost on every send (the server claimed the run each time it was
+/// asked, as the first answer) gives the worker an error; its next claim is that claim sent
+/// again, and runs the run it took. Before, the next claim was a new one that found nothing,
+/// and the run stayed `running` under a claimer that never ran it until claim recovery (here,
+/// with no sweeper, for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_whose_every_answer_is_lost_is_run_by_its_claimer() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let store = aiki_store::connect("memory:").await.unwrap();
+    let lost = AtomicUsize::new(0);
+    // Every answer of the first claim's sends (one more than the store sends a request).
+    let remote = Remote::start_losing(
+        store,
+        ServerConfig::default().insecure_no_auth(),
+        move |method, path| {
+            *method == axum::http::Method::POST
+                && path.ends_with(aiki_store::api::path::CLAIMS)
+                && lost.fetch_add(1, Ordering::SeqCst) < 4
+        },
+    )
+    .await;
+    let http = Arc::new(HttpStore::new(&remote.url()).unwrap());
+    let client = Client::new(http.clone()).with_poll_interval(Duration::from_millis(20));
+    let handle = client.start::<ClaimedOnceFlow>(41).await.unwrap();
+    let worker = Worker::builder(WorkerStore::executor(http))
+        .register(ClaimedOnceFlow)
+        .build()
+        .unwrap()
+        .start();
+    let output = tokio::time::timeout(Duration::from_secs(30), handle.result())
+        .await
+        .expect("the claimed run completes without claim recovery")
+        .unwrap();
+    worker.shutdown().await;
+    assert_eq!(output, 42);
+    assert!(remote.dropped() >= 4, "every send of the first claim lost");
+    let claims = remote
+        .backing()
+        .timeline(handle.id())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|change| change.to == RunStatus::Running)
+        .count();
+    assert_eq!(claims, 1, "claimed once");
 }

@@ -63,16 +63,34 @@ impl Remote {
         every: usize,
     ) -> Remote {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let writes = std::sync::Arc::new(AtomicUsize::new(0));
-        let dropped = std::sync::Arc::new(AtomicUsize::new(0));
+        let writes = AtomicUsize::new(0);
+        Remote::start_losing(backing, config, move |method, _| {
+            *method != axum::http::Method::GET
+                && writes.fetch_add(1, Ordering::SeqCst) % every == every - 1
+        })
+        .await
+    }
+
+    /// Serves `backing` behind a fault layer that lets each request through and then answers
+    /// it with a bare 502 when `lose(method, path)` says so, as a proxy whose connection to the
+    /// server dropped after the server did the request.
+    pub async fn start_losing(
+        backing: BoxStore,
+        config: aiki_server::ServerConfig,
+        lose: impl Fn(&axum::http::Method, &str) -> bool + Send + Sync + 'static,
+    ) -> Remote {
+        use std::sync::atomic::Ordering;
+        let lose = std::sync::Arc::new(lose);
+        let dropped = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = dropped.clone();
         let fault = move |request: axum::extract::Request, next: axum::middleware::Next| {
-            let writes = writes.clone();
+            let lose = lose.clone();
             let counted = counted.clone();
             async move {
-                let write = request.method() != axum::http::Method::GET;
+                let method = request.method().clone();
+                let path = request.uri().path().to_owned();
                 let response = next.run(request).await;
-                if write && writes.fetch_add(1, Ordering::SeqCst) % every == every - 1 {
+                if lose(&method, &path) {
                     counted.fetch_add(1, Ordering::SeqCst);
                     return axum::http::StatusCode::BAD_GATEWAY.into_response();
                 }

@@ -4,6 +4,8 @@
 //! It never sweeps: the server's leader does. A [`Worker`](https://docs.rs/aiki) on it runs no
 //! daemons; give it as `WorkerStore::executor(Arc::new(store))`.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
@@ -27,6 +29,9 @@ pub struct HttpStore {
     base: String,
     key: Option<String>,
     pub(crate) long_poll: Duration,
+    /// The idempotency key of each claimer's last claim that got no answer: its next claim is
+    /// that claim sent again (see `claim` in `roles.rs`).
+    unanswered: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl std::fmt::Debug for HttpStore {
@@ -69,6 +74,7 @@ impl HttpStore {
             base: format!("{}{PREFIX}", url.trim_end_matches('/')),
             key: None,
             long_poll: Duration::ZERO,
+            unanswered: Arc::default(),
         })
     }
 
@@ -101,27 +107,36 @@ impl HttpStore {
         B: Serialize + ?Sized,
         R: DeserializeOwned,
     {
-        let body =
-            body.map(serde_json::to_vec)
-                .transpose()
-                .map_err(|error| StoreError::Invalid {
-                    message: format!("the request to {path} does not serialize: {error}"),
-                })?;
+        let body = body.map(|body| encode(path, body)).transpose()?;
         // One operation, one key, however often it is sent: the server answers a repeat with
         // the first answer (see `crate::api::IDEMPOTENCY_KEY`). The operation in scope, if any,
         // names it (see `crate::operation`).
         let scoped = crate::operation::current();
-        let made_here = scoped.is_none();
+        let fresh = scoped.is_none();
         let operation =
             scoped.map_or_else(|| uuid::Uuid::new_v4().to_string(), |id| id.to_string());
+        self.send(method, path, body, &operation, fresh).await
+    }
+
+    /// Sends the serialized `body` to `path` as operation `operation` (`fresh`: a key made just
+    /// now, sent for the first time) until an answer comes, at most [`SEND_ATTEMPTS`] times,
+    /// and reads it as `R`.
+    pub(crate) async fn send<R: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        operation: &str,
+        fresh: bool,
+    ) -> Result<R, StoreError> {
         let mut pause = Duration::from_millis(50);
         let mut attempt = 1;
         let (status, bytes) = loop {
             let mut request = self
                 .client
                 .request(method.clone(), format!("{}{path}", self.base))
-                .header(crate::api::IDEMPOTENCY_KEY, &operation);
-            if made_here && attempt == 1 {
+                .header(crate::api::IDEMPOTENCY_KEY, operation);
+            if fresh && attempt == 1 {
                 // A key made just now: nothing can be recorded for it yet.
                 request = request.header(crate::api::FRESH_OPERATION, "true");
             }
@@ -179,6 +194,13 @@ impl HttpStore {
         self.call::<(), R>(Method::GET, path, None).await
     }
 
+    /// The idempotency key of each claimer's last claim that got no answer.
+    pub(crate) fn unanswered_claims(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.unanswered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// `POST body` to `path`, read as `R`.
     pub(crate) async fn post<B: Serialize + ?Sized, R: DeserializeOwned>(
         &self,
@@ -187,6 +209,13 @@ impl HttpStore {
     ) -> Result<R, StoreError> {
         self.call(Method::POST, path, Some(body)).await
     }
+}
+
+/// `body` as JSON, for a request to `path`.
+pub(crate) fn encode<B: Serialize + ?Sized>(path: &str, body: &B) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(body).map_err(|error| StoreError::Invalid {
+        message: format!("the request to {path} does not serialize: {error}"),
+    })
 }
 
 /// How often a request is sent before its failure to get an answer is the caller's: the same

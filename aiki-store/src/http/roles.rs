@@ -139,11 +139,25 @@ impl ExecutorStore for HttpStore {
 
     async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
         let wait_ms = self.long_poll.as_millis();
-        if wait_ms == 0 {
-            return self.post(path::CLAIMS, &request).await;
+        let path = if wait_ms == 0 {
+            path::CLAIMS.to_owned()
+        } else {
+            format!("{}?wait_ms={wait_ms}", path::CLAIMS)
+        };
+        let body = super::encode(&path, &request)?;
+        // A claim whose answer never came may have claimed runs that nobody would run before
+        // claim recovery released them: the claimer's next claim sends it again (same key),
+        // and gets those runs from its first answer, or claims now if it never arrived.
+        let repeat = self.unanswered_claims().remove(&request.owner);
+        let fresh = repeat.is_none();
+        let key = repeat.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let claimed = self
+            .send(Method::POST, &path, Some(body), &key, fresh)
+            .await;
+        if matches!(&claimed, Err(error) if error.is_transient()) {
+            self.unanswered_claims().insert(request.owner, key);
         }
-        self.post(&format!("{}?wait_ms={wait_ms}", path::CLAIMS), &request)
-            .await
+        claimed
     }
 
     async fn refresh_claim(
