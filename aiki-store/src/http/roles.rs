@@ -145,6 +145,12 @@ impl ExecutorStore for HttpStore {
             format!("{}?wait_ms={wait_ms}", path::CLAIMS)
         };
         let body = super::encode(&path, &request)?;
+        if let Some(id) = crate::operation::current() {
+            // The caller names the operation: its repeats are the caller's.
+            return self
+                .send(Method::POST, &path, Some(body), &id.to_string(), false)
+                .await;
+        }
         // A claim whose answer never came may have claimed runs that nobody would run before
         // claim recovery released them: the claimer's next claim sends it again (same key),
         // and gets those runs from its first answer, or claims now if it never arrived.
