@@ -10,7 +10,7 @@
 //! reaches another server in front of the same store, or this one after a restart, gets the
 //! first answer from the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,8 +30,9 @@ use crate::error::ApiError;
 /// How long a first answer is kept for its repeats.
 pub const KEPT_FOR: Duration = Duration::from_secs(600);
 
-/// Above this many kept answers, the expired ones are dropped.
-const SWEEP_ABOVE: usize = 20_000;
+/// At most this many answers are kept: above it, the oldest go before they expire (a repeat
+/// of theirs gets the answer the store recorded with the write).
+const MAX_KEPT: usize = 20_000;
 
 /// A first answer, as sent.
 #[derive(Debug)]
@@ -57,14 +58,48 @@ impl Answer {
 enum Entry {
     /// Being answered: the repeat waits for the answer.
     Running(watch::Receiver<Option<Arc<Answer>>>),
-    /// Answered, at this time.
-    Done(Arc<Answer>, Instant),
+    /// Answered, at this time; the number of the answer among this server's.
+    Done(Arc<Answer>, Instant, u64),
 }
 
 /// The answers of one server, by caller, route and key.
 #[derive(Debug, Default)]
 pub(crate) struct Replays {
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<Kept>,
+}
+
+/// The entries, and the answered ones in the order they were answered (oldest first), so
+/// that dropping the expired ones costs what is dropped, not a pass over all of them.
+#[derive(Debug, Default)]
+struct Kept {
+    by_id: HashMap<String, Entry>,
+    answered: VecDeque<(Instant, String, u64)>,
+    /// The number of the next answer.
+    next: u64,
+}
+
+impl Kept {
+    /// Keeps `answer` to `id`, answered now, and drops the expired answers and, above
+    /// [`MAX_KEPT`], the oldest.
+    fn answered(&mut self, id: String, answer: Arc<Answer>) {
+        let now = Instant::now();
+        let number = self.next;
+        self.next += 1;
+        self.answered.push_back((now, id.clone(), number));
+        self.by_id.insert(id, Entry::Done(answer, now, number));
+        while let Some((at, _, _)) = self.answered.front() {
+            if now.duration_since(*at) < KEPT_FOR && self.answered.len() <= MAX_KEPT {
+                break;
+            }
+            let Some((_, id, number)) = self.answered.pop_front() else {
+                break;
+            };
+            // Unless the id was answered again since (its answer expired and it ran anew).
+            if matches!(self.by_id.get(&id), Some(Entry::Done(_, _, kept)) if *kept == number) {
+                self.by_id.remove(&id);
+            }
+        }
+    }
 }
 
 /// Removes an entry whose operation did not finish (its request was dropped), so that a repeat
@@ -77,13 +112,13 @@ struct Unfinished<'a> {
 impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            self.replays.lock().remove(&id);
+            self.replays.lock().by_id.remove(&id);
         }
     }
 }
 
 impl Replays {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.entries.lock().expect("BUG: replays poisoned")
     }
 
@@ -91,20 +126,16 @@ impl Replays {
     /// wait for the one being given.
     fn look(&self, id: &str) -> Look {
         let mut entries = self.lock();
-        match entries.get(id) {
-            Some(Entry::Done(answer, at)) if at.elapsed() < KEPT_FOR => {
+        match entries.by_id.get(id) {
+            Some(Entry::Done(answer, at, _)) if at.elapsed() < KEPT_FOR => {
                 Look::Answered(answer.clone())
             }
             Some(Entry::Running(receiver)) => Look::Wait(receiver.clone()),
             _ => {
-                if entries.len() > SWEEP_ABOVE {
-                    entries.retain(|_, entry| match entry {
-                        Entry::Done(_, at) => at.elapsed() < KEPT_FOR,
-                        Entry::Running(_) => true,
-                    });
-                }
                 let (sender, receiver) = watch::channel(None);
-                entries.insert(id.to_owned(), Entry::Running(receiver));
+                entries
+                    .by_id
+                    .insert(id.to_owned(), Entry::Running(receiver));
                 Look::First(sender)
             }
         }
@@ -177,9 +208,7 @@ pub(crate) async fn replay(
     // operation, so a repeat of either runs it again.
     if answer.status.is_success() {
         unfinished.id = None;
-        replays
-            .lock()
-            .insert(id, Entry::Done(answer.clone(), Instant::now()));
+        replays.lock().answered(id, answer.clone());
     }
     let _ = sender.send(Some(answer.clone()));
     drop(unfinished);
@@ -236,4 +265,46 @@ fn operation_id(id: &str) -> OperationId {
     let digest = Sha256::digest(id.as_bytes());
     let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
     OperationId::new(hex).expect("BUG: a hex digest is an operation id")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(body: &'static str) -> Arc<Answer> {
+        Arc::new(Answer {
+            status: StatusCode::OK,
+            content_type: None,
+            body: Bytes::from_static(body.as_bytes()),
+        })
+    }
+
+    #[test]
+    fn above_the_most_kept_the_oldest_answers_go_first() {
+        let mut kept = Kept::default();
+        for n in 0..MAX_KEPT + 2 {
+            kept.answered(format!("id-{n}"), answer("first"));
+        }
+        assert_eq!(kept.by_id.len(), MAX_KEPT);
+        assert_eq!(kept.answered.len(), MAX_KEPT);
+        assert!(!kept.by_id.contains_key("id-0"));
+        assert!(!kept.by_id.contains_key("id-1"));
+        assert!(kept.by_id.contains_key("id-2"));
+        assert!(kept.by_id.contains_key(&format!("id-{}", MAX_KEPT + 1)));
+    }
+
+    #[test]
+    fn an_id_answered_again_keeps_its_newer_answer_when_the_older_goes() {
+        let mut kept = Kept::default();
+        kept.answered("again".to_owned(), answer("older"));
+        kept.answered("again".to_owned(), answer("newer"));
+        for n in 0..MAX_KEPT - 1 {
+            kept.answered(format!("id-{n}"), answer("other"));
+        }
+        // The older answer's place in the order went; the newer answer stays.
+        match kept.by_id.get("again") {
+            Some(Entry::Done(answer, _, _)) => assert_eq!(answer.body, "newer"),
+            other => panic!("{other:?}"),
+        }
+    }
 }
