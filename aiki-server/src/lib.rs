@@ -59,6 +59,11 @@ pub use config::ServerConfig;
 pub use error::ApiError;
 pub use replay::KEPT_FOR as REPLAYS_KEPT_FOR;
 
+/// How long the catalog entries that starts and events are checked against are kept: a
+/// start costs its write, not two more reads (the catalog and the live workers) and the
+/// catalog's decoding; a newly published build is checked against within this.
+const CATALOG_KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What every handler reads: the store and whose clock stamps requests.
 #[derive(Clone, Debug)]
 pub(crate) struct AppState {
@@ -83,7 +88,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .min(aiki_store::api::MAX_CLAIM_WAIT);
     let state = AppState {
         waiters: waiters::Waiters::new(store.clone()),
-        checks: aiki::Client::new(store.clone()),
+        checks: aiki::Client::new(store.clone()).keep_catalog_for(CATALOG_KEPT_FOR),
         store,
         time: Arc::new(config.time),
         max_wait,

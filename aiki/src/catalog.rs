@@ -2,6 +2,10 @@
 //! schemas, retry policies, tasks), published by the workers that have its code so that tools
 //! without it validate what they send as the typed API does.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
 use aiki_store::{CatalogEntry, EventDeclaration, Namespace, SchemaRecord, TaskDeclaration};
 use serde_json::{Value, json};
 
@@ -125,8 +129,8 @@ impl Client {
     /// newest build a live worker runs (else the newest published).
     /// [`ClientError::NotInCatalog`] when no worker has published it.
     pub async fn catalog_entry(&self, namespace: &Namespace) -> Result<CatalogEntry, ClientError> {
-        let mut entries = self.catalog_entries(namespace).await?;
-        Ok(entries.remove(0))
+        let entries = self.checked_entries(namespace).await?;
+        Ok(entries[0].clone())
     }
 
     /// The builds of `namespace` that starts and events are checked against, newest first:
@@ -134,6 +138,30 @@ impl Client {
     /// the newer build, nor the newer the older), else every build published.
     /// [`ClientError::NotInCatalog`] when no worker has published it.
     pub async fn catalog_entries(
+        &self,
+        namespace: &Namespace,
+    ) -> Result<Vec<CatalogEntry>, ClientError> {
+        Ok(self.checked_entries(namespace).await?.to_vec())
+    }
+
+    /// [`catalog_entries`](Client::catalog_entries), kept for a while if this client keeps
+    /// them ([`keep_catalog_for`](Client::keep_catalog_for)).
+    async fn checked_entries(
+        &self,
+        namespace: &Namespace,
+    ) -> Result<Arc<[CatalogEntry]>, ClientError> {
+        if let Some(entries) = self.checked.as_ref().and_then(|kept| kept.get(namespace)) {
+            return Ok(entries);
+        }
+        let entries: Arc<[CatalogEntry]> = self.read_catalog_entries(namespace).await?.into();
+        if let Some(kept) = &self.checked {
+            kept.put(namespace, entries.clone());
+        }
+        Ok(entries)
+    }
+
+    /// [`catalog_entries`](Client::catalog_entries), read from the store.
+    async fn read_catalog_entries(
         &self,
         namespace: &Namespace,
     ) -> Result<Vec<CatalogEntry>, ClientError> {
@@ -199,7 +227,7 @@ impl Client {
         namespace: &Namespace,
         input: &Value,
     ) -> Result<CatalogEntry, ClientError> {
-        let entries = self.catalog_entries(namespace).await?;
+        let entries = self.checked_entries(namespace).await?;
         let entry = accepted_by_one(&entries, |entry| {
             Schema::shared(&entry.input.schema)
                 .validate(input)
@@ -221,7 +249,7 @@ impl Client {
         name: &str,
         data: &Value,
     ) -> Result<(), ClientError> {
-        let entries = self.catalog_entries(namespace).await?;
+        let entries = self.checked_entries(namespace).await?;
         accepted_by_one(&entries, |entry| check_catalog_event(entry, name, data))?;
         Ok(())
     }
@@ -245,4 +273,35 @@ pub(crate) fn accepted_by_one(
         }
     }
     Err(first_error.expect("BUG: a version in the catalog has an entry"))
+}
+
+/// Catalog entries kept for a while, by version (see [`Client::keep_catalog_for`]).
+#[derive(Debug)]
+pub(crate) struct Kept {
+    ttl: Duration,
+    entries: Mutex<HashMap<Namespace, (Arc<[CatalogEntry]>, Instant)>>,
+}
+
+impl Kept {
+    pub(crate) fn new(ttl: Duration) -> Self {
+        Kept {
+            ttl,
+            entries: Mutex::default(),
+        }
+    }
+
+    /// The entries of `namespace` read less than the time to keep them ago.
+    fn get(&self, namespace: &Namespace) -> Option<Arc<[CatalogEntry]>> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let (kept, read) = entries.get(namespace)?;
+        (read.elapsed() < self.ttl).then(|| kept.clone())
+    }
+
+    /// Keeps `kept` as the entries of `namespace`, read now.
+    fn put(&self, namespace: &Namespace, kept: Arc<[CatalogEntry]>) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        // Versions are few; a version no longer started is dropped once stale.
+        entries.retain(|_, (_, read)| read.elapsed() < self.ttl);
+        entries.insert(namespace.clone(), (kept, Instant::now()));
+    }
 }

@@ -433,7 +433,50 @@ async fn a_live_worker_of_an_older_release_keeps_every_build(backend: Backend) {
     );
 }
 
+/// A client that keeps the catalog (as a server does for the starts and events it checks)
+/// checks against what it read until that is older than it keeps it: a newer build published
+/// meanwhile is not seen by it, and is by a client that keeps nothing.
+async fn a_client_that_keeps_the_catalog_checks_against_what_it_read(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let namespace = CatalogOrder::namespace();
+    h.deploy(|w| w.register(CatalogOrder)).await;
+    published(&h, &namespace).await;
+    let refund = json!({"amount_cents": 5});
+    let kept =
+        aiki::Client::new(h.client.store().clone()).keep_catalog_for(Duration::from_secs(3600));
+    let unknown = kept
+        .check_event_json(&namespace, "refund_requested", &refund)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(unknown, ClientError::UnknownEvent { .. }),
+        "{unknown}"
+    );
+    h.deploy(|w| w.register(CatalogOrderNewer).task(CatalogPrice))
+        .await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while let Err(error) = h
+        .client
+        .check_event_json(&namespace, "refund_requested", &refund)
+        .await
+    {
+        assert!(tokio::time::Instant::now() < deadline, "{error}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let still = kept
+        .check_event_json(&namespace, "refund_requested", &refund)
+        .await
+        .unwrap_err();
+    assert!(matches!(still, ClientError::UnknownEvent { .. }), "{still}");
+    aiki::Client::new(h.client.store().clone())
+        .keep_catalog_for(Duration::ZERO)
+        .check_event_json(&namespace, "refund_requested", &refund)
+        .await
+        .expect("a client that keeps nothing reads the newer build");
+}
+
 on_every_backend!(
+    a_client_that_keeps_the_catalog_checks_against_what_it_read,
     a_live_worker_of_an_older_release_keeps_every_build,
     two_live_builds_of_a_version_are_both_kept,
     a_json_start_hashes_its_input_as_the_typed_start_does,

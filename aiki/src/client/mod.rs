@@ -31,6 +31,8 @@ pub struct Client {
     /// Who acts through this client: recorded on the timeline of every run it starts, forks,
     /// sends an event to or acts on.
     pub(crate) actor: Option<String>,
+    /// The catalog entries starts and events were last checked against, when kept.
+    pub(crate) checked: Option<Arc<crate::catalog::Kept>>,
 }
 
 impl Client {
@@ -43,6 +45,7 @@ impl Client {
             clock: Arc::new(SystemClock),
             poll_interval: Duration::from_millis(20),
             actor: None,
+            checked: None,
         }
     }
 
@@ -63,6 +66,16 @@ impl Client {
     /// [`ManualClock`](crate::ManualClock) in tests).
     pub fn with_clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Keeps the catalog entries that JSON starts and events are checked against (see
+    /// [`catalog_entries`](Client::catalog_entries)) for up to `ttl`, instead of reading the
+    /// catalog and the live workers for each: for a server that checks every start it serves.
+    /// A build published meanwhile is checked against once its version's entries are older
+    /// than `ttl`. Default: read for each check.
+    pub fn keep_catalog_for(mut self, ttl: Duration) -> Self {
+        self.checked = Some(Arc::new(crate::catalog::Kept::new(ttl)));
         self
     }
 
