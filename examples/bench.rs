@@ -1144,12 +1144,13 @@ fn print_report(report: &Value) {
         for t in served["throughput"].as_array().into_iter().flatten() {
             println!(
                 "    through one server, {} remote worker process(es), {} runs × 10 tasks: \
-                 {:>7.0} steps/s   ({:.2} × direct; {})",
+                 {:>7.0} steps/s   ({:.2} × direct; {}); the starts took {:.1} s",
                 t["workers"],
                 t["runs"],
                 f(&t["steps_per_s"]),
                 f(&t["ratio_to_direct"]),
                 ratios(t),
+                f(&t["starting_seconds"]),
             );
         }
         let lat = &served["latency"];

@@ -97,6 +97,7 @@ pub(crate) async fn throughput(url: &str, runs: u64, workers: usize) -> anyhow::
     }
     let t0 = now_ms();
     let handles = super::start_chains(&client, runs).await?;
+    let started = now_ms();
     let last = super::complete_chains(&handles, &indicatif::ProgressBar::hidden())
         .await?
         .max(t0);
@@ -109,6 +110,7 @@ pub(crate) async fn throughput(url: &str, runs: u64, workers: usize) -> anyhow::
         "runs": runs,
         "seconds": seconds,
         "steps_per_s": (runs * 10) as f64 / seconds,
+        "starting_seconds": (started - t0) as f64 / 1000.0,
     }))
 }
 
