@@ -110,7 +110,7 @@ pub(crate) async fn throughput(url: &str, runs: u64, workers: usize) -> anyhow::
         "runs": runs,
         "seconds": seconds,
         "steps_per_s": (runs * 10) as f64 / seconds,
-        "starting_seconds": (started - t0) as f64 / 1000.0,
+        "start_seconds": (started - t0) as f64 / 1000.0,
     }))
 }
 
