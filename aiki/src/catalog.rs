@@ -279,8 +279,11 @@ pub(crate) fn accepted_by_one(
 #[derive(Debug)]
 pub(crate) struct Kept {
     ttl: Duration,
-    entries: Mutex<HashMap<Namespace, (Arc<[CatalogEntry]>, Instant)>>,
+    entries: Mutex<HashMap<Namespace, Read>>,
 }
+
+/// A version's catalog entries, and when they were read.
+type Read = (Arc<[CatalogEntry]>, Instant);
 
 impl Kept {
     pub(crate) fn new(ttl: Duration) -> Self {
