@@ -5,7 +5,8 @@
 //! lost on the way (a proxy that dropped it, a connection reset) costs a repeat, never a second
 //! claim, a spurious revision conflict or a duplicated event.
 //!
-//! The answers are kept in this server's memory for [`KEPT_FOR`], and the store keeps the
+//! The answers are kept in this server's memory for [`KEPT_FOR`] (at most the newest 20,000:
+//! they expire oldest first, so keeping them costs no pass over them), and the store keeps the
 //! answer of each write with the write itself (see [`aiki_store::operation`]): a repeat that
 //! reaches another server in front of the same store, or this one after a restart, gets the
 //! first answer from the store.
@@ -87,13 +88,15 @@ impl Kept {
         self.next += 1;
         self.answered.push_back((now, id.clone(), number));
         self.by_id.insert(id, Entry::Done(answer, now, number));
-        while let Some((at, _, _)) = self.answered.front() {
-            if now.duration_since(*at) < KEPT_FOR && self.answered.len() <= MAX_KEPT {
-                break;
-            }
-            let Some((_, id, number)) = self.answered.pop_front() else {
-                break;
-            };
+        let over = |answered: &VecDeque<(Instant, String, u64)>| {
+            answered.len() > MAX_KEPT
+                || answered
+                    .front()
+                    .is_some_and(|(at, _, _)| now.duration_since(*at) >= KEPT_FOR)
+        };
+        while over(&self.answered)
+            && let Some((_, id, number)) = self.answered.pop_front()
+        {
             // Unless the id was answered again since (its answer expired and it ran anew).
             if matches!(self.by_id.get(&id), Some(Entry::Done(_, _, kept)) if *kept == number) {
                 self.by_id.remove(&id);

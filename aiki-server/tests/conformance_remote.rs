@@ -8,7 +8,8 @@
 mod support;
 
 use aiki_server::ServerConfig;
-use support::remote::{Remote, SharedTime};
+use support::remote::Remote;
+use support::shared_time::SharedTime;
 
 /// How the servers in front of `backing` are started.
 #[derive(Clone, Copy)]

@@ -6,3 +6,4 @@
 pub mod postgres;
 pub mod remote;
 pub mod requests;
+pub mod shared_time;

@@ -13,6 +13,8 @@ use aiki_store::*;
 use async_trait::async_trait;
 use axum::response::IntoResponse;
 
+use super::shared_time::SharedTime;
+
 /// The servers' tasks and the two ways to the store.
 #[derive(Debug)]
 pub struct Remote {
@@ -527,64 +529,5 @@ impl Sweeper for Remote {
         write: aiki_store::ScheduleWrite,
     ) -> Result<bool, StoreError> {
         self.backing.advance_schedule(lease, write).await
-    }
-}
-
-/// A clock the checks set: each call that carries a time sets it to that time before it is
-/// sent, and the servers stamp the call by it. Calls of one time run together; a call of
-/// another time waits until they are done, so no server reads a time meant for another call.
-/// Clones share the clock.
-#[derive(Clone, Debug, Default)]
-pub struct SharedTime(std::sync::Arc<TimeInner>);
-
-#[derive(Debug, Default)]
-struct TimeInner {
-    now: std::sync::atomic::AtomicI64,
-    /// The time set and how many calls are running at it.
-    holding: std::sync::Mutex<(Millis, usize)>,
-    left: tokio::sync::Notify,
-}
-
-impl SharedTime {
-    /// A clock at 0, for a server's [`ServerConfig::clock`](aiki_server::ServerConfig::clock).
-    pub fn new() -> SharedTime {
-        SharedTime::default()
-    }
-
-    async fn at<T>(&self, now: Millis, call: impl std::future::Future<Output = T>) -> T {
-        let inner = &*self.0;
-        loop {
-            let left = inner.left.notified();
-            {
-                let mut holding = inner.holding.lock().expect("not poisoned");
-                if holding.1 == 0 || holding.0 == now {
-                    *holding = (now, holding.1 + 1);
-                    inner.now.store(now, std::sync::atomic::Ordering::SeqCst);
-                    break;
-                }
-            }
-            left.await;
-        }
-        let _leave = Leave(inner);
-        call.await
-    }
-}
-
-/// Leaves the time a call ran at, when the call is done or dropped.
-struct Leave<'a>(&'a TimeInner);
-
-impl Drop for Leave<'_> {
-    fn drop(&mut self) {
-        let mut holding = self.0.holding.lock().expect("not poisoned");
-        holding.1 -= 1;
-        if holding.1 == 0 {
-            self.0.left.notify_waiters();
-        }
-    }
-}
-
-impl aiki::Clock for SharedTime {
-    fn now(&self) -> Millis {
-        self.0.now.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
