@@ -49,7 +49,8 @@ pub mod path {
     /// `POST` [`StartChild`](super::StartChild) → the child's [`RunRecord`](crate::RunRecord)
     /// (executor).
     pub const CHILDREN: &str = "/runs/{id}/children";
-    /// `POST` [`PutSleep`](super::PutSleep) → `null` (executor).
+    /// `POST` [`PutSleep`](super::PutSleep) → the stored [`SleepRecord`](crate::SleepRecord)
+    /// when the body has `from`, else `null` (executor).
     pub const SLEEPS: &str = "/runs/{id}/sleeps";
     /// `POST` [`RecordEventSlot`](super::RecordEventSlot) → [`EventRecord`](crate::EventRecord)
     /// (executor).
@@ -178,6 +179,11 @@ pub struct PutSleep {
     pub expected: u64,
     /// The sleep.
     pub sleep: SleepRecord,
+    /// The writer's time the wake time counts from (see
+    /// [`ExecutorStore::put_sleep`](crate::ExecutorStore::put_sleep)). Sent by this release on;
+    /// the answer is then the sleep as stored, by the server's clock, and `null` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Millis>,
 }
 
 /// The body of [`path::EVENT_SLOTS`].

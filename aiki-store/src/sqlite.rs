@@ -138,7 +138,7 @@ impl Dialect for SqliteDialect {
         let run = render_for_sqlite(&run_doc("", level));
         let terminal = status_list(RunStatus::is_terminal);
         let unsuccessful = status_list(RunStatus::is_unsuccessful);
-        let set = render_for_sqlite(&transition_set(level));
+        let set = render_for_sqlite(&transition_set(level, "$4"));
         // A claim's move, by owner `$1` at `$2`, and what it returns.
         let claim = "UPDATE aiki_runs SET status = 'running', owner = $1, heartbeat_at = $2, \
                      revision = revision + 1, due_at = NULL, updated_at = $2";

@@ -64,7 +64,11 @@ async fn everything_written_survives_closing_and_reopening_the_file() {
             .await
             .expect("entry");
         store
-            .put_sleep(claimed.revision, SleepRecord::new(id, "nap", 0, 10, 20))
+            .put_sleep(
+                claimed.revision,
+                SleepRecord::new(id, "nap", 0, 10, 20),
+                None,
+            )
             .await
             .expect("sleep");
         store

@@ -1,7 +1,8 @@
 //! Executors whose clocks are an hour behind or an hour ahead of the store's run sleeps, task
-//! retries and wait timeouts exactly as an accurate one does. PostgreSQL times claims and
-//! leases by its own clock, and a worker reads time as the store's from what those return
-//! (its store clock): every due time it writes, and every "has this ended" it decides, is the
+//! retries and wait timeouts exactly as an accurate one does, on PostgreSQL directly and as
+//! remote workers of a server. PostgreSQL (by default) and the server time claims, sleeps and
+//! retries by their own clocks, and a worker reads time as the store's from what claims return
+//! (its store clock): every due time stored, and every "has this ended" it decides, is the
 //! store's. The daemons run in another worker whose clock is right, as they would in a fleet
 //! (or a server): without the store clock, the hour-ahead executor's due times are an hour
 //! late for them (the run never finishes), and the hour-behind one stamps its writes an hour
@@ -50,17 +51,45 @@ async fn skew_timers(run: &Run) -> Result<String, WorkflowError> {
     Ok(format!("{attempts} {sent:?}"))
 }
 
+/// Where the skewed executor reaches the store.
+#[derive(Clone, Copy, Debug)]
+enum Through {
+    /// PostgreSQL, directly (its claims timed by the database's clock).
+    Postgres,
+    /// An aiki server in front of a SQLite file (every write timed by the server's clock).
+    Server,
+}
+
 /// Runs the workflow on a worker whose clock is off by `skew` ms; the real time it took and
 /// the store's times of the run's changes.
-async fn run_with_skew(skew: Millis) -> (Duration, Vec<Millis>) {
-    let url = Backend::Postgres.fresh_url().await;
+async fn run_with_skew(skew: Millis, through: Through) -> (Duration, Vec<Millis>) {
+    let backend = match through {
+        Through::Postgres => Backend::Postgres,
+        Through::Server => Backend::Sqlite,
+    };
+    let url = backend.fresh_url().await;
     let store = aiki::store::connect(&url).await.expect("the store opens");
     let daemons = Worker::builder(store.clone())
         .poll_interval(Duration::from_millis(20))
         .build()
         .unwrap()
         .start();
-    let worker = Worker::builder(store.clone())
+    let (executor_store, server) = match through {
+        Through::Postgres => (aiki::connect(&url).await.expect("the store opens"), None),
+        Through::Server => {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            let config = aiki_server::ServerConfig::default().insecure_no_auth();
+            let serving =
+                aiki_server::serve(listener, store.clone(), config, std::future::pending());
+            let server = tokio::spawn(async move { serving.await.expect("the server serves") });
+            let remote = aiki::connect(&format!("http://{address}"))
+                .await
+                .expect("the server's store opens");
+            (remote, Some(server))
+        }
+    };
+    let worker = Worker::builder(&executor_store)
         .register(SkewTimers)
         .task(SkewFlaky)
         .clock(Skewed { by: skew })
@@ -82,13 +111,16 @@ async fn run_with_skew(skew: Millis) -> (Duration, Vec<Millis>) {
     assert_eq!(timeline.last().unwrap().to, RunStatus::Completed);
     worker.shutdown().await;
     daemons.shutdown().await;
+    if let Some(server) = server {
+        server.abort();
+    }
     (took, timeline.iter().map(|change| change.at).collect())
 }
 
-async fn executors_an_hour_off_time_runs_as_an_accurate_one() {
+async fn executors_an_hour_off_time_runs_as_an_accurate_one(through: Through) {
     let least = SLEEP + Duration::from_millis(RETRY_MS) + WAIT;
     for skew in [HOUR, -HOUR, 0] {
-        let (took, times) = run_with_skew(skew).await;
+        let (took, times) = run_with_skew(skew, through).await;
         println!("{skew} ms off: {took:?}");
         assert!(
             took >= least,
@@ -109,5 +141,10 @@ async fn postgres_executors_an_hour_off_time_runs_as_an_accurate_one() {
     if !aiki_tests::postgres_available().await {
         return;
     }
-    executors_an_hour_off_time_runs_as_an_accurate_one().await;
+    executors_an_hour_off_time_runs_as_an_accurate_one(Through::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_executors_an_hour_off_time_runs_as_an_accurate_one() {
+    executors_an_hour_off_time_runs_as_an_accurate_one(Through::Server).await;
 }

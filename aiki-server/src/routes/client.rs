@@ -129,7 +129,7 @@ pub(crate) async fn transition_all(
     Body(mut moves): Body<Vec<Move>>,
 ) -> Answer<Vec<RunRecord>> {
     for each in &mut moves {
-        each.transition.now = app.time.now();
+        each.transition.rebase(app.time.now());
         each.transition.actor = actor(&key, each.transition.actor.take());
     }
     let runs = app.store.transition_all(moves).await?;

@@ -8,7 +8,7 @@ use aiki_store::api::{
 };
 use aiki_store::{
     CatalogEntry, ClaimRequest, ClaimState, Claimed, Continued, EventRecord, RunRecord,
-    WorkerRecord,
+    SleepRecord, WorkerRecord,
 };
 use axum::Json;
 use axum::extract::State;
@@ -18,12 +18,15 @@ use super::Answer;
 use crate::AppState;
 use crate::error::{Body, QueryOf, RunPath, same_run};
 
+/// The entry stamped by the server's clock, a retry's time moved with it (see
+/// `ExecutorStore::put_entry`).
 pub(crate) async fn put_entry(
     State(app): State<AppState>,
     RunPath(id): RunPath,
-    Body(body): Body<PutEntry>,
+    Body(mut body): Body<PutEntry>,
 ) -> Answer<()> {
     same_run(id, body.entry.run_id)?;
+    body.entry.rebase(app.time.now());
     Ok(Json(app.store.put_entry(body.expected, body.entry).await?))
 }
 
@@ -42,13 +45,22 @@ pub(crate) async fn start_child(
     Ok(Json(child))
 }
 
+/// A sleep counted from the writer's `from` moves onto the server's clock (see
+/// `ExecutorStore::put_sleep`); the answer is the stored sleep for a writer that sent `from`
+/// (this release on), `null` for one that did not.
 pub(crate) async fn put_sleep(
     State(app): State<AppState>,
     RunPath(id): RunPath,
-    Body(body): Body<PutSleep>,
-) -> Answer<()> {
+    Body(mut body): Body<PutSleep>,
+) -> Answer<Option<SleepRecord>> {
     same_run(id, body.sleep.run_id)?;
-    Ok(Json(app.store.put_sleep(body.expected, body.sleep).await?))
+    let from = body.from.map(|from| {
+        let now = app.time.now();
+        body.sleep.wake_at = body.sleep.wake_at.saturating_add(now.saturating_sub(from));
+        now
+    });
+    let stored = app.store.put_sleep(body.expected, body.sleep, from).await?;
+    Ok(Json(from.map(|_| stored)))
 }
 
 pub(crate) async fn record_event_slot(
@@ -111,7 +123,7 @@ pub(crate) async fn transition(
     RunPath(id): RunPath,
     Body(mut body): Body<TransitionRun>,
 ) -> Answer<RunRecord> {
-    body.transition.now = app.time.now();
+    body.transition.rebase(app.time.now());
     let run = app
         .store
         .transition(id, body.expected, body.transition)

@@ -238,7 +238,8 @@ impl ReadStore for Remote {
 #[async_trait]
 impl ExecutorStore for Remote {
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
-        self.http().put_entry(expected, entry).await
+        let now = entry.updated_at;
+        self.at(now, self.http().put_entry(expected, entry)).await
     }
     async fn start_child(
         &self,
@@ -250,8 +251,19 @@ impl ExecutorStore for Remote {
         self.at(now, self.http().start_child(expected, entry, child))
             .await
     }
-    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
-        self.http().put_sleep(expected, sleep).await
+    async fn put_sleep(
+        &self,
+        expected: u64,
+        sleep: SleepRecord,
+        from: Option<Millis>,
+    ) -> Result<SleepRecord, StoreError> {
+        match from {
+            Some(now) => {
+                self.at(now, self.http().put_sleep(expected, sleep, from))
+                    .await
+            }
+            None => self.http().put_sleep(expected, sleep, from).await,
+        }
     }
     async fn continue_run(
         &self,

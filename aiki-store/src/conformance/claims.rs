@@ -183,7 +183,12 @@ pub async fn check_zombie_executor_is_fenced(store: &dyn Store) {
         5,
         7,
     );
-    assert_conflict(store.put_sleep(5, sleep(id, "s", 0, then)).await, id, 5, 7);
+    assert_conflict(
+        store.put_sleep(5, sleep(id, "s", 0, then), None).await,
+        id,
+        5,
+        7,
+    );
     assert_conflict(store.refresh_claim(id, "zombie", 5, then).await, id, 5, 7);
     assert_conflict(
         store.record_event_timeout(id, 5, "e", 0, then).await,

@@ -68,6 +68,46 @@ pub async fn check_put_entry(store: &dyn Store) {
     );
 }
 
+/// A suspension waiting on a task retry is due when the stored entry says, not when the
+/// transition says: the store owns the retry's time (see `ExecutorStore::put_entry`). A
+/// retry of another attempt, or with no entry awaiting it, keeps the transition's time.
+pub async fn check_a_suspension_on_a_task_retry_is_due_when_its_entry_says(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let run = running(store, "worker", now).await;
+    let mut failed = entry(run.id, "charge:aa", 0, now);
+    failed.status = EntryStatus::AwaitingRetry;
+    failed.attempts = 1;
+    failed.error = Some(Failure::new("task_failed", "card declined"));
+    failed.retry_at = Some(now + 5_000);
+    store
+        .put_entry(run.revision, failed)
+        .await
+        .expect("put_entry");
+    let wait = WaitSpec::default()
+        .retry("charge:aa", 2, now + 4_000)
+        .retry("charge:aa", 3, now + 9_000)
+        .retry("email:bb", 2, now + 7_000);
+    let waiting = store
+        .transition(
+            run.id,
+            run.revision,
+            Transition::to(RunStatus::AwaitingRetry, now + 1)
+                .due_at(now + 4_000)
+                .wait(wait),
+        )
+        .await
+        .expect("suspend");
+    assert_eq!(waiting.due_at, Some(now + 5_000), "due when the entry says");
+    let times: Vec<Millis> = waiting
+        .wait
+        .expect("the wait set is stored")
+        .retries
+        .iter()
+        .map(|retry| retry.at)
+        .collect();
+    assert_eq!(times, [now + 5_000, now + 9_000, now + 7_000]);
+}
+
 /// A child start writes the parent's entry (output: the child's id) and the child in one
 /// operation; a revision conflict writes neither; a known child reference reuses that run.
 pub async fn check_start_child(store: &dyn Store) {

@@ -32,7 +32,7 @@ async fn record_a_bit_of_everything(store: &dyn Store, run: &RunRecord, at: Mill
     done.output = Some(json!(7));
     store.put_entry(run.revision, done).await.expect("entry");
     store
-        .put_sleep(run.revision, sleep(run.id, "nap", 0, at))
+        .put_sleep(run.revision, sleep(run.id, "nap", 0, at), None)
         .await
         .expect("sleep");
     store

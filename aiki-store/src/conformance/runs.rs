@@ -104,7 +104,7 @@ pub async fn check_unknown_run_is_not_found(store: &dyn Store) {
     );
     assert_not_found(store.refresh_claim(id, "worker", 1, now).await);
     assert_not_found(store.put_entry(1, entry(id, "task:00", 0, now)).await);
-    assert_not_found(store.put_sleep(1, sleep(id, "nap", 0, now)).await);
+    assert_not_found(store.put_sleep(1, sleep(id, "nap", 0, now), None).await);
     assert_not_found(store.append_event(event(id, "go", json!(1), now)).await);
     assert_not_found(store.record_event_timeout(id, 1, "go", 0, now).await);
     let child = new_run(&namespace(), RunStatus::Queued, now);
@@ -428,7 +428,7 @@ pub async fn check_load_history(store: &dyn Store) {
     }
     for (name, index) in [("z", 0), ("m", 1), ("m", 0)] {
         store
-            .put_sleep(rev, sleep(run.id, name, index, now + 100))
+            .put_sleep(rev, sleep(run.id, name, index, now + 100), None)
             .await
             .expect("put_sleep");
     }

@@ -52,7 +52,7 @@ pub async fn check_records_round_trip_through_json(store: &dyn Store) {
     let nap = sleep(run.id, "nap", 0, now + 60_000);
     round_trip("SleepRecord", &nap);
     store
-        .put_sleep(claimed.revision, nap)
+        .put_sleep(claimed.revision, nap, None)
         .await
         .expect("put_sleep");
     let (child, _) = start_child_run(store, &claimed, "wire", now + 3).await;

@@ -118,9 +118,21 @@ impl ExecutorStore for HttpStore {
         self.post(&path, &body).await
     }
 
-    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
+    async fn put_sleep(
+        &self,
+        expected: u64,
+        sleep: SleepRecord,
+        from: Option<Millis>,
+    ) -> Result<SleepRecord, StoreError> {
         let path = run_path(path::SLEEPS, sleep.run_id);
-        self.post(&path, &api::PutSleep { expected, sleep }).await
+        let body = api::PutSleep {
+            expected,
+            sleep,
+            from,
+        };
+        let stored: Option<SleepRecord> = self.post(&path, &body).await?;
+        // A server of an earlier release stores the sleep as sent, and answers `null`.
+        Ok(stored.unwrap_or(body.sleep))
     }
 
     async fn record_event_slot(

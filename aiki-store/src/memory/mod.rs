@@ -193,13 +193,20 @@ impl ExecutorStore for MemoryStore {
         })
     }
 
-    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
+    async fn put_sleep(
+        &self,
+        expected: u64,
+        sleep: SleepRecord,
+        _from: Option<Millis>,
+    ) -> Result<SleepRecord, StoreError> {
+        // Timed by its callers: `from` is the store's time, and the wake time stays as given.
         let mut state = self.lock();
         state.check_revision(sleep.run_id, expected)?;
-        state
-            .sleeps
-            .insert((sleep.run_id, sleep.name.clone(), sleep.index), sleep);
-        Ok(())
+        state.sleeps.insert(
+            (sleep.run_id, sleep.name.clone(), sleep.index),
+            sleep.clone(),
+        );
+        Ok(sleep)
     }
 
     async fn record_event_slot(

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::{
-    CatalogEntry, ChangeCause, ChangeFacts, CreateOutcome, EntryRecord, EventRecord, Millis,
-    Namespace, NewRun, RunId, RunRecord, RunStatus, SleepRecord, StatusChange, StoreError,
+    CatalogEntry, ChangeCause, ChangeFacts, CreateOutcome, EntryRecord, EntryStatus, EventRecord,
+    Millis, Namespace, NewRun, RunId, RunRecord, RunStatus, SleepRecord, StatusChange, StoreError,
     TaskDeclaration, Transition, WorkerRecord,
 };
 
@@ -275,10 +275,22 @@ impl State {
         &mut self,
         id: RunId,
         expected: u64,
-        transition: Transition,
+        mut transition: Transition,
     ) -> Result<RunRecord, StoreError> {
         let state = self;
         state.check_revision(id, expected)?;
+        if transition.awaits_retries() {
+            let recorded: Vec<(String, u32, Millis)> = state
+                .entries
+                .range((id, String::new(), 0)..)
+                .take_while(|((run, _, _), _)| *run == id)
+                .filter(|(_, entry)| entry.status == EntryStatus::AwaitingRetry)
+                .filter_map(|(_, entry)| {
+                    Some((entry.address.clone(), entry.attempts, entry.retry_at?))
+                })
+                .collect();
+            transition.retry_times_from(&recorded);
+        }
         let from = state.runs[&id].status;
         let mut to = transition.to;
         if !from.can_move_to(to) {

@@ -173,6 +173,17 @@ impl EntryRecord {
         self
     }
 
+    /// Moves the entry onto the clock of a store that reads `now` at this moment (see
+    /// [`ExecutorStore::put_entry`](crate::ExecutorStore::put_entry)): `updated_at` becomes
+    /// `now`, and a retry time keeps its distance from it.
+    pub fn rebase(&mut self, now: Millis) {
+        let shift = now.saturating_sub(self.updated_at);
+        if let Some(at) = &mut self.retry_at {
+            *at = at.saturating_add(shift);
+        }
+        self.updated_at = now;
+    }
+
     /// Sets when the next attempt is due.
     pub fn retry_at(mut self, retry_at: Millis) -> Self {
         self.retry_at = Some(retry_at);

@@ -60,6 +60,57 @@ impl Transition {
         }
     }
 
+    /// Moves the transition onto the clock of a store that reads `now` at this moment (its
+    /// own clock, see [`ExecutorStore::put_sleep`](crate::ExecutorStore::put_sleep)): `now`
+    /// becomes the store's, and a due time set without a wait set (a workflow retry, counted
+    /// from the transition) keeps its distance from it, so it is the duration the writer
+    /// meant whatever its clock says. A suspension's times are those of its records (its
+    /// sleeps, stored by the store's clock) and stay as they are.
+    pub fn rebase(&mut self, now: Millis) {
+        if self.wait.is_none()
+            && let Some(due) = &mut self.due_at
+        {
+            *due = due.saturating_add(now.saturating_sub(self.now));
+        }
+        self.now = now;
+    }
+
+    /// Whether it is a suspension waiting on a task retry: one whose times the store takes
+    /// from its records ([`retry_times_from`](Transition::retry_times_from)).
+    pub fn awaits_retries(&self) -> bool {
+        self.wait
+            .as_ref()
+            .is_some_and(|wait| !wait.retries.is_empty())
+    }
+
+    /// A suspension waiting on task retries takes their times from `recorded`, the store's
+    /// entries awaiting a retry as `(address, attempts made, retry time)` (the store's time,
+    /// see [`ExecutorStore::put_entry`](crate::ExecutorStore::put_entry)), and is then due at
+    /// the earliest time of its wait set. A retry with no such entry keeps its time.
+    pub fn retry_times_from(&mut self, recorded: &[(String, u32, Millis)]) {
+        let Some(wait) = &mut self.wait else {
+            return;
+        };
+        let mut changed = false;
+        for retry in &mut wait.retries {
+            let attempts = retry.attempt.saturating_sub(1);
+            let at = recorded
+                .iter()
+                .filter(|(address, made, _)| *address == retry.address && *made == attempts)
+                .map(|(_, _, at)| *at)
+                .min();
+            if let Some(at) = at
+                && at != retry.at
+            {
+                retry.at = at;
+                changed = true;
+            }
+        }
+        if changed {
+            self.due_at = wait.earliest();
+        }
+    }
+
     /// Sets the due time.
     pub fn due_at(mut self, due_at: Millis) -> Self {
         self.due_at = Some(due_at);

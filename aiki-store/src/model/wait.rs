@@ -169,6 +169,16 @@ impl WaitSpec {
         !self.events.is_empty() || !self.children.is_empty()
     }
 
+    /// The earliest of its times (sleeps' ends, timeouts, retries): when a run suspended
+    /// with it is due, if it waits on a time at all.
+    pub fn earliest(&self) -> Option<Millis> {
+        let sleeps = self.sleeps.iter().map(|sleep| sleep.wake_at);
+        let events = self.events.iter().filter_map(|event| event.timeout_at);
+        let children = self.children.iter().filter_map(|child| child.timeout_at);
+        let retries = self.retries.iter().map(|retry| retry.at);
+        sleeps.chain(events).chain(children).chain(retries).min()
+    }
+
     /// The stored form: JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("BUG: a wait set serializes")

@@ -183,7 +183,7 @@ impl Dialect for PgDialect {
 
     fn statements(&self, level: Level) -> DialectStatements {
         let run = run_doc("r.", level);
-        let set = transition_set(level);
+        let set = transition_set(level, &self.claim_time("$4"));
         let terminal = status_list(RunStatus::is_terminal);
         let unsuccessful = status_list(RunStatus::is_unsuccessful);
         // A claim's move, by owner `$1` at `$2` (by the claim clock), and what it returns.
@@ -251,7 +251,8 @@ impl Dialect for PgDialect {
                    WHERE r.id IN (SELECT run_id FROM j) ORDER BY r.id FOR SHARE OF r) \
                  INSERT INTO aiki_entries AS e {columns} \
                  SELECT j.run_id, j.address, j.idx, j.kind, j.status, j.output, j.fingerprint, \
-                 j.attempts, j.error_kind, j.error_message, j.retry_at, j.updated_at{input} \
+                 j.attempts, j.error_kind, j.error_message, \
+                 j.retry_at - j.updated_at + {now}, {now}{input} \
                  FROM j JOIN locked ON locked.id = j.run_id AND locked.revision = j.expected \
                  AND {allowed} \
                  {conflict} RETURNING e.run_id::text, e.address, e.idx",
@@ -261,6 +262,7 @@ impl Dialect for PgDialect {
                     ""
                 },
                 columns = entry_columns(level),
+                now = self.claim_time("j.updated_at"),
                 input = if level.operations { ", j.input" } else { "" },
                 allowed = starts_allowed(level, "locked.", "j.status"),
                 conflict = entry_conflict(level, "e"),

@@ -23,6 +23,12 @@ pub trait ExecutorStore: ReadStore {
     /// Inserts or replaces the manifest entry at `(run, address, index)`, checking the run's
     /// revision without incrementing it. A `running` entry (a new attempt) is refused with
     /// [`StoreError::PauseRequested`] while a pause is requested of the run.
+    ///
+    /// The store owns the times: `updated_at` is the writer's time, and a retry's `retry_at`
+    /// counts from it. A store with a clock of its own (the server; PostgreSQL by default)
+    /// stamps the entry by that clock and moves `retry_at` with it, so a task retries after
+    /// the delay its policy says whatever the writer's clock says. A suspension waiting on the
+    /// retry is due at the time stored here (see [`transition`](ExecutorStore::transition)).
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError>;
 
     /// Starts a child run: inserts its manifest entry in the parent (checking the parent's
@@ -38,8 +44,21 @@ pub trait ExecutorStore: ReadStore {
     ) -> Result<RunRecord, StoreError>;
 
     /// Inserts or replaces the sleep at `(run, name, index)`, checking the run's revision
-    /// without incrementing it.
-    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError>;
+    /// without incrementing it, and returns it as stored.
+    ///
+    /// The store owns the wake time. With `from`, the sleep counts from now: `wake_at` is
+    /// the writer's `from` plus what is left to sleep, on the writer's clock, and the store
+    /// moves it onto its own (the store's time plus `wake_at - from`), so a writer whose clock
+    /// is off still sleeps for the duration it meant. Without `from`, `wake_at` counts from an
+    /// instant the store recorded (a lengthened sleep ends at its recorded end plus the added
+    /// time) and is stored as given. A store that times its writes by its callers (SQLite,
+    /// memory, PostgreSQL with `aiki_claim_clock=caller`) reads `from` as its time.
+    async fn put_sleep(
+        &self,
+        expected: u64,
+        sleep: SleepRecord,
+        from: Option<Millis>,
+    ) -> Result<SleepRecord, StoreError>;
 
     /// Records `slot` (an event record the run itself writes: a wait's timeout, a child outcome
     /// it observed) in its queue and index, unless that slot is taken. Checks the revision
@@ -107,6 +126,14 @@ pub trait ExecutorStore: ReadStore {
     ///   incremented);
     /// * `cancel_sleeps` marks the run's pending sleeps cancelled;
     /// * `rerun` resets task entries to run again, `forget` deletes event records.
+    ///
+    /// A suspension waiting on task retries takes their times from the entries the store
+    /// holds, and is due at the earliest time of its wait set
+    /// ([`Transition::retry_times_from`](crate::Transition::retry_times_from)); its other times
+    /// are its sleeps', stored by the store's clock (see
+    /// [`put_sleep`](ExecutorStore::put_sleep)). A due time without a wait set counts from
+    /// `now`: a store with a clock of its own moves it onto that clock
+    /// ([`Transition::rebase`](crate::Transition::rebase)).
     ///
     /// Returns the run as written.
     async fn transition(

@@ -1,7 +1,8 @@
 //! The parameter lists of the statements that write whole records, written once.
 
 use crate::{
-    EntryRecord, EventRecord, NewEvent, NewRun, RunId, RunStatus, SleepRecord, Transition, WaitSpec,
+    EntryRecord, EventRecord, Millis, NewEvent, NewRun, RunId, RunStatus, SleepRecord, Transition,
+    WaitSpec,
 };
 
 use super::statements::sources_of;
@@ -58,8 +59,12 @@ pub(crate) fn event_slot<'a>(
     ]
 }
 
-/// The parameters of `Statements::put_sleep`.
-pub(crate) fn put_sleep(sleep: &SleepRecord, expected: u64) -> [Param<'_>; 7] {
+/// The parameters of `Statements::put_sleep`: `from` as `ExecutorStore::put_sleep` reads it.
+pub(crate) fn put_sleep(
+    sleep: &SleepRecord,
+    expected: u64,
+    from: Option<Millis>,
+) -> [Param<'_>; 8] {
     params![
         sleep.run_id,
         sleep.name.as_str(),
@@ -68,6 +73,7 @@ pub(crate) fn put_sleep(sleep: &SleepRecord, expected: u64) -> [Param<'_>; 7] {
         sleep.wake_at,
         sleep.cancelled,
         revision(expected),
+        from,
     ]
 }
 

@@ -26,7 +26,7 @@ impl<D: Dialect> SqlStore<D> {
         for sleep in &fork.sleeps {
             let mut sleep = sleep.clone();
             sleep.run_id = run.id;
-            let params = binds::put_sleep(&sleep, run.revision);
+            let params = binds::put_sleep(&sleep, run.revision, None);
             self.execute(On::Tx(&mut tx), &self.sql.put_sleep, &params)
                 .await?;
         }

@@ -169,19 +169,21 @@ impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn put_sleep(
         &self,
         expected: u64,
-        sleep: SleepRecord,
-    ) -> Result<(), StoreError> {
+        mut sleep: SleepRecord,
+        from: Option<Millis>,
+    ) -> Result<SleepRecord, StoreError> {
         let written = self
-            .execute(
+            .fetch_optional(
                 On::Write,
                 &self.sql.put_sleep,
-                &binds::put_sleep(&sleep, expected),
+                &binds::put_sleep(&sleep, expected, from),
             )
             .await?;
-        if written == 0 {
+        let Some(row) = written else {
             return Err(self.check_failed(On::Write, sleep.run_id, expected).await);
-        }
-        Ok(())
+        };
+        sleep.wake_at = row.int(0)?.unwrap_or(sleep.wake_at);
+        Ok(sleep)
     }
 
     pub(crate) async fn append_event(

@@ -125,8 +125,9 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
         &self,
         expected: u64,
         sleep: crate::SleepRecord,
-    ) -> Result<(), crate::StoreError> {
-        self.put_sleep(expected, sleep).await
+        from: Option<crate::Millis>,
+    ) -> Result<crate::SleepRecord, crate::StoreError> {
+        self.put_sleep(expected, sleep, from).await
     }
 
     async fn record_event_slot(

@@ -1,7 +1,7 @@
 //! Run transitions, one run or many at once, each guarded by the run's revision (and, for a
 //! run leaving `running`, by its claim) in the statement that applies it.
 
-use crate::{RunId, RunRecord, StoreError, Transition, WaitSpec};
+use crate::{Millis, RunId, RunRecord, StoreError, Transition, WaitSpec};
 
 use super::dialect::{Dialect, On, Param, Tx, params};
 use super::{SqlStore, binds, decode};
@@ -11,10 +11,15 @@ impl<D: Dialect> SqlStore<D> {
         &self,
         id: RunId,
         expected: u64,
-        transition: Transition,
+        mut transition: Transition,
     ) -> Result<RunRecord, StoreError> {
         if let Some(answer) = self.first_transition_answer(false).await? {
             return Ok(answer);
+        }
+        if transition.awaits_retries() {
+            // The run's claimer wrote these entries, fenced by the revision the transition
+            // checks: read before it, they are what it suspends on.
+            transition.retry_times_from(&self.retry_times(id).await?);
         }
         match self.guarded_transition(id, expected, &transition).await? {
             Some(run) => Ok(run),
@@ -24,6 +29,22 @@ impl<D: Dialect> SqlStore<D> {
                 None => Err(self.explain_refusal(id, expected, transition.to).await),
             },
         }
+    }
+
+    /// Run `id`'s entries awaiting a retry, as `Transition::retry_times_from` reads them.
+    async fn retry_times(&self, id: RunId) -> Result<Vec<(String, u32, Millis)>, StoreError> {
+        let rows = self
+            .fetch(On::Read, &self.sql.retry_times, &[id.into()])
+            .await?;
+        let mut recorded = Vec::with_capacity(rows.len());
+        for mut row in rows {
+            let attempts = row.int(1)?.unwrap_or_default();
+            let at = row.int(2)?;
+            if let (Some(address), Some(at)) = (row.take_text(0)?, at) {
+                recorded.push((address, u32::try_from(attempts).unwrap_or(0), at));
+            }
+        }
+        Ok(recorded)
     }
 
     pub(crate) async fn transition_all(

@@ -181,11 +181,7 @@ async fn ended(
                 );
                 let mut transition = Transition::to(suspension.status, now).wait(suspension.wait);
                 transition.due_at = suspension.due_at;
-                let moved = finish(run, transition).await;
-                if let Some(due) = suspension.due_at {
-                    crate::wake::timer_at(&executor.clock, due);
-                }
-                return moved;
+                return finish_then(run, transition, timer_for(executor)).await;
             }
         },
         Outcome::Done(result) => match run.take_fatal() {
@@ -196,7 +192,7 @@ async fn ended(
     match result {
         Ok((output, fingerprint)) => {
             let transition = Transition::to(RunStatus::Completed, now).output(output, fingerprint);
-            match finish_sized(run, transition).await {
+            match finish_sized(run, transition, |_| {}).await {
                 Ok(moved) => moved,
                 // An output the store does not keep fails the run (never retried: a replay
                 // returns the same output).
@@ -320,14 +316,31 @@ async fn fail_or_retry(
         .rerun(failure.call.iter().cloned().collect())
         .error(failure)
         .attempts(run.attempt() + 1);
-    let moved = finish(run, transition).await;
-    crate::wake::timer_at(&executor.clock, due);
-    moved
+    finish_then(run, transition, timer_for(executor)).await
+}
+
+/// Sets this process's timer for a run's due time as the store wrote it: the store owns due
+/// times (see `ExecutorStore::transition`), which may differ from what the executor sent.
+fn timer_for(executor: &Arc<Parts>) -> impl FnOnce(&RunRecord) + '_ {
+    |record| {
+        if let Some(due) = record.due_at {
+            crate::wake::timer_at(&executor.clock, due);
+        }
+    }
 }
 
 /// The executor's last write for this execution; where it left the run.
 pub(super) async fn finish(run: &Run, transition: Transition) -> &'static str {
-    match finish_sized(run, transition).await {
+    finish_then(run, transition, |_| {}).await
+}
+
+/// [`finish`], calling `written` with the run as the store wrote it.
+async fn finish_then(
+    run: &Run,
+    transition: Transition,
+    written: impl FnOnce(&RunRecord),
+) -> &'static str {
+    match finish_sized(run, transition, written).await {
         Ok(moved) => moved,
         Err(error) => {
             tracing::warn!(run_id = %run.id(), %error, "final write refused; stopping");
@@ -338,7 +351,11 @@ pub(super) async fn finish(run: &Run, transition: Transition) -> &'static str {
 
 /// [`finish`], except that a transition whose output is over the store's size limit comes
 /// back as [`WorkflowError::TooLarge`], nothing written, for the caller to fail the run with.
-async fn finish_sized(run: &Run, transition: Transition) -> Result<&'static str, WorkflowError> {
+async fn finish_sized(
+    run: &Run,
+    transition: Transition,
+    on_written: impl FnOnce(&RunRecord),
+) -> Result<&'static str, WorkflowError> {
     let id = run.id();
     let revision = run.revision();
     let written = run
@@ -350,6 +367,7 @@ async fn finish_sized(run: &Run, transition: Transition) -> Result<&'static str,
     match written {
         Ok(record) => {
             tracing::debug!(run_id = %id, status = %record.status, "run moved");
+            on_written(&record);
             work_available();
             Ok(moved(&record))
         }

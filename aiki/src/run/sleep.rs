@@ -91,7 +91,10 @@ impl Run {
             queue.next += 1;
             (index, queue.records.get(index as usize).cloned())
         };
-        let record = match recorded {
+        // `from`: the wake time counts from now (a new sleep, or a lengthened one whose
+        // recorded end has passed), and the store moves it onto its clock; without, it counts
+        // from the recorded end, which is the store's already.
+        let (record, from) = match recorded {
             Some(record) if record.cancelled => return Ok(SleepState::Done { cancelled: true }),
             Some(record) if wanted <= record.duration_ms => {
                 let ends = record.wake_at - (record.duration_ms - wanted);
@@ -106,6 +109,7 @@ impl Run {
             }
             // Longer than recorded: sleep the difference more, folded into the record.
             Some(mut record) => {
+                let from = (record.wake_at < now).then_some(now);
                 let ends = record
                     .wake_at
                     .max(now)
@@ -113,33 +117,38 @@ impl Run {
                 self.note(|| changed(name, &record, wanted, ends));
                 record.wake_at = ends;
                 record.duration_ms = wanted;
-                record
+                (record, from)
             }
-            None => SleepRecord::new(
-                self.inner.id,
-                name,
-                index,
-                wanted,
-                now.saturating_add(wanted),
+            None => (
+                SleepRecord::new(
+                    self.inner.id,
+                    name,
+                    index,
+                    wanted,
+                    now.saturating_add(wanted),
+                ),
+                Some(now),
             ),
+        };
+        let record = if self.probing() {
+            record
+        } else {
+            let revision = self.inner.revision;
+            self.write(move |store| {
+                let record = record.clone();
+                async move { store.put_sleep(revision, record, from).await }
+            })
+            .await?
         };
         let wake_at = record.wake_at;
         {
             let mut replay = self.replay();
             let queue = replay.sleeps.entry(name.to_owned()).or_default();
             if (index as usize) < queue.records.len() {
-                queue.records[index as usize] = record.clone();
+                queue.records[index as usize] = record;
             } else {
-                queue.records.push(record.clone());
+                queue.records.push(record);
             }
-        }
-        let revision = self.inner.revision;
-        if !self.probing() {
-            self.write(move |store| {
-                let record = record.clone();
-                async move { store.put_sleep(revision, record).await }
-            })
-            .await?;
         }
         Ok(if wake_at <= now {
             SleepState::Done { cancelled: false }

@@ -179,9 +179,14 @@ impl aiki::store::ExecutorStore for Counting {
         self.count("continue_run");
         self.inner.continue_run(id, expected, continuation).await
     }
-    async fn put_sleep(&self, expected: u64, sleep: SleepRecord) -> Result<(), StoreError> {
+    async fn put_sleep(
+        &self,
+        expected: u64,
+        sleep: SleepRecord,
+        from: Option<Millis>,
+    ) -> Result<SleepRecord, StoreError> {
         self.count("put_sleep");
-        self.inner.put_sleep(expected, sleep).await
+        self.inner.put_sleep(expected, sleep, from).await
     }
     async fn record_worker(
         &self,

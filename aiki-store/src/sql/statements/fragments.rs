@@ -241,12 +241,14 @@ pub(super) fn confirmed_stale(now: &str, window: &str) -> String {
 /// parameters): `w.sat` is whether the awaited thing is already there, `w.by_event` whether an
 /// event is. Such a suspension lands in `queued` at once (in `scheduled`, due now, on the
 /// previous release's schema), its cause noted. Completing clears the error of an earlier
-/// attempt.
-pub(crate) fn transition_set(level: Level) -> String {
+/// attempt. A due time without a wait set counts from the transition's time `$4`, and moves
+/// onto the store's clock, whose time now `store_now` is (see `Transition::rebase`).
+pub(crate) fn transition_set(level: Level, store_now: &str) -> String {
+    let due = format!("CASE WHEN $18 IS NULL THEN $5 - $4 + {store_now} ELSE $5 END");
     if !level.operations {
         return format!(
             "status = CASE WHEN w.sat THEN 'scheduled' ELSE $3 END, \
-             due_at = CASE WHEN w.sat THEN $4 ELSE $5 END, {common}, \
+             due_at = CASE WHEN w.sat THEN $4 ELSE {due} END, {common}, \
              queued_at = CASE WHEN $3 = 'queued' THEN $4 ELSE queued_at END, \
              wait_set = CASE WHEN w.sat THEN NULL ELSE $18 END",
             common = TRANSITION_COMMON
@@ -261,7 +263,7 @@ pub(crate) fn transition_set(level: Level) -> String {
     );
     format!(
         "status = CASE WHEN {held} THEN 'paused' WHEN w.sat THEN 'queued' ELSE $3 END, \
-         due_at = CASE WHEN {held} OR w.sat THEN NULL ELSE $5 END, {common}, \
+         due_at = CASE WHEN {held} OR w.sat THEN NULL ELSE {due} END, {common}, \
          queued_at = CASE WHEN {held} THEN queued_at WHEN $3 = 'queued' OR w.sat THEN $4 \
            ELSE queued_at END, \
          wait_set = CASE WHEN {held} OR w.sat THEN NULL ELSE $18 END, \

@@ -31,6 +31,8 @@ pub(crate) struct Statements {
     pub(crate) load_history: String,
     /// The revision of run `$1`.
     pub(crate) revision: String,
+    /// The address, attempts and retry time of run `$1`'s entries awaiting a retry.
+    pub(crate) retry_times: String,
     /// The status and revision of run `$1`.
     pub(crate) status_and_revision: String,
     /// Locks run `$1` for the rest of the transaction; returns its status and wait set.
@@ -49,7 +51,8 @@ pub(crate) struct Statements {
     /// Refreshes the claim of run `$1` at revision `$2` held by `$3`: heartbeat `$4` (or the
     /// database's clock, see [`Dialect::claim_time`]); returns 1 when a pause is requested.
     pub(crate) refresh_claim: String,
-    /// Upserts a sleep if run `$1` has revision `$7`.
+    /// Upserts a sleep if run `$1` has revision `$7`, its wake time `$5` counted from `$8` when
+    /// that is set (see `ExecutorStore::put_sleep`); returns the stored wake time.
     pub(crate) put_sleep: String,
     /// Records slot `$3` of event queue `$2` of run `$1` (data `$4`, timed out `$5`, reference
     /// id `$6`, at `$7`, sent by `$9` on this release's schema), if the run has revision `$8`
@@ -193,6 +196,11 @@ impl Statements {
                 },
             )),
             revision: render("SELECT revision FROM aiki_runs WHERE id = $1::uuid".to_owned()),
+            retry_times: render(
+                "SELECT address, attempts, retry_at FROM aiki_entries \
+                 WHERE run_id = $1::uuid AND status = 'awaiting_retry' AND retry_at IS NOT NULL"
+                    .to_owned(),
+            ),
             status_and_revision: render(
                 "SELECT status, revision FROM aiki_runs WHERE id = $1::uuid".to_owned(),
             ),
@@ -225,15 +233,18 @@ impl Statements {
                     now = dialect.claim_time("$4")
                 )
             }),
-            put_sleep: render(
+            // A wake time counted from `$8` moves onto the store's clock (the caller's, unless
+            // the store reads the database's).
+            put_sleep: render(format!(
                 "INSERT INTO aiki_sleeps (run_id, name, idx, duration_ms, wake_at, cancelled) \
-                 SELECT $1::uuid, $2, $3, $4, $5, $6 \
+                 SELECT $1::uuid, $2, $3, $4, \
+                 CASE WHEN $8 IS NULL THEN $5 ELSE $5 - $8 + {now} END, $6 \
                  FROM aiki_runs WHERE id = $1::uuid AND revision = $7 FOR SHARE \
                  ON CONFLICT (run_id, name, idx) DO UPDATE SET \
                  duration_ms = excluded.duration_ms, wake_at = excluded.wake_at, \
-                 cancelled = excluded.cancelled"
-                    .to_owned(),
-            ),
+                 cancelled = excluded.cancelled RETURNING wake_at",
+                now = dialect.claim_time("$8")
+            )),
             insert_slot: render(format!(
                 "INSERT INTO aiki_events (run_id, name, idx, data, timed_out, reference_id, \
                  received_at{sent_by}) \
