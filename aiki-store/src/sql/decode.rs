@@ -17,9 +17,11 @@ pub(crate) fn json_text(value: &Value) -> String {
     value.to_string()
 }
 
-fn parse_json(text: &str, what: &str) -> Result<Value, StoreError> {
+/// `text` as JSON; `what` names it when it is not (named only then: decoding a history
+/// would otherwise format a name for each of its records).
+fn parse_json(text: &str, what: impl FnOnce() -> String) -> Result<Value, StoreError> {
     serde_json::from_str(text).map_err(|error| StoreError::Corrupt {
-        message: format!("{what} is not valid JSON: {error}"),
+        message: format!("{} is not valid JSON: {error}", what()),
     })
 }
 
@@ -32,6 +34,31 @@ fn corrupt(message: impl Into<String>) -> StoreError {
 pub(crate) fn parse_id(text: &str) -> Result<RunId, StoreError> {
     text.parse()
         .map_err(|_| corrupt(format!("`{text}` is not a run id")))
+}
+
+/// The run a history belongs to, as its records name it: every record of one history names
+/// the same run, so its id is parsed once, not once per record.
+struct KnownRun {
+    id: RunId,
+    text: String,
+}
+
+impl KnownRun {
+    fn new(id: RunId) -> Self {
+        KnownRun {
+            id,
+            text: id.to_string(),
+        }
+    }
+
+    /// The run `text` names.
+    fn parse(&self, text: &str) -> Result<RunId, StoreError> {
+        if text == self.text {
+            Ok(self.id)
+        } else {
+            parse_id(text)
+        }
+    }
 }
 
 pub(crate) fn unsigned<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
@@ -140,7 +167,7 @@ impl RunRow {
         Ok(RunRecord {
             id: parse_id(&self.id)?,
             namespace: Namespace::new(self.workflow, self.version),
-            input: parse_json(&self.input, &format!("the input of run {}", self.id))?,
+            input: parse_json(&self.input, || format!("the input of run {}", self.id))?,
             input_hash: self.input_hash,
             reference_id: self.reference_id,
             pool: self.pool,
@@ -153,7 +180,7 @@ impl RunRow {
             queued_at: self.queued_at,
             output: self
                 .output
-                .map(|text| parse_json(&text, &format!("the output of run {}", self.id)))
+                .map(|text| parse_json(&text, || format!("the output of run {}", self.id)))
                 .transpose()?,
             output_fingerprint: self.output_fingerprint,
             error: match (
@@ -200,27 +227,30 @@ struct EntryRow {
 }
 
 impl EntryRow {
-    fn into_record(self) -> Result<EntryRecord, StoreError> {
-        let record = format!(
-            "run {}, manifest entry `{}` #{}",
-            self.run_id, self.address, self.idx
-        );
-        let newer = |error: UnknownEntryStatus| StoreError::Incompatible {
-            message: format!("{record}: {error}"),
+    fn into_record(self, run: &KnownRun) -> Result<EntryRecord, StoreError> {
+        // Named only when something is wrong: a history has thousands of entries.
+        let record = || {
+            format!(
+                "run {}, manifest entry `{}` #{}",
+                self.run_id, self.address, self.idx
+            )
         };
+        let newer = |error: UnknownEntryStatus| StoreError::Incompatible {
+            message: format!("{}: {error}", record()),
+        };
+        let json = |text: Option<&String>, what: &str| {
+            text.map(|text| parse_json(text, || format!("the {what} of {}", record())))
+                .transpose()
+        };
+        let output = json(self.output.as_ref(), "output")?;
+        let input = json(self.input.as_ref(), "input")?;
         Ok(EntryRecord {
-            run_id: parse_id(&self.run_id)?,
+            run_id: run.parse(&self.run_id)?,
             index: unsigned(self.idx, "entry index")?,
             kind: self.kind.parse().map_err(newer)?,
             status: self.status.parse().map_err(newer)?,
-            output: self
-                .output
-                .map(|text| parse_json(&text, &format!("the output of {record}")))
-                .transpose()?,
-            input: self
-                .input
-                .map(|text| parse_json(&text, &format!("the input of {record}")))
-                .transpose()?,
+            output,
+            input,
             address: self.address,
             fingerprint: self.fingerprint,
             attempts: unsigned(self.attempts, "entry attempts")?,
@@ -243,9 +273,9 @@ struct SleepRow {
 }
 
 impl SleepRow {
-    fn into_record(self) -> Result<SleepRecord, StoreError> {
+    fn into_record(self, run: &KnownRun) -> Result<SleepRecord, StoreError> {
         Ok(SleepRecord {
-            run_id: parse_id(&self.run_id)?,
+            run_id: run.parse(&self.run_id)?,
             name: self.name,
             index: unsigned(self.idx, "sleep index")?,
             duration_ms: self.duration_ms,
@@ -270,16 +300,24 @@ struct EventRow {
 }
 
 impl EventRow {
-    fn into_record(self) -> Result<EventRecord, StoreError> {
-        let what = format!(
-            "the data of run {}'s event `{}` #{}",
-            self.run_id, self.name, self.idx
-        );
+    fn into_record(self, run: &KnownRun) -> Result<EventRecord, StoreError> {
+        let data = self
+            .data
+            .as_ref()
+            .map(|text| {
+                parse_json(text, || {
+                    format!(
+                        "the data of run {}'s event `{}` #{}",
+                        self.run_id, self.name, self.idx
+                    )
+                })
+            })
+            .transpose()?;
         Ok(EventRecord {
-            run_id: parse_id(&self.run_id)?,
+            run_id: run.parse(&self.run_id)?,
             name: self.name,
             index: unsigned(self.idx, "event index")?,
-            data: self.data.map(|text| parse_json(&text, &what)).transpose()?,
+            data,
             timed_out: self.timed_out,
             reference_id: self.reference_id,
             sent_by: self.sent_by,
@@ -299,7 +337,9 @@ pub(crate) fn run_from_json(text: &str) -> Result<RunRecord, StoreError> {
 
 /// Decodes an event document.
 pub(crate) fn event_from_json(text: &str) -> Result<EventRecord, StoreError> {
-    document::<EventRow>(text, "event")?.into_record()
+    let row = document::<EventRow>(text, "event")?;
+    let run = KnownRun::new(parse_id(&row.run_id)?);
+    row.into_record(&run)
 }
 
 /// Decodes the five documents of a history query: the run (`None` if there is none), then
@@ -314,18 +354,19 @@ pub(crate) fn history_from_json(
     children: Option<String>,
 ) -> Result<History, StoreError> {
     let run = run_from_json(&run.ok_or_else(|| StoreError::run_not_found(id))?)?;
+    let known = KnownRun::new(run.id);
     let array = |text: Option<String>| text.unwrap_or_else(|| "[]".to_owned());
     let mut entries = document::<Vec<EntryRow>>(&array(entries), "entries")?
         .into_iter()
-        .map(EntryRow::into_record)
+        .map(|row| row.into_record(&known))
         .collect::<Result<Vec<_>, _>>()?;
     let mut sleeps = document::<Vec<SleepRow>>(&array(sleeps), "sleeps")?
         .into_iter()
-        .map(SleepRow::into_record)
+        .map(|row| row.into_record(&known))
         .collect::<Result<Vec<_>, _>>()?;
     let mut events = document::<Vec<EventRow>>(&array(events), "events")?
         .into_iter()
-        .map(EventRow::into_record)
+        .map(|row| row.into_record(&known))
         .collect::<Result<Vec<_>, _>>()?;
     let mut children = document::<Vec<RunRow>>(&array(children), "child runs")?
         .into_iter()
