@@ -173,3 +173,28 @@ async fn a_writer_of_an_earlier_release_gets_null_and_its_sleep_as_sent() {
     let history = http.load_history(run.id).await.unwrap();
     assert_eq!(history.sleeps, [nap]);
 }
+
+#[tokio::test]
+async fn a_from_that_is_not_a_time_is_refused_and_writes_nothing() {
+    let (remote, http, run) = claimed_run("bad-from").await;
+    let nap = SleepRecord::new(run.id, "nap", 0, NAP, system_now() + NAP);
+    let url = format!("{}/api/v1/runs/{}/sleeps", remote.url(), run.id);
+    for from in [json!("soon"), json!(1.5), json!({"at": 1})] {
+        let response = reqwest::Client::new()
+            .post(&url)
+            .json(&json!({"expected": run.revision, "sleep": nap, "from": from}))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.json::<aiki_store::ErrorBody>().await.unwrap();
+        assert_eq!(
+            (status, body.code.as_str()),
+            (422, "invalid_request"),
+            "{from}: {body:?}"
+        );
+        assert!(body.message.contains("from"), "names the field: {body:?}");
+    }
+    let history = http.load_history(run.id).await.unwrap();
+    assert!(history.sleeps.is_empty(), "nothing was written");
+}

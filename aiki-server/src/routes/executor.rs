@@ -56,7 +56,7 @@ pub(crate) async fn put_sleep(
     same_run(id, body.sleep.run_id)?;
     let from = body.from.map(|from| {
         let now = app.time.now();
-        body.sleep.wake_at = body.sleep.wake_at.saturating_add(now.saturating_sub(from));
+        body.sleep.rebase(from, now);
         now
     });
     let stored = app.store.put_sleep(body.expected, body.sleep, from).await?;

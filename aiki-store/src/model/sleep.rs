@@ -41,4 +41,12 @@ impl SleepRecord {
             cancelled: false,
         }
     }
+
+    /// Moves a wake time counted from the writer's `from` onto the clock of a store that
+    /// reads `now` at this moment (see
+    /// [`ExecutorStore::put_sleep`](crate::ExecutorStore::put_sleep)): it keeps its distance
+    /// from the writer's time.
+    pub fn rebase(&mut self, from: Millis, now: Millis) {
+        self.wake_at = self.wake_at.saturating_add(now.saturating_sub(from));
+    }
 }

@@ -130,30 +130,38 @@ impl Run {
                 Some(now),
             ),
         };
-        let record = if self.probing() {
-            record
+        // In the queue at its index before the write awaits, so that a concurrent sleep of
+        // the same name takes the next slot; then as the store stored it.
+        self.keep_sleep(name, index, record.clone());
+        let wake_at = if self.probing() {
+            record.wake_at
         } else {
             let revision = self.inner.revision;
-            self.write(move |store| {
-                let record = record.clone();
-                async move { store.put_sleep(revision, record, from).await }
-            })
-            .await?
+            let stored = self
+                .write(move |store| {
+                    let record = record.clone();
+                    async move { store.put_sleep(revision, record, from).await }
+                })
+                .await?;
+            let wake_at = stored.wake_at;
+            self.keep_sleep(name, index, stored);
+            wake_at
         };
-        let wake_at = record.wake_at;
-        {
-            let mut replay = self.replay();
-            let queue = replay.sleeps.entry(name.to_owned()).or_default();
-            if (index as usize) < queue.records.len() {
-                queue.records[index as usize] = record;
-            } else {
-                queue.records.push(record);
-            }
-        }
         Ok(if wake_at <= now {
             SleepState::Done { cancelled: false }
         } else {
             SleepState::Until(wake_at)
         })
+    }
+
+    /// Keeps `record` as the `index`-th sleep of `name` in the replay's queue.
+    fn keep_sleep(&self, name: &str, index: u32, record: SleepRecord) {
+        let mut replay = self.replay();
+        let queue = replay.sleeps.entry(name.to_owned()).or_default();
+        if (index as usize) < queue.records.len() {
+            queue.records[index as usize] = record;
+        } else {
+            queue.records.push(record);
+        }
     }
 }
