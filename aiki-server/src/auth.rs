@@ -135,6 +135,7 @@ fn scope_of(method: &Method, route: &str) -> Option<Scope> {
         | path::WHOAMI
         | path::METRICS => Some(Scope::Read),
         path::ENTRIES
+        | path::ENTRY_BATCH
         | path::CHILDREN
         | path::SLEEPS
         | path::EVENT_SLOTS
@@ -273,6 +274,7 @@ mod tests {
             (&get, path::WHOAMI, Some(Scope::Read)),
             (&get, path::METRICS, Some(Scope::Read)),
             (&post, path::ENTRIES, Some(Scope::Executor)),
+            (&post, path::ENTRY_BATCH, Some(Scope::Executor)),
             (&post, path::CHILDREN, Some(Scope::Executor)),
             (&post, path::SLEEPS, Some(Scope::Executor)),
             (&post, path::EVENT_SLOTS, Some(Scope::Executor)),

@@ -86,6 +86,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .request_timeout
         .saturating_sub(std::time::Duration::from_secs(1))
         .min(aiki_store::api::MAX_CLAIM_WAIT);
+    let payload_limit = store.payload_limit();
     let state = AppState {
         waiters: waiters::Waiters::new(store.clone()),
         checks: aiki::Client::new(store.clone()).keep_catalog_for(CATALOG_KEPT_FOR),
@@ -105,6 +106,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::HISTORY, get(routes::load_history))
         .route(path::TIMELINE, get(routes::timeline))
         .route(path::ENTRIES, post(routes::put_entry))
+        .route(path::ENTRY_BATCH, post(routes::put_entries))
         .route(path::CHILDREN, post(routes::start_child))
         .route(path::SLEEPS, post(routes::put_sleep))
         .route(path::EVENT_SLOTS, post(routes::record_event_slot))
@@ -155,6 +157,19 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
     Router::new()
         .nest(PREFIX, api)
         .fallback(error::no_route)
+        // Every answer says the store's payload limit: a remote executor that knows it sends a
+        // task's result with the next call's `running` record (`ExecutorStore::put_entries`).
+        .layer(axum::middleware::map_response(
+            move |mut response: axum::response::Response| async move {
+                if let Some(limit) = payload_limit {
+                    response.headers_mut().insert(
+                        aiki_store::api::PAYLOAD_LIMIT,
+                        axum::http::HeaderValue::from(limit.bytes()),
+                    );
+                }
+                response
+            },
+        ))
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(axum::Extension(error::BodyLimit(config.body_limit)))
         .layer(TimeoutLayer::with_status_code(

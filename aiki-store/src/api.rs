@@ -46,6 +46,9 @@ pub mod path {
     pub const TIMELINE: &str = "/runs/{id}/timeline";
     /// `POST` [`PutEntry`](super::PutEntry) → `null` (executor).
     pub const ENTRIES: &str = "/runs/{id}/entries";
+    /// `POST` [`PutEntries`](super::PutEntries) → `null` (executor): several entries of the
+    /// run in one request (`ExecutorStore::put_entries`).
+    pub const ENTRY_BATCH: &str = "/runs/{id}/entries/batch";
     /// `POST` [`StartChild`](super::StartChild) → the child's [`RunRecord`](crate::RunRecord)
     /// (executor).
     pub const CHILDREN: &str = "/runs/{id}/children";
@@ -126,6 +129,14 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// a write the repeat does is rolled back for the answer already recorded.
 pub const FRESH_OPERATION: &str = "aiki-fresh-operation";
 
+/// The most entries one [`PutEntries`] carries (an `HttpStore` sends more in several requests).
+pub const MAX_ENTRY_BATCH: usize = 1_000;
+
+/// Sent by a server with every answer: the largest payload its store keeps, in bytes of JSON
+/// text (`ExecutorStore::payload_limit`). A server that sends it also serves
+/// [`path::ENTRY_BATCH`].
+pub const PAYLOAD_LIMIT: &str = "aiki-payload-limit";
+
 /// The longest a claim may wait for work ([`ClaimWait::wait_ms`] is capped to it, and to a
 /// second below the server's request timeout).
 pub const MAX_CLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
@@ -150,6 +161,15 @@ pub struct WhoAmI {
     pub scopes: Vec<crate::Scope>,
     /// Whether the server checks keys.
     pub auth: bool,
+}
+
+/// The body of [`path::ENTRY_BATCH`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PutEntries {
+    /// The revision the executor last saw.
+    pub expected: u64,
+    /// The entries, each of the run the path names, in the order they are written.
+    pub entries: Vec<EntryRecord>,
 }
 
 /// The body of [`path::ENTRIES`].

@@ -1,10 +1,12 @@
-//! Group commit for [`ExecutorStore::put_entry`](crate::ExecutorStore::put_entry), the hot path of
-//! an executor (two calls per task step), for any store implementation: the SQL stores use it, and
-//! a store of another kind gives it an [`EntryWriter`] of its own.
+//! Group commit for [`ExecutorStore::put_entry`](crate::ExecutorStore::put_entry) and
+//! [`put_entries`](crate::ExecutorStore::put_entries), the hot path of an executor (one call per
+//! task step: the result of one step with the `running` record of the next), for any store
+//! implementation: the SQL stores use it, and a store of another kind gives it an
+//! [`EntryWriter`] of its own.
 //!
-//! Callers enqueue their write with a reply channel; one background task takes everything
-//! queued (up to [`MAX_BATCH`] writes), writes it in ONE statement and replies to each caller
-//! with its own outcome. A caller's write is durable when its call returns (its batch
+//! Callers enqueue their writes with a reply channel each; one background task takes everything
+//! queued (up to about [`MAX_BATCH`] writes, a caller's writes together), writes it in ONE
+//! statement and replies to each write with its own outcome. A caller's write is durable when its call returns (its batch
 //! committed). Nothing waits to fill a batch: a lone call is a batch of one, so batches grow
 //! only while a statement is in flight, which is exactly when callers would otherwise queue
 //! for the connection.
@@ -39,7 +41,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -48,7 +50,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::{EntryRecord, RunId, StoreError};
 
-/// The most writes one statement carries.
+/// The writes a statement takes before it takes no more: a group of
+/// [`EntryBatcher::put_all`] is not split for it, so one may carry up to twice as many.
 pub const MAX_BATCH: usize = 256;
 
 /// One queued write, as a batch hands it to its [`EntryWriter`].
@@ -77,7 +80,7 @@ pub trait EntryWriter: Clone + Send + Sync + 'static {
 /// queued meanwhile in the next.
 pub struct EntryBatcher<W> {
     writer: W,
-    sender: Mutex<Option<mpsc::UnboundedSender<Pending>>>,
+    sender: Mutex<Option<mpsc::UnboundedSender<Vec<Pending>>>>,
 }
 
 impl<W> fmt::Debug for EntryBatcher<W> {
@@ -99,32 +102,70 @@ impl<W: EntryWriter> EntryBatcher<W> {
     /// not written (a revision conflict, an unknown run, the store unreachable).
     pub async fn put(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
         let (reply, outcome) = oneshot::channel();
-        let mut pending = Pending {
+        self.send(vec![Pending {
             expected,
             entry,
             reply,
-        };
-        {
-            let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
-            let mut fresh = false;
-            loop {
-                if let Some(channel) = sender.as_ref() {
-                    match channel.send(pending) {
-                        Ok(()) => break,
-                        // A task just spawned is gone too: this runtime is shutting down and
-                        // drops what it is given. Spawning again would spin forever.
-                        Err(_) if fresh => return Err(writer_stopped()),
-                        // The task is gone (its runtime shut down): start another.
-                        Err(mpsc::error::SendError(returned)) => pending = returned,
-                    }
-                }
-                let (channel, queue) = mpsc::unbounded_channel();
-                tokio::spawn(drain(self.writer.clone(), queue));
-                *sender = Some(channel);
-                fresh = true;
+        }])?;
+        outcome.await.unwrap_or_else(|_| Err(writer_stopped()))
+    }
+
+    /// Queues several writes to travel in one batch (one statement) and waits for their
+    /// outcomes: each is written or refused on its own, as by [`put`](EntryBatcher::put), and
+    /// the first refusal, in order, is returned. No two of `entries` may share a
+    /// `(run, address, index)` key (the later of two would be written in the next batch).
+    pub async fn put_all(
+        &self,
+        expected: u64,
+        entries: Vec<EntryRecord>,
+    ) -> Result<(), StoreError> {
+        let mut outcomes = Vec::with_capacity(entries.len());
+        let mut group = Vec::with_capacity(entries.len().min(MAX_BATCH));
+        for entry in entries {
+            let (reply, outcome) = oneshot::channel();
+            outcomes.push(outcome);
+            group.push(Pending {
+                expected,
+                entry,
+                reply,
+            });
+            if group.len() == MAX_BATCH {
+                self.send(std::mem::take(&mut group))?;
             }
         }
-        outcome.await.unwrap_or_else(|_| Err(writer_stopped()))
+        if !group.is_empty() {
+            self.send(group)?;
+        }
+        let mut first = Ok(());
+        for outcome in outcomes {
+            let outcome = outcome.await.unwrap_or_else(|_| Err(writer_stopped()));
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first
+    }
+
+    /// Hands a group of writes to the writer task, starting it if it is not running.
+    fn send(&self, mut group: Vec<Pending>) -> Result<(), StoreError> {
+        let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
+        let mut fresh = false;
+        loop {
+            if let Some(channel) = sender.as_ref() {
+                match channel.send(group) {
+                    Ok(()) => return Ok(()),
+                    // A task just spawned is gone too: this runtime is shutting down and drops
+                    // what it is given. Spawning again would spin forever.
+                    Err(_) if fresh => return Err(writer_stopped()),
+                    // The task is gone (its runtime shut down): start another.
+                    Err(mpsc::error::SendError(returned)) => group = returned,
+                }
+            }
+            let (channel, queue) = mpsc::unbounded_channel();
+            tokio::spawn(drain(self.writer.clone(), queue));
+            *sender = Some(channel);
+            fresh = true;
+        }
     }
 
     /// Stops the task once the writes already queued are done (a later `put` starts it again).
@@ -153,33 +194,38 @@ fn writer_stopped() -> StoreError {
     }
 }
 
-/// The writer task: takes what is queued, writes it, answers, until every sender is gone.
-async fn drain<W: EntryWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Pending>) {
-    let mut held: Option<Pending> = None;
+/// The writer task: takes what is queued, writes it, answers, until every sender is gone. A
+/// group (one [`EntryBatcher::put_all`]) goes in one batch, unless one of its keys is already in
+/// the batch.
+async fn drain<W: EntryWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Vec<Pending>>) {
+    let mut held: VecDeque<Pending> = VecDeque::new();
     let mut batch: Vec<Pending> = Vec::new();
     let mut keys: HashSet<Key> = HashSet::new();
     loop {
-        let first = match held.take() {
-            Some(pending) => pending,
-            None => match queue.recv().await {
-                Some(pending) => pending,
+        if held.is_empty() {
+            match queue.recv().await {
+                Some(group) => held.extend(group),
                 None => return,
-            },
-        };
+            }
+        }
         keys.clear();
-        keys.insert(key(&first));
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            let Ok(pending) = queue.try_recv() else {
-                break;
-            };
+        loop {
             // Two writes of one key in a statement: the later one goes in the next batch, so
             // the writes of a key apply in call order.
-            if !keys.insert(key(&pending)) {
-                held = Some(pending);
+            while let Some(pending) = held.pop_front() {
+                if !keys.insert(key(&pending)) {
+                    held.push_front(pending);
+                    break;
+                }
+                batch.push(pending);
+            }
+            if !held.is_empty() || batch.len() >= MAX_BATCH {
                 break;
             }
-            batch.push(pending);
+            let Ok(group) = queue.try_recv() else {
+                break;
+            };
+            held.extend(group);
         }
         match writer.write(&batch).await {
             Ok(outcomes) => {

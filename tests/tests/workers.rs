@@ -383,12 +383,15 @@ async fn a_store_error_is_retried_in_real_time_under_a_test_clock(backend: Backe
         3
     );
     assert!(counting.calls("claim") >= 2, "the failed claim was retried");
-    assert_eq!(counting.calls("put_entry"), 2 * 3 + 1, "one write retried");
+    // The first `running` record alone, then each result with the next call's record.
+    assert_eq!(counting.calls("put_entry"), 1 + 1, "one write retried");
+    assert_eq!(counting.calls("put_entries"), 3);
 }
 
-/// The store calls a ten-step run costs: exactly two entry writes per step (the `running`
-/// record before the handler, the result after), one history read per execution, one start,
-/// one completion; and no other per-step call.
+/// The store calls a ten-step run costs: exactly one entry write per step (the result of a
+/// step travels with the `running` record of the next; the first record goes alone, the last
+/// result before the completion), one history read per execution, one start, one completion;
+/// and no other per-step call.
 async fn store_calls_per_task_step(backend: Backend) {
     let counting = Arc::new(Counting::new(backend.open().await));
     let store: BoxStore = counting.clone();
@@ -413,7 +416,8 @@ async fn store_calls_per_task_step(backend: Backend) {
         assert_eq!(handle.result().await.unwrap(), STEPS);
     }
     worker.shutdown().await;
-    assert_eq!(counting.calls("put_entry"), 2 * RUNS * STEPS);
+    assert_eq!(counting.calls("put_entry"), RUNS);
+    assert_eq!(counting.calls("put_entries"), RUNS * STEPS);
     assert_eq!(
         counting.calls("load_history"),
         RUNS,

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use aiki_store::api::{
-    AddCatalogTasks, ClaimWait, ContinueRun, PublishCatalog, PutEntry, PutSleep, RecordEventSlot,
-    RecordWorker, RefreshClaim, StartChild, TransitionRun,
+    AddCatalogTasks, ClaimWait, ContinueRun, MAX_ENTRY_BATCH, PublishCatalog, PutEntries, PutEntry,
+    PutSleep, RecordEventSlot, RecordWorker, RefreshClaim, StartChild, TransitionRun,
 };
 use aiki_store::{
     CatalogEntry, ClaimRequest, ClaimState, Claimed, Continued, EventRecord, RunRecord,
@@ -16,7 +16,8 @@ use tokio::time::Instant;
 
 use super::Answer;
 use crate::AppState;
-use crate::error::{Body, QueryOf, RunPath, same_run};
+use crate::error::{ApiError, Body, QueryOf, RunPath, same_run};
+use axum::http::StatusCode;
 
 /// The entry stamped by the server's clock, a retry's time moved with it (see
 /// `ExecutorStore::put_entry`).
@@ -28,6 +29,43 @@ pub(crate) async fn put_entry(
     same_run(id, body.entry.run_id)?;
     body.entry.rebase(app.time.now());
     Ok(Json(app.store.put_entry(body.expected, body.entry).await?))
+}
+
+/// Several entries of the run, each stamped by the server's clock as [`put_entry`] stamps one,
+/// written in one operation (`ExecutorStore::put_entries`).
+pub(crate) async fn put_entries(
+    State(app): State<AppState>,
+    RunPath(id): RunPath,
+    Body(mut body): Body<PutEntries>,
+) -> Answer<()> {
+    if body.entries.is_empty() || body.entries.len() > MAX_ENTRY_BATCH {
+        return Err(ApiError::invalid(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "`entries` holds {} entries; a batch holds 1 to {MAX_ENTRY_BATCH}: send more \
+                 in several requests",
+                body.entries.len()
+            ),
+        ));
+    }
+    let mut keys = std::collections::HashSet::with_capacity(body.entries.len());
+    let now = app.time.now();
+    for entry in &mut body.entries {
+        same_run(id, entry.run_id)?;
+        if !keys.insert((entry.address.clone(), entry.index)) {
+            return Err(ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "`entries` holds entry `{}` #{} twice; send each entry once",
+                    entry.address, entry.index
+                ),
+            ));
+        }
+        entry.rebase(now);
+    }
+    Ok(Json(
+        app.store.put_entries(body.expected, body.entries).await?,
+    ))
 }
 
 pub(crate) async fn start_child(

@@ -241,6 +241,18 @@ impl ExecutorStore for Remote {
         let now = entry.updated_at;
         self.at(now, self.http().put_entry(expected, entry)).await
     }
+    async fn put_entries(
+        &self,
+        expected: u64,
+        entries: Vec<EntryRecord>,
+    ) -> Result<(), StoreError> {
+        let now = entries.first().map_or(0, |entry| entry.updated_at);
+        self.at(now, self.http().put_entries(expected, entries))
+            .await
+    }
+    fn payload_limit(&self) -> Option<aiki_store::limit::PayloadLimit> {
+        self.https.iter().find_map(HttpStore::payload_limit)
+    }
     async fn start_child(
         &self,
         expected: u64,

@@ -68,6 +68,81 @@ pub async fn check_put_entry(store: &dyn Store) {
     );
 }
 
+/// Several entries written in one call are each written or refused as `put_entry` would: a
+/// revision conflict refuses them all, a pause refuses only the `running` record (the result
+/// before it is kept), an output over the limit stated by `payload_limit` refuses the call
+/// with nothing written.
+pub async fn check_put_entries(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let run = running(store, "worker", now).await;
+    let limit = store
+        .payload_limit()
+        .expect("the store states its payload limit (an answer of a server says it)");
+    let mut done = entry(run.id, "charge:aa", 0, now + 1);
+    done.status = EntryStatus::Completed;
+    done.output = Some(json!({"transaction_id": "t-1"}));
+    done.fingerprint = Some("fp".to_owned());
+    let next = entry(run.id, "ship:bb", 0, now + 1);
+    assert_conflict(
+        store
+            .put_entries(run.revision + 1, vec![done.clone(), next.clone()])
+            .await,
+        run.id,
+        run.revision + 1,
+        run.revision,
+    );
+    let mut too_large = done.clone();
+    too_large.address = "big:cc".to_owned();
+    too_large.output = Some(json!("x".repeat(limit.bytes())));
+    let refused = store
+        .put_entries(run.revision, vec![too_large, next.clone()])
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::TooLarge { .. })),
+        "{refused:?}"
+    );
+    assert!(
+        store
+            .load_history(run.id)
+            .await
+            .expect("history")
+            .entries
+            .is_empty(),
+        "a refused call writes nothing"
+    );
+
+    store
+        .put_entries(run.revision, vec![done.clone(), next.clone()])
+        .await
+        .expect("put_entries");
+    let history = store.load_history(run.id).await.expect("history");
+    assert_eq!(history.run.revision, run.revision, "no increment");
+    assert_eq!(history.entries, [done.clone(), next.clone()]);
+
+    store
+        .act(run.id, RunAction::Pause, Some("ops".to_owned()), now + 2)
+        .await
+        .expect("a running run takes a pause request");
+    let mut shipped = next.clone();
+    shipped.status = EntryStatus::Completed;
+    shipped.output = Some(json!("shipped"));
+    shipped.updated_at = now + 3;
+    let after = entry(run.id, "email:dd", 0, now + 3);
+    let refused = store
+        .put_entries(run.revision, vec![shipped.clone(), after])
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::PauseRequested { run_id }) if run_id == run.id),
+        "{refused:?}"
+    );
+    let history = store.load_history(run.id).await.expect("history");
+    assert_eq!(
+        history.entries,
+        [done, shipped],
+        "the result is kept, the new attempt refused"
+    );
+}
+
 /// A suspension waiting on a task retry is due when the stored entry says, not when the
 /// transition says: the store owns the retry's time (see `ExecutorStore::put_entry`). A
 /// retry of another attempt, or with no entry awaiting it, keeps the transition's time.

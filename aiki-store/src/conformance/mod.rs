@@ -171,6 +171,7 @@ macro_rules! conformance_tests {
                 check_a_claim_tells_the_idle_timeout_in_force,
                 check_refresh_claim,
                 check_put_entry,
+                check_put_entries,
                 check_a_suspension_on_a_task_retry_is_due_when_its_entry_says,
                 check_put_sleep,
                 check_start_child,

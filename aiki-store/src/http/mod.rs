@@ -5,6 +5,7 @@
 //! daemons; give it as `WorkerStore::executor(Arc::new(store))`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,6 +33,9 @@ pub struct HttpStore {
     /// The idempotency key of each claimer's last claim that got no answer: its next claim is
     /// that claim sent again (see `claim` in `roles.rs`).
     unanswered: Arc<Mutex<HashMap<String, String>>>,
+    /// The server's payload limit, as its last answer said ([`crate::api::PAYLOAD_LIMIT`]);
+    /// 0 until one says it.
+    payload_limit: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for HttpStore {
@@ -75,6 +79,7 @@ impl HttpStore {
             key: None,
             long_poll: Duration::ZERO,
             unanswered: Arc::default(),
+            payload_limit: Arc::default(),
         })
     }
 
@@ -151,6 +156,7 @@ impl HttpStore {
             let answered = match request.send().await {
                 Ok(response) => {
                     let status = response.status();
+                    self.note_payload_limit(response.headers());
                     response.bytes().await.map(|bytes| (status, bytes))
                 }
                 Err(error) => Err(error),
@@ -182,6 +188,24 @@ impl HttpStore {
             Ok(body) => StoreError::from_body(&body),
             Err(_) => answered_without_body(status, &bytes),
         })
+    }
+
+    /// Keeps the payload limit an answer states.
+    fn note_payload_limit(&self, headers: &reqwest::header::HeaderMap) {
+        let stated = headers
+            .get(crate::api::PAYLOAD_LIMIT)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        if let Some(limit) = stated {
+            self.payload_limit.store(limit, Ordering::Relaxed);
+        }
+    }
+
+    /// The server's payload limit, once an answer has said it.
+    pub(crate) fn stated_payload_limit(&self) -> Option<crate::limit::PayloadLimit> {
+        let limit = self.payload_limit.load(Ordering::Relaxed);
+        (limit > 0)
+            .then(|| crate::limit::PayloadLimit::new(usize::try_from(limit).unwrap_or(usize::MAX)))
     }
 
     /// The key this store sends, as the server knows it (its id, name and scopes).

@@ -103,6 +103,37 @@ impl ExecutorStore for HttpStore {
         self.post(&path, &api::PutEntry { expected, entry }).await
     }
 
+    async fn put_entries(
+        &self,
+        expected: u64,
+        entries: Vec<EntryRecord>,
+    ) -> Result<(), StoreError> {
+        let Some(run_id) = entries.first().map(|entry| entry.run_id) else {
+            return Ok(());
+        };
+        let path = run_path(path::ENTRY_BATCH, run_id);
+        if entries.len() <= api::MAX_ENTRY_BATCH {
+            return self
+                .post(&path, &api::PutEntries { expected, entries })
+                .await;
+        }
+        let mut first = Ok(());
+        for batch in entries.chunks(api::MAX_ENTRY_BATCH) {
+            let entries = batch.to_vec();
+            let outcome = self
+                .post(&path, &api::PutEntries { expected, entries })
+                .await;
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first
+    }
+
+    fn payload_limit(&self) -> Option<crate::limit::PayloadLimit> {
+        self.stated_payload_limit()
+    }
+
     async fn start_child(
         &self,
         expected: u64,

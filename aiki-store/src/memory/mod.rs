@@ -165,6 +165,10 @@ impl ExecutorStore for MemoryStore {
         Ok(())
     }
 
+    fn payload_limit(&self) -> Option<crate::limit::PayloadLimit> {
+        Some(self.limit)
+    }
+
     async fn start_child(
         &self,
         expected: u64,

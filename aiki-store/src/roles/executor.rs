@@ -31,6 +31,48 @@ pub trait ExecutorStore: ReadStore {
     /// retry is due at the time stored here (see [`transition`](ExecutorStore::transition)).
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError>;
 
+    /// Writes several entries of one run in one operation where the store can (one statement,
+    /// one request): the runtime sends a task's result with the `running` record of the next
+    /// call, so that a task step costs one round trip. Each entry is written or refused as
+    /// [`put_entry`](ExecutorStore::put_entry) would write or refuse it alone (a pause refuses
+    /// a `running` record and keeps the others); the first refusal, in order, is returned.
+    /// No two entries may share an `(address, index)`.
+    ///
+    /// An output over the store's payload limit refuses the call, nothing written. The
+    /// default writes them one by one. An `HttpStore` (feature `http`) sends one
+    /// request, which a server of an earlier release does not know: it is only called with
+    /// more than one entry when [`payload_limit`](ExecutorStore::payload_limit) is known, which
+    /// such a server does not say.
+    async fn put_entries(
+        &self,
+        expected: u64,
+        entries: Vec<EntryRecord>,
+    ) -> Result<(), StoreError> {
+        // An output over the limit refuses the call before anything is written.
+        if let Some(limit) = self.payload_limit() {
+            for entry in &entries {
+                limit.check_entry(entry)?;
+            }
+        }
+        let mut first = Ok(());
+        for entry in entries {
+            let outcome = self.put_entry(expected, entry).await;
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first
+    }
+
+    /// The largest payload this store keeps, when the executor can know it before writing:
+    /// the runtime then checks a task's output itself and lets the workflow go on while the
+    /// output is written with the next call's `running` record
+    /// ([`put_entries`](ExecutorStore::put_entries)). `None` (the default): every output is
+    /// written before the workflow sees it.
+    fn payload_limit(&self) -> Option<crate::limit::PayloadLimit> {
+        None
+    }
+
     /// Starts a child run: inserts its manifest entry in the parent (checking the parent's
     /// revision) and creates the child, in one operation. If the child's namespace and
     /// reference id already name a run, no run is created and the entry points at that one.

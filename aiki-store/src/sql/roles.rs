@@ -111,6 +111,22 @@ impl<D: Dialect> ExecutorStore for SqlStore<D> {
         self.put_entry(expected, entry).await
     }
 
+    async fn put_entries(
+        &self,
+        expected: u64,
+        entries: Vec<crate::EntryRecord>,
+    ) -> Result<(), crate::StoreError> {
+        for entry in &entries {
+            self.limit.check_entry(entry)?;
+        }
+        // Group commit: the entries travel in one statement (see `batch`).
+        self.entries.put_all(expected, entries).await
+    }
+
+    fn payload_limit(&self) -> Option<crate::limit::PayloadLimit> {
+        Some(self.limit)
+    }
+
     async fn start_child(
         &self,
         expected: u64,

@@ -1,7 +1,7 @@
 //! Executing one claimed run: drive the workflow until it completes, fails, suspends or is
 //! lost, keep its claim fresh meanwhile, and write where it ended.
 
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -113,16 +113,45 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>)
     // The workflow future borrows the run; a panic while polling it is a workflow error.
     let mut future = workflow.execute(&run, input);
     let direct = Arc::new(DirectCalls::default());
+    // The task results the workflow has seen are written with its next write; one that waits
+    // on something it does not write (a task still running beside one that ended) has them
+    // written here instead, at once. A workflow that ends meanwhile waits for that write (its
+    // results are in it), not for another of the same results.
+    let mut flushing: Option<Flushing<'_>> = None;
+    let mut finished = None;
     let driven = poll_fn(|cx| {
-        let polled = poll_workflow_code(future.as_mut(), &direct, cx);
-        run.set_waker(cx.waker());
-        match polled {
-            Poll::Ready(result) => Poll::Ready(Outcome::Done(result)),
-            Poll::Pending => match (run.drained(), run.suspension()) {
-                (Some(reason), _) => Poll::Ready(Outcome::Drained(reason)),
-                (None, Some(suspension)) => Poll::Ready(Outcome::Suspend(suspension)),
-                (None, None) => Poll::Pending,
-            },
+        if finished.is_none() {
+            let polled = poll_workflow_code(future.as_mut(), &direct, cx);
+            run.set_waker(cx.waker());
+            if let Poll::Ready(result) = polled {
+                finished = Some(result);
+            }
+        }
+        loop {
+            if finished.is_none() {
+                match (run.drained(), run.suspension()) {
+                    (Some(reason), _) => return Poll::Ready(Outcome::Drained(reason)),
+                    (None, Some(suspension)) => return Poll::Ready(Outcome::Suspend(suspension)),
+                    (None, None) => {}
+                }
+                if flushing.is_none() && run.has_unsent() {
+                    flushing = Some(Box::pin(run.flush_results()));
+                }
+            }
+            let Some(flush) = flushing.as_mut() else {
+                return match finished.take() {
+                    Some(result) => Poll::Ready(Outcome::Done(result)),
+                    None => Poll::Pending,
+                };
+            };
+            let Poll::Ready(written) = flush.as_mut().poll(cx) else {
+                return Poll::Pending;
+            };
+            flushing = None;
+            if let Err(error) = written {
+                tracing::warn!(run_id = %id, %error, "task results refused; stopping");
+                return Poll::Ready(Outcome::Lost);
+            }
         }
     });
     // The claim refresher is a branch of this select, not a task of its own: it ends with the
@@ -132,6 +161,9 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>)
         () = refresh_claim(&executor, &run, budget) => Outcome::Lost,
         outcome = driven => outcome,
     };
+    // A flush still under way (the claim was lost) gives its results back, and its hold on
+    // the run's writes.
+    drop(flushing);
     drop(future);
     // Before the last writes: whether the workflow's own work outlasted the budget.
     let overran = budget.is_some_and(|budget| budget.overran());
@@ -142,6 +174,9 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>)
         overran,
     }
 }
+
+/// The executor's write of the task results a waiting workflow has seen.
+type Flushing<'r> = std::pin::Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'r>>;
 
 /// Writes where an execution that ended with `outcome` leaves the run; returns that.
 async fn ended(

@@ -81,6 +81,9 @@ struct Inner {
     /// How large its history may grow.
     history_limits: HistoryLimits,
     replay: Mutex<Replay>,
+    /// Held by a write carrying the task results kept for the next write: a write waits for
+    /// it, so that nothing of the run is written before the results the workflow has seen.
+    carrying: tokio::sync::Mutex<()>,
 }
 
 impl fmt::Debug for Run {
@@ -138,6 +141,10 @@ struct Replay {
     children: HashMap<RunId, RunRecord>,
     /// Tasks and store writes in progress: while any runs, the run cannot suspend.
     in_flight: usize,
+    /// Task results the workflow has seen, written with the run's next write (see
+    /// `Run::defer_result`), and the bytes of their outputs.
+    unsent: Vec<aiki_store::EntryRecord>,
+    unsent_bytes: usize,
     /// Durable waits the workflow is blocked on, by id.
     blocks: HashMap<u64, Block>,
     next_block: u64,
@@ -195,6 +202,7 @@ impl Run {
                 called: None,
                 history_limits: HistoryLimits::default(),
                 replay: Mutex::new(replay),
+                carrying: tokio::sync::Mutex::new(()),
             },
         }
     }

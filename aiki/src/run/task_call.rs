@@ -299,6 +299,11 @@ impl Run {
                     let fingerprint = Some(schema.fingerprint().to_owned());
                     let completed = entry(EntryStatus::Completed, attempt, self.now())
                         .output(json, fingerprint);
+                    // Written with the run's next write when it can be (one round trip per
+                    // step), else now.
+                    let Some(completed) = self.defer_result(completed) else {
+                        return Ok(output);
+                    };
                     match self.put_result(completed).await {
                         Ok(()) => return Ok(output),
                         // The store keeps no output this large, and the same call would make

@@ -13,6 +13,12 @@ pub(crate) struct Counting {
     calls: std::sync::Mutex<std::collections::HashMap<&'static str, u64>>,
     /// How many of the next calls of a method fail as if the store were unreachable.
     pub(crate) failures: std::sync::Mutex<std::collections::HashMap<&'static str, u32>>,
+    /// The entry writes and transitions the store answered, in order, with what else the
+    /// test notes (`note`): `"entries completed:a running:b"`, `"transition completed"`.
+    pub(crate) log: std::sync::Mutex<Vec<String>>,
+    /// Whether it keeps its store's payload limit to itself, as a server of an earlier release
+    /// does (see `ExecutorStore::payload_limit`).
+    hides_limit: bool,
 }
 
 impl Counting {
@@ -21,6 +27,8 @@ impl Counting {
             inner,
             calls: Default::default(),
             failures: Default::default(),
+            log: Default::default(),
+            hides_limit: false,
         }
     }
 
@@ -41,6 +49,30 @@ impl Counting {
 
     fn count(&self, method: &'static str) {
         *self.calls.lock().unwrap().entry(method).or_default() += 1;
+    }
+
+    /// This store, stating no payload limit.
+    #[allow(
+        dead_code,
+        reason = "one of the test binaries sharing this file uses it"
+    )]
+    pub(crate) fn hiding_limit(mut self) -> Self {
+        self.hides_limit = true;
+        self
+    }
+
+    /// Adds `line` to the log.
+    pub(crate) fn note(&self, line: String) {
+        self.log.lock().unwrap().push(line);
+    }
+
+    /// Notes entries the store wrote.
+    fn wrote(&self, entries: &[EntryRecord]) {
+        let written: Vec<String> = entries
+            .iter()
+            .map(|entry| format!("{}:{}", entry.status.as_str(), entry.address))
+            .collect();
+        self.note(format!("entries {}", written.join(" ")));
     }
 
     pub(crate) fn calls(&self, method: &str) -> u64 {
@@ -131,7 +163,9 @@ impl aiki::store::ExecutorStore for Counting {
         transition: Transition,
     ) -> Result<RunRecord, StoreError> {
         self.count("transition");
-        self.inner.transition(id, expected, transition).await
+        let moved = self.inner.transition(id, expected, transition).await?;
+        self.note(format!("transition {}", moved.status));
+        Ok(moved)
     }
     async fn claim_run(
         &self,
@@ -159,7 +193,24 @@ impl aiki::store::ExecutorStore for Counting {
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
         self.count("put_entry");
         self.fault("put_entry")?;
-        self.inner.put_entry(expected, entry).await
+        let written = [entry];
+        self.inner.put_entry(expected, written[0].clone()).await?;
+        self.wrote(&written);
+        Ok(())
+    }
+    async fn put_entries(
+        &self,
+        expected: u64,
+        entries: Vec<EntryRecord>,
+    ) -> Result<(), StoreError> {
+        self.count("put_entries");
+        self.fault("put_entries")?;
+        self.inner.put_entries(expected, entries.clone()).await?;
+        self.wrote(&entries);
+        Ok(())
+    }
+    fn payload_limit(&self) -> Option<aiki::store::limit::PayloadLimit> {
+        self.inner.payload_limit().filter(|_| !self.hides_limit)
     }
     async fn start_child(
         &self,
