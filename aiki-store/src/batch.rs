@@ -6,10 +6,10 @@
 //!
 //! Callers enqueue their writes with a reply channel each; one background task takes everything
 //! queued (up to about [`MAX_BATCH`] writes, a caller's writes together), writes it in ONE
-//! statement and replies to each write with its own outcome. A caller's write is durable when its call returns (its batch
-//! committed). Nothing waits to fill a batch: a lone call is a batch of one, so batches grow
-//! only while a statement is in flight, which is exactly when callers would otherwise queue
-//! for the connection.
+//! statement and replies to each write with its own outcome. A caller's write is durable when
+//! its call returns (its batch committed). Nothing waits to fill a batch: a lone call is a
+//! batch of one, so batches grow only while a statement is in flight, which is exactly when
+//! callers would otherwise queue for the connection.
 //!
 //! The task is spawned on the first call (on the caller's runtime) and respawned if it is gone
 //! (its runtime shut down); it ends when the store is dropped or closed.

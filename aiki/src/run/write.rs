@@ -222,10 +222,10 @@ impl Run {
     /// Keeps a task's completed entry, which the workflow is about to see, to be written with
     /// the run's next write: the next call's `running` record ([`start_attempt`]), any other
     /// write ([`store_op_raw`]), or the executor's flush when the workflow waits on nothing it
-    /// writes. Gives `entry` back when it must be written now instead: the store's payload limit is
-    /// unknown, or the outputs kept would pass [`KEPT_RESULTS_MAX_BYTES`] or the limit (an
-    /// output over the limit fails its task, which the workflow must see). Their number is not
-    /// bounded: a fan-out's results, ending while a write is under way, go in the next (a
+    /// writes. Gives `entry` back when it must be written now instead: the store's payload
+    /// limit is unknown, or the outputs kept would pass [`KEPT_RESULTS_MAX_BYTES`] or the limit
+    /// (an output over the limit fails its task, which the workflow must see). Their number is
+    /// not bounded: a fan-out's results, ending while a write is under way, go in the next (a
     /// store splits a large one: see [`aiki_store::api::MAX_ENTRY_BATCH`]).
     ///
     /// [`start_attempt`]: Run::start_attempt
