@@ -40,6 +40,23 @@ fn new_run() -> NewRun {
     )
 }
 
+/// A store reaching `remote` with `token`.
+fn keyed(remote: &Remote, token: &str) -> HttpStore {
+    HttpStore::new(&remote.url())
+        .unwrap()
+        .with_key(token.to_owned())
+}
+
+/// A new run, claimed by `executor`.
+async fn claimed(remote: &Remote, executor: &HttpStore) -> aiki_store::RunRecord {
+    let new = new_run();
+    let namespace = new.namespace.clone();
+    remote.backing().create_run(new).await.unwrap();
+    let request = aiki_store::ClaimRequest::new("w", vec![namespace], "default", 1, NOW);
+    let claimed = executor.claim(request).await.unwrap().runs;
+    claimed.into_iter().next().expect("the run is claimed")
+}
+
 /// `GET path` with `authorization` (if any): the status and the error body, if one.
 async fn get(remote: &Remote, path: &str, authorization: Option<&str>) -> (u16, Option<ErrorBody>) {
     let mut request = reqwest::Client::new().get(format!("{}/api/v1{path}", remote.url()));
@@ -303,27 +320,10 @@ async fn a_key_over_its_rate_is_429_and_other_keys_are_not_slowed() {
 #[tokio::test]
 async fn continuing_a_run_needs_the_executor_scope() {
     let remote = server().await;
-    let store = |token: &str| {
-        HttpStore::new(&remote.url())
-            .unwrap()
-            .with_key(token.to_owned())
-    };
+    let store = |token: &str| keyed(&remote, token);
     let executor = store(&key(&remote, &[Scope::Executor]).await.token);
-    let new = new_run();
-    let namespace = new.namespace.clone();
-    remote.backing().create_run(new).await.unwrap();
-    let claimed = executor
-        .claim(aiki_store::ClaimRequest::new(
-            "w",
-            vec![namespace.clone()],
-            "default",
-            1,
-            NOW,
-        ))
-        .await
-        .unwrap()
-        .runs;
-    let run = claimed.into_iter().next().expect("the run is claimed");
+    let run = claimed(&remote, &executor).await;
+    let namespace = run.namespace.clone();
     let continuation = || {
         let successor = NewRun::new(namespace.clone(), json!({"n": 2}), "1".repeat(64), NOW);
         aiki_store::Continuation::new(successor, Default::default(), NOW)
@@ -373,4 +373,57 @@ async fn continuing_a_run_needs_the_executor_scope() {
         continued.predecessor.continued_as,
         Some(continued.successor.id)
     );
+}
+
+/// The batch of entries a remote executor sends per task step is the executor's: without a key
+/// it is 401, with an operator's or a reader's key 403, and neither writes an entry; an
+/// executor's key does.
+#[tokio::test]
+async fn writing_a_batch_of_entries_needs_the_executor_scope() {
+    let remote = server().await;
+    let store = |token: &str| keyed(&remote, token);
+    let executor = store(&key(&remote, &[Scope::Executor]).await.token);
+    let run = claimed(&remote, &executor).await;
+    let entries = || {
+        vec![
+            aiki_store::EntryRecord::new(
+                run.id,
+                "charge:aa",
+                0,
+                aiki_store::EntryKind::Task,
+                aiki_store::EntryStatus::Running,
+                NOW,
+            )
+            .attempts(1),
+        ]
+    };
+    let response = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/runs/{}/entries/batch",
+            remote.url(),
+            run.id
+        ))
+        .json(&json!({"expected": run.revision, "entries": entries()}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 401, "no key");
+    for scope in [Scope::Operator, Scope::Read] {
+        let refused = store(&key(&remote, &[scope]).await.token)
+            .put_entries(run.revision, entries())
+            .await
+            .expect_err("not an executor");
+        assert!(
+            matches!(refused, StoreError::Forbidden { .. }),
+            "{scope:?}: {refused:?}"
+        );
+    }
+    let history = remote.backing().load_history(run.id).await.unwrap();
+    assert!(history.entries.is_empty(), "nothing was written");
+    executor
+        .put_entries(run.revision, entries())
+        .await
+        .expect("an executor writes them");
+    let history = remote.backing().load_history(run.id).await.unwrap();
+    assert_eq!(history.entries.len(), 1);
 }

@@ -2,6 +2,11 @@
 
 use super::*;
 
+/// The entries run `id`'s history holds.
+async fn entries_of(store: &dyn Store, id: RunId) -> Vec<EntryRecord> {
+    store.load_history(id).await.expect("history").entries
+}
+
 /// Entries are checked against the revision without incrementing it, and upserted by
 /// `(run, address, index)`.
 pub async fn check_put_entry(store: &dyn Store) {
@@ -24,12 +29,7 @@ pub async fn check_put_entry(store: &dyn Store) {
         run.revision,
     );
     assert!(
-        store
-            .load_history(run.id)
-            .await
-            .expect("history")
-            .entries
-            .is_empty(),
+        entries_of(store, run.id).await.is_empty(),
         "a refused write writes nothing"
     );
 
@@ -102,12 +102,7 @@ pub async fn check_put_entries(store: &dyn Store) {
         "{refused:?}"
     );
     assert!(
-        store
-            .load_history(run.id)
-            .await
-            .expect("history")
-            .entries
-            .is_empty(),
+        entries_of(store, run.id).await.is_empty(),
         "a refused call writes nothing"
     );
 
