@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use aiki_store::postgres::PostgresStore;
+use aiki_store::postgres::{PostgresOptions, PostgresStore};
 use aiki_store::prelude::*;
 use aiki_store::{
     Namespace, NewEvent, Ready, ReadyReceiver, ReadySignals, RunId, RunStatus, Transition, WaitSpec,
@@ -30,6 +30,25 @@ async fn open(schema: &str) -> Option<PostgresStore> {
         .await
         .expect("open");
     Some(store)
+}
+
+/// A store on a schema of its own, its schema's name, and a receiver of its hints that has
+/// heard the first one (anything may be ready).
+async fn listening() -> Option<(PostgresStore, String, ReadyReceiver)> {
+    let (store, schema) = fresh_store().await?;
+    let mut hints = signals(&store).subscribe();
+    assert_eq!(next(&mut hints).await, Ready::Anything, "listening");
+    Some((store, schema, hints))
+}
+
+/// Starts a run of `namespace` at `now`.
+async fn start(store: &PostgresStore, namespace: &Namespace, now: i64) -> aiki_store::RunRecord {
+    store
+        .create_run(new_run(namespace, now))
+        .await
+        .expect("create")
+        .run()
+        .clone()
 }
 
 fn signals(store: &PostgresStore) -> ReadySignals {
@@ -67,20 +86,13 @@ async fn listeners(schema: &str) -> Vec<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_becoming_queued_notify_and_nothing_else_does() {
-    let Some((store, _schema)) = fresh_store().await else {
+    let Some((store, _schema, mut hints)) = listening().await else {
         return;
     };
-    let mut hints = signals(&store).subscribe();
-    assert_eq!(next(&mut hints).await, Ready::Anything, "listening");
 
     // A start notifies.
     let namespace = Namespace::new("ready-flow", "1");
-    let run = store
-        .create_run(new_run(&namespace, 1))
-        .await
-        .expect("create")
-        .run()
-        .clone();
+    let run = start(&store, &namespace, 1).await;
     assert_eq!(next(&mut hints).await, hint(&namespace), "a start");
 
     // A claim, task writes and a suspension do not: the next hint is a marker's start
@@ -134,6 +146,111 @@ async fn runs_becoming_queued_notify_and_nothing_else_does() {
         .await
         .expect("release");
     assert_eq!(next(&mut hints).await, hint(&namespace), "a released claim");
+    assert_eq!(hints.try_recv(), None, "one hint each");
+}
+
+/// Inserts, on a connection of its own in one transaction, a copy of the queued run `of` under
+/// namespace `namespace`, as a statement of an earlier release would (a plain `INSERT`), after
+/// `aiki.start_hints` is set to `after_commit` for the transaction if `quiet`.
+async fn insert_copy(schema: &str, of: RunId, namespace: &Namespace, quiet: bool) {
+    let url = pg::shared_database().await.expect("the shared database");
+    let mut connection = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+        .await
+        .expect("connect");
+    let mut tx = sqlx::Connection::begin(&mut connection)
+        .await
+        .expect("begin");
+    if quiet {
+        sqlx::query("SELECT set_config('aiki.start_hints', 'after_commit', true)")
+            .execute(&mut *tx)
+            .await
+            .expect("set_config");
+    }
+    let copy = format!(
+        "CREATE TEMP TABLE copied ON COMMIT DROP AS SELECT * FROM {schema}.aiki_runs \
+         WHERE id = $1::uuid"
+    );
+    sqlx::query(&copy)
+        .bind(of.to_string())
+        .execute(&mut *tx)
+        .await
+        .expect("copy");
+    sqlx::query(
+        "UPDATE copied SET id = gen_random_uuid(), reference_id = gen_random_uuid()::text, \
+         workflow = $1, version = $2, namespace = $1 || '@' || $2",
+    )
+    .bind(namespace.workflow.clone())
+    .bind(namespace.version.clone())
+    .execute(&mut *tx)
+    .await
+    .expect("rename");
+    sqlx::query(&format!(
+        "INSERT INTO {schema}.aiki_runs SELECT * FROM copied"
+    ))
+    .execute(&mut *tx)
+    .await
+    .expect("insert");
+    tx.commit().await.expect("commit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_is_hinted_by_the_store_after_its_commit_and_an_earlier_release_s_by_the_trigger() {
+    let Some((store, schema, mut hints)) = listening().await else {
+        return;
+    };
+
+    // This release's start: one hint, sent once the run can be claimed.
+    let namespace = Namespace::new("hinted", "1");
+    let run = start(&store, &namespace, 1).await;
+    assert_eq!(next(&mut hints).await, hint(&namespace), "a start");
+    let claimed = store.claim(claim(&namespace, 2)).await.expect("claim").runs;
+    assert_eq!(
+        claimed.iter().map(|run| run.id).collect::<Vec<_>>(),
+        [run.id],
+        "the hinted run is claimable"
+    );
+    assert_eq!(hints.try_recv(), None, "one hint per start");
+
+    // An insert in a transaction that leaves hints to the store: the trigger stays quiet (the
+    // next hint is the marker's).
+    let queued = start(&store, &namespace, 3).await;
+    assert_eq!(next(&mut hints).await, hint(&namespace));
+    let quiet = Namespace::new("quiet", "1");
+    insert_copy(&schema, queued.id, &quiet, true).await;
+    let marker = Namespace::new("marker", "1");
+    start(&store, &marker, 4).await;
+    assert_eq!(
+        next(&mut hints).await,
+        hint(&marker),
+        "the trigger notified an insert that left its hint to the store"
+    );
+
+    // An earlier release's insert (no setting): the trigger notifies, as it always did.
+    let earlier = Namespace::new("earlier", "1");
+    insert_copy(&schema, queued.id, &earlier, false).await;
+    assert_eq!(
+        next(&mut hints).await,
+        hint(&earlier),
+        "an earlier release's start"
+    );
+
+    // A store playing the release before migration 26, on this schema: hinted by the trigger.
+    let url = pg::shared_database().await.expect("the shared database");
+    let previous = PostgresStore::connect_with(
+        PostgresOptions::new(format!("{url}?aiki_schema={schema}")).as_release_at(25),
+    )
+    .await
+    .expect("open as the previous release");
+    let theirs = Namespace::new("previous-release", "1");
+    previous
+        .create_run(new_run(&theirs, 5))
+        .await
+        .expect("create");
+    assert_eq!(
+        next(&mut hints).await,
+        hint(&theirs),
+        "the previous release's start"
+    );
     assert_eq!(hints.try_recv(), None, "one hint each");
 }
 

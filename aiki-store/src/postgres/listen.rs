@@ -1,11 +1,12 @@
-//! `LISTEN` for the ready hints the schema's trigger sends (migration 0020): one listening
-//! connection per database and schema in a process, shared by every store, worker and server
-//! long-poll on it, opened when the first receiver subscribes and closed when the last feed
-//! is dropped.
+//! `LISTEN` for the ready hints of the schema (migration 0020): one listening connection per
+//! database and schema in a process, shared by every store, worker and server long-poll on it,
+//! opened when the first receiver subscribes and closed when the last feed is dropped.
 //!
-//! The trigger notifies on the channel [`channel`] names whenever a run becomes `queued` (a
-//! start, an event or a child's end that wakes it, a due timer swept, a released or requeued
-//! claim), with the payload `pool TAB workflow TAB version`; task writes never notify. After
+//! A hint goes to the channel [`channel`] names whenever a run becomes `queued` (a start, an
+//! event or a child's end that wakes it, a due timer swept, a released or requeued claim),
+//! with the payload `pool TAB workflow TAB version`; task writes never send one. The schema's
+//! trigger sends them, except a start's from migration 0026 on, which the store sends after
+//! the start commits (see `sql::hints`). After
 //! every (re)connect the feed sends [`Ready::Anything`], since hints sent while it was away
 //! are lost: whoever listens then looks at everything it serves.
 
@@ -27,7 +28,7 @@ const BUFFER: usize = 1024;
 /// The longest wait between two attempts to reconnect.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// The channel the schema `schema`'s trigger notifies: `aiki_ready_` and the schema's name,
+/// The channel of the schema `schema`'s hints: `aiki_ready_` and the schema's name,
 /// cut at PostgreSQL's 63 bytes (as the trigger cuts it).
 pub(super) fn channel(schema: &str) -> String {
     let mut channel = format!("aiki_ready_{schema}");

@@ -403,9 +403,14 @@ impl Dialect for PgDialect {
     const SCHEDULES: i64 = 22;
     const CONTINUATION: i64 = 25;
     const READY_NOTIFY: i64 = 20;
+    const START_HINTS: i64 = 26;
 
     fn ready_signals(&self) -> Option<crate::ReadySignals> {
         Some(listen::signals(&self.listen, listen::channel(&self.schema)))
+    }
+
+    fn ready_channel(&self) -> Option<String> {
+        Some(listen::channel(&self.schema))
     }
 
     async fn close(&self) {

@@ -245,8 +245,8 @@ pub trait ExecutorStore: ReadStore {
     ) -> Result<(), StoreError>;
 
     /// The process's feed of this store's hints that runs may be ready to claim, when the
-    /// store sends them: PostgreSQL from schema 20 on (a trigger notifies when a run is
-    /// queued; one listening connection per database and schema in the process). `None` (the
+    /// store sends them: PostgreSQL from schema 20 on (a `NOTIFY` when a run is queued;
+    /// one listening connection per database and schema in the process). `None` (the
     /// default) when it does not: claimers poll. Not an operation of the contract (nothing is
     /// read or written); a hint is never a claim.
     fn ready_signals(&self) -> Option<crate::ReadySignals> {

@@ -258,8 +258,17 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// database has no such signal).
     const READY_NOTIFY: i64 = i64::MAX;
 
+    /// The version of the migration from which the store, not the trigger, sends the ready
+    /// hints of the runs it starts (`i64::MAX` where the database has no such signal).
+    const START_HINTS: i64 = i64::MAX;
+
     /// The process's feed of the database's ready hints, on a schema whose trigger sends them.
     fn ready_signals(&self) -> Option<crate::ReadySignals> {
+        None
+    }
+
+    /// The channel ready hints are sent on, where the database has one.
+    fn ready_channel(&self) -> Option<String> {
         None
     }
 

@@ -22,6 +22,7 @@ pub(crate) mod driver;
 mod endpoints;
 pub(crate) mod error;
 mod fork;
+mod hints;
 mod keys;
 mod leases;
 mod listing;
@@ -83,6 +84,9 @@ pub struct SqlStore<D> {
     ready_notify: bool,
     /// The largest payload it keeps.
     pub(crate) limit: crate::limit::PayloadLimit,
+    /// Where the store, not the schema's trigger, sends the ready hints of the runs it starts
+    /// (see `hints`).
+    start_hints: Option<hints::StartHints>,
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -90,6 +94,11 @@ impl<D: Dialect> SqlStore<D> {
     pub(crate) fn new(dialect: D, level: Level, cap: Option<i64>) -> Self {
         let statements = Arc::new(StatementCounter::default());
         let sql = Arc::new(Statements::new(&dialect, level));
+        let start_hints = sql
+            .insert_run_quiet
+            .as_ref()
+            .and(dialect.ready_channel())
+            .map(hints::StartHints::new);
         SqlStore {
             entries: EntryBatcher::new(Entries {
                 dialect: dialect.clone(),
@@ -104,6 +113,7 @@ impl<D: Dialect> SqlStore<D> {
             report: MigrationReport::default(),
             ready_notify: false,
             limit: crate::limit::PayloadLimit::default(),
+            start_hints,
         }
     }
 

@@ -71,15 +71,20 @@ impl<D: Dialect> SqlStore<D> {
                 return Ok(answer);
             }
             let mut tx = self.begin().await?;
-            let outcome = match self.insert_run(On::Tx(&mut tx), &run).await? {
+            let outcome = match self.insert_started(On::Tx(&mut tx), &run).await? {
                 Some(created) => CreateOutcome::Created(created),
                 None => {
                     CreateOutcome::Existing(self.select_by_reference(On::Tx(&mut tx), &run).await?)
                 }
             };
-            return self.commit_answer(tx, "create_run", outcome).await;
+            let outcome = self.commit_answer(tx, "create_run", outcome).await?;
+            if let CreateOutcome::Created(created) = &outcome {
+                self.hint_started(created).await;
+            }
+            return Ok(outcome);
         }
-        if let Some(created) = self.insert_run(On::Write, &run).await? {
+        if let Some(created) = self.insert_started(On::Write, &run).await? {
+            self.hint_started(&created).await;
             return Ok(CreateOutcome::Created(created));
         }
         Ok(CreateOutcome::Existing(
@@ -154,16 +159,20 @@ impl<D: Dialect> SqlStore<D> {
                 },
             );
         }
-        let run = match self.insert_run(On::Tx(&mut tx), &child).await? {
-            Some(created) => created,
+        let (run, created) = match self.insert_started(On::Tx(&mut tx), &child).await? {
+            Some(created) => (created, true),
             None => {
                 let existing = self.select_by_reference(On::Tx(&mut tx), &child).await?;
                 entry.output = Some(Value::String(existing.id.to_string()));
                 self.upsert_entry(On::Tx(&mut tx), expected, &entry).await?;
-                existing
+                (existing, false)
             }
         };
-        self.commit_answer(tx, "start_child", run).await
+        let run = self.commit_answer(tx, "start_child", run).await?;
+        if created {
+            self.hint_started(&run).await;
+        }
+        Ok(run)
     }
 
     pub(crate) async fn put_sleep(

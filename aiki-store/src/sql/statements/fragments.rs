@@ -50,6 +50,9 @@ pub(crate) struct Level {
     pub(crate) schedules: bool,
     /// The continuation migration (SQLite 22, PostgreSQL 25): continue-as-new's links.
     pub(crate) continuation: bool,
+    /// The start hints migration (PostgreSQL 26; none on SQLite, which sends no hints): the
+    /// store sends the ready hints of the runs it starts, after their commit.
+    pub(crate) start_hints: bool,
 }
 
 impl Level {
@@ -64,6 +67,7 @@ impl Level {
         endpoints: true,
         schedules: true,
         continuation: true,
+        start_hints: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -78,6 +82,7 @@ impl Level {
             endpoints: version >= D::ENDPOINTS,
             schedules: version >= D::SCHEDULES,
             continuation: version >= D::CONTINUATION,
+            start_hints: version >= D::START_HINTS,
         }
     }
 }

@@ -23,6 +23,10 @@ pub(crate) struct Statements {
     /// Inserts a run (see [`super::binds::insert_run`]) unless its namespace and reference id
     /// are taken; returns its document.
     pub(crate) insert_run: String,
+    /// `insert_run` that leaves the run's ready hint to the store, sent after its commit (see
+    /// `sql::hints`), on a schema whose trigger then stays quiet (PostgreSQL from migration
+    /// 26): it sets `aiki.start_hints` for its transaction.
+    pub(crate) insert_run_quiet: Option<String>,
     /// The document of the run with `$1` namespace and `$2` reference id.
     pub(crate) select_by_reference: String,
     /// The document of run `$1`.
@@ -151,21 +155,9 @@ impl Statements {
         let render = |sql: String| (D::DRIVER.render)(&sql);
         Statements {
             own: dialect.statements(level),
-            insert_run: render(format!(
-                "INSERT INTO aiki_runs (id, namespace, workflow, version, input, input_hash, \
-                 reference_id, pool, status, revision, attempts, due_at, queued_at, \
-                 parent_run_id, parent_address, traceparent, forked_from, lineage_root, \
-                 created_at, updated_at{note_columns}) \
-                 VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, 1, 1, $10, $11, $12::uuid, \
-                 $13, $15, $16::uuid, $17::uuid, $14, $14{note_values}) \
-                 ON CONFLICT (namespace, reference_id) DO NOTHING RETURNING {run}::text",
-                note_columns = if level.operations {
-                    ", change_actor, change_rev"
-                } else {
-                    ""
-                },
-                note_values = if level.operations { ", $18, 1" } else { "" },
-            )),
+            insert_run: render(insert_run(level, &run, false)),
+            insert_run_quiet: (level.start_hints && D::START_HINTS < i64::MAX)
+                .then(|| render(insert_run(level, &run, true))),
             select_by_reference: render(format!(
                 "SELECT {run}::text FROM aiki_runs WHERE namespace = $1 AND reference_id = $2"
             )),
@@ -493,5 +485,38 @@ impl Statements {
                 )
             }),
         }
+    }
+}
+
+/// The insert of a run (see [`super::binds::insert_run`]) unless its namespace and reference
+/// id are taken, returning the run document `run`; `quiet`: with `aiki.start_hints` set to
+/// `after_commit` for the transaction first (PostgreSQL only), so that the trigger leaves the
+/// run's ready hint to the store.
+fn insert_run(level: Level, run: &str, quiet: bool) -> String {
+    let (note_columns, note_values) = if level.operations {
+        (", change_actor, change_rev", ", $18, 1")
+    } else {
+        ("", "")
+    };
+    let columns = format!(
+        "id, namespace, workflow, version, input, input_hash, reference_id, pool, status, \
+         revision, attempts, due_at, queued_at, parent_run_id, parent_address, traceparent, \
+         forked_from, lineage_root, created_at, updated_at{note_columns}"
+    );
+    let values = format!(
+        "$1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, 1, 1, $10, $11, $12::uuid, $13, $15, \
+         $16::uuid, $17::uuid, $14, $14{note_values}"
+    );
+    let rest = format!("ON CONFLICT (namespace, reference_id) DO NOTHING RETURNING {run}::text");
+    if quiet {
+        // Referenced, so that it is evaluated; materialized, so that it is evaluated once,
+        // before the row is inserted and its trigger fires.
+        format!(
+            "WITH quiet AS MATERIALIZED \
+             (SELECT set_config('aiki.start_hints', 'after_commit', true)) \
+             INSERT INTO aiki_runs ({columns}) SELECT {values} FROM quiet {rest}"
+        )
+    } else {
+        format!("INSERT INTO aiki_runs ({columns}) VALUES ({values}) {rest}")
     }
 }
