@@ -395,6 +395,13 @@ async fn refuse_a_foreign_file(dialect: &SqliteDialect, url: &str) -> Result<(),
 }
 
 impl SqliteStore {
+    /// The query plan of `request`'s claim, as `EXPLAIN QUERY PLAN` prints it; nothing is
+    /// claimed (for tests that check a claim stays indexed).
+    #[doc(hidden)]
+    pub async fn claim_plan(&self, request: &crate::ClaimRequest) -> Result<String, StoreError> {
+        self.explain_claim(request, "EXPLAIN QUERY PLAN", 3).await
+    }
+
     /// Opens (creating if missing) the database a URL names, with default options, and
     /// applies pending migrations.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {

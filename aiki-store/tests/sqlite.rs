@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-
 use aiki_store::prelude::*;
 use aiki_store::sqlite::{SqliteOptions, SqliteStore, SqliteSynchronous};
 use aiki_store::{
@@ -13,30 +11,8 @@ use aiki_store::{
     WaitSpec,
 };
 use serde_json::json;
+use support::TempFile;
 use support::records::{claim, entry, new_run, unheld_lease};
-
-/// A temporary database file, removed (with its WAL files) when dropped.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new() -> Self {
-        TempFile(std::env::temp_dir().join(format!("aiki-sqlite-{}.db", RunId::new())))
-    }
-
-    fn url(&self) -> String {
-        format!("sqlite://{}", self.0.display())
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut path = self.0.clone().into_os_string();
-            path.push(suffix);
-            let _ = std::fs::remove_file(Path::new(&path));
-        }
-    }
-}
 
 #[tokio::test]
 async fn everything_written_survives_closing_and_reopening_the_file() {

@@ -419,6 +419,13 @@ impl Dialect for PgDialect {
 }
 
 impl PostgresStore {
+    /// The query plan of `request`'s claim, as `EXPLAIN` prints it; nothing is claimed (for
+    /// tests that check a claim stays indexed).
+    #[doc(hidden)]
+    pub async fn claim_plan(&self, request: &crate::ClaimRequest) -> Result<String, StoreError> {
+        self.explain_claim(request, "EXPLAIN", 0).await
+    }
+
     /// Connects with default options and applies pending migrations.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         Self::connect_with(PostgresOptions::new(url)).await

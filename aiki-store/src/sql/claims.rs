@@ -7,20 +7,25 @@ use super::SqlStore;
 use super::decode::{self, revision};
 use super::dialect::{Dialect, On, Param, Row, params};
 
+/// The parameters of the dialect's `claim` statement for `request`.
+fn claim_params(request: &ClaimRequest) -> [Param<'_>; 6] {
+    let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
+    [
+        Param::from(&request.owner),
+        Param::from(request.now),
+        Param::from(&request.pool),
+        Param::List(namespaces),
+        Param::from(i64::from(request.limit)),
+        Param::List(request.skip.iter().map(RunId::to_string).collect()),
+    ]
+}
+
 impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
         if request.limit == 0 || request.namespaces.is_empty() {
             return Ok(Claimed::default());
         }
-        let namespaces = request.namespaces.iter().map(|n| n.to_string()).collect();
-        let params = [
-            Param::from(&request.owner),
-            Param::from(request.now),
-            Param::from(&request.pool),
-            Param::List(namespaces),
-            Param::from(i64::from(request.limit)),
-            Param::List(request.skip.iter().map(RunId::to_string).collect()),
-        ];
+        let params = claim_params(&request);
         if let Some(answer) = self.first_answer("claim").await? {
             return Ok(answer);
         }
@@ -30,6 +35,24 @@ impl<D: Dialect> SqlStore<D> {
             return claimed(rows);
         }
         self.record_after("claim", claimed(rows)?).await
+    }
+
+    /// The query plan of `request`'s claim: the text in column `column` of each row that
+    /// `explain` (the database's `EXPLAIN` keyword) followed by the claim statement returns.
+    /// Nothing is claimed.
+    pub(crate) async fn explain_claim(
+        &self,
+        request: &ClaimRequest,
+        explain: &str,
+        column: usize,
+    ) -> Result<String, StoreError> {
+        let sql = format!("{explain} {}", self.sql.own.claim);
+        let rows = self.fetch(On::Write, &sql, &claim_params(request)).await?;
+        let mut lines = Vec::with_capacity(rows.len());
+        for row in &rows {
+            lines.push(row.text(column)?.unwrap_or_default());
+        }
+        Ok(lines.join("\n"))
     }
 
     pub(crate) async fn claim_run(
