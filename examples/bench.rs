@@ -37,7 +37,9 @@
 //!   with `--quick`) is replayed, (a) with the same output schema (fast path) and (b) with a
 //!   new code version whose task output type gained an `Option` field (every recorded output
 //!   validated).
-//! * **recovery**: a run with 1,000 recorded tasks picked up by a fresh worker process.
+//! * **recovery**: a run with 1,000 recorded tasks picked up by a fresh worker process; its
+//!   claim time read from the run's timeline once it has completed, so that nothing polls the
+//!   store while the worker recovers it but a look every millisecond for its end.
 //! * **latency**: start → completed of one-task runs (p50, p99), and the wake-up latency of a
 //!   sleeping run after its timer and of a waiting run after `send` (p50).
 //!
@@ -57,6 +59,9 @@
 //!   processes fed each way): how soon a worker process hears of a
 //!   start, an event sent and a timer due, polling every 50 ms and with ready hints (on
 //!   PostgreSQL, `NOTIFY`), p50 and p99 of 50 each (5 with `--quick`; see `bench/wake.rs`).
+//! * **recovery, repeated** (`--recovery`, instead of the phases above): the recovery phase ten
+//!   times (three with `--quick`), each on a fresh store; every figure, and their median (see
+//!   `bench/recovery.rs`).
 //! * **tracing cost** (`--tracing-cost`, instead of the phases above): the throughput row with
 //!   one worker process, five times with a subscriber recording at `info` and five times with
 //!   none, interleaved; median and spread of each (see `bench/tracing_cost.rs`).
@@ -105,6 +110,8 @@ mod impact;
 mod listing;
 #[path = "bench/long_run.rs"]
 mod long_run;
+#[path = "bench/recovery.rs"]
+mod recovery;
 #[path = "bench/retention.rs"]
 mod retention;
 #[path = "bench/scale.rs"]
@@ -256,6 +263,7 @@ struct Options {
     idle_fleet: bool,
     wake: bool,
     scale: bool,
+    recovery: bool,
     json: Option<PathBuf>,
     backends: Vec<Backend>,
 }
@@ -310,6 +318,7 @@ fn parse_args() -> anyhow::Result<Mode> {
         idle_fleet: false,
         wake: false,
         scale: false,
+        recovery: false,
         json: None,
         backends: vec![Backend::Sqlite, Backend::Postgres],
     };
@@ -345,6 +354,7 @@ fn parse_args() -> anyhow::Result<Mode> {
             "--list" => options.list = true,
             "--gather" => options.gather = true,
             "--impact" => options.impact = true,
+            "--recovery" => options.recovery = true,
             "--json" => options.json = Some(args.next().context("--json needs a path")?.into()),
             "--backends" => {
                 options.backends = args
@@ -361,7 +371,7 @@ fn parse_args() -> anyhow::Result<Mode> {
                     .collect::<anyhow::Result<_>>()?;
             }
             other => anyhow::bail!(
-                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact | --idle-fleet | --wake | --scale] \
+                "unknown argument `{other}`; usage: bench [--quick] [--tracing-cost | --list | --gather | --impact | --idle-fleet | --wake | --scale | --recovery] \
                  [--json out.json] [--backends sqlite,postgres]"
             ),
         }
@@ -773,7 +783,7 @@ async fn replay_phase(n: u64, changed: bool) -> anyhow::Result<Value> {
     let store = aiki::store::connect("memory:").await?;
     let client = Client::new(store.clone());
     let (handle, recorded) = record_replay_run(&store, &client, n).await?;
-    let builder = Worker::builder(store);
+    let builder = Worker::builder(store.clone());
     let worker = if changed {
         builder.register(ReplayV2)
     } else {
@@ -783,8 +793,8 @@ async fn replay_phase(n: u64, changed: bool) -> anyhow::Result<Value> {
     .start();
     let before = TASK_LOOPS.lock().expect("not poisoned").len();
     handle.send::<ReplayV1Go>(()).await?;
-    let claimed = wait_for_claim(&handle).await?;
     let done = wait_for(&handle, RunStatus::Completed).await?;
+    let claimed = claimed_at(&store, &done).await?;
     worker.shutdown().await;
     anyhow::ensure!(done.output == Some(json!(n * (n - 1) / 2)), "wrong sum");
     let replayed = TASK_LOOPS.lock().expect("not poisoned")[before];
@@ -798,24 +808,19 @@ async fn replay_phase(n: u64, changed: bool) -> anyhow::Result<Value> {
     }))
 }
 
-/// Waits until the run is claimed (`running`) and returns the claim time, or `None` when the
-/// run was already past it at the first look that saw it move.
-async fn wait_for_claim<W: Workflow>(handle: &RunHandle<W>) -> anyhow::Result<Option<i64>> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let run = handle.record().await?;
-        match run.status {
-            RunStatus::Running => return Ok(Some(run.updated_at)),
-            status if status.is_terminal() => return Ok(None),
-            _ => {}
-        }
-        anyhow::ensure!(Instant::now() < deadline, "run {} never claimed", run.id);
-        tokio::task::yield_now().await;
-    }
+/// When `run` was last claimed, by the store's clock (from its timeline, read once it has
+/// ended, so that nothing polls the store while it runs); `None` if it never was.
+async fn claimed_at(store: &aiki::BoxStore, run: &RunRecord) -> anyhow::Result<Option<i64>> {
+    let timeline = store.timeline(run.id).await?;
+    Ok(timeline
+        .iter()
+        .rev()
+        .find(|change| change.to == RunStatus::Running)
+        .map(|change| change.at))
 }
 
 /// Phase 5: a run with 1,000 recorded tasks, finished by a fresh worker process.
-async fn recovery_phase(url: &str) -> anyhow::Result<Value> {
+pub(crate) async fn recovery_phase(url: &str) -> anyhow::Result<Value> {
     let store = aiki::store::connect(url).await?;
     let client = Client::new(store.clone());
     let (handle, _) = record_replay_run(&store, &client, 1000).await?;
@@ -823,8 +828,8 @@ async fn recovery_phase(url: &str) -> anyhow::Result<Value> {
     let spawned = now_ms();
     let process = WorkerProcess::start(url).await?;
     let ready = now_ms();
-    let claimed = wait_for_claim(&handle).await?;
     let done = wait_for(&handle, RunStatus::Completed).await?;
+    let claimed = claimed_at(&store, &done).await?;
     process.stop().await;
     Ok(json!({
         "tasks": 1000,
@@ -1196,6 +1201,7 @@ async fn main() -> anyhow::Result<()> {
         || options.idle_fleet
         || options.wake
         || options.scale
+        || options.recovery
     {
         Vec::new()
     } else {
@@ -1224,7 +1230,12 @@ async fn main() -> anyhow::Result<()> {
             skipped.push(json!(line));
             continue;
         }
-        if options.scale {
+        if options.recovery {
+            let repeats = if options.quick { 3 } else { 10 };
+            let result = recovery::measure(backend, repeats).await?;
+            recovery::print(backend.name(), &result);
+            backends.push(result);
+        } else if options.scale {
             let result = scale::measure(backend, &options).await?;
             scale::print(backend.name(), &result);
             backends.push(result);
@@ -1334,6 +1345,7 @@ async fn main() -> anyhow::Result<()> {
         && !options.idle_fleet
         && !options.wake
         && !options.scale
+        && !options.recovery
     {
         print_report(&report);
     }
