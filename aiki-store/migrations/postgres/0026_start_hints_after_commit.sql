@@ -2,9 +2,9 @@
 -- commit to its end (the WAL flush included), so transactions that notify commit one after
 -- another: with every start notifying from the trigger, concurrent starts ran at one
 -- connection's commit rate. A release from this one on sets `aiki.start_hints` to
--- `after_commit` on its connections and sends the hints of the queued runs it inserts itself,
--- once they are committed, several in one statement; for those inserts the trigger stays
--- quiet. A release before this one does not set it, and its starts notify from the trigger as
+-- `after_commit` for the transaction of each start (in its insert statement) and sends the
+-- hints of the queued runs it inserts itself, once they are committed, several in one
+-- statement; for those inserts the trigger stays quiet. A release before this one does not set it, and its starts notify from the trigger as
 -- before. An update that queues a run (a wake-up, a release, a requeue) still notifies from
 -- the trigger. Additive: the previous release reads and writes this schema, as do releases
 -- from schema 10 on.
