@@ -68,13 +68,7 @@ impl<D: Dialect> SqlStore<D> {
         run: &crate::NewRun,
     ) -> Result<Option<RunRecord>, crate::StoreError> {
         match &self.sql.insert_run_quiet {
-            Some(quiet) if self.start_hints.is_some() => {
-                let doc = self
-                    .fetch_text(on, quiet, &super::binds::insert_run(run))
-                    .await?;
-                doc.map(|doc| super::decode::run_from_json(&doc))
-                    .transpose()
-            }
+            Some(quiet) if self.start_hints.is_some() => self.insert_run_by(on, quiet, run).await,
             _ => self.insert_run(on, run).await,
         }
     }

@@ -24,9 +24,17 @@ impl<D: Dialect> SqlStore<D> {
         on: On<'_, Tx<D>>,
         run: &NewRun,
     ) -> Result<Option<RunRecord>, StoreError> {
-        let doc = self
-            .fetch_text(on, &self.sql.insert_run, &binds::insert_run(run))
-            .await?;
+        self.insert_run_by(on, &self.sql.insert_run, run).await
+    }
+
+    /// Inserts a run with `sql`, the statement `insert_run` or a variant of it.
+    pub(super) async fn insert_run_by(
+        &self,
+        on: On<'_, Tx<D>>,
+        sql: &str,
+        run: &NewRun,
+    ) -> Result<Option<RunRecord>, StoreError> {
+        let doc = self.fetch_text(on, sql, &binds::insert_run(run)).await?;
         doc.map(|doc| decode::run_from_json(&doc)).transpose()
     }
 
