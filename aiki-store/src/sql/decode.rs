@@ -208,33 +208,44 @@ impl RunRow {
     }
 }
 
+/// One entry of a history, as the array of its columns that `load_history` selects (no run
+/// id: every entry of a history is of its run).
 #[derive(Deserialize)]
-struct EntryRow {
-    run_id: String,
-    address: String,
-    idx: i64,
-    kind: String,
-    status: String,
-    output: Option<String>,
-    fingerprint: Option<String>,
-    attempts: i64,
-    error_kind: Option<String>,
-    error_message: Option<String>,
-    retry_at: Option<i64>,
-    updated_at: i64,
+struct EntryCells(
+    /* address */ String,
+    /* idx */ i64,
+    /* kind */ String,
+    /* status */ String,
+    /* output */ Option<String>,
+    /* fingerprint */ Option<String>,
+    /* attempts */ i64,
+    /* error_kind */ Option<String>,
+    /* error_message */ Option<String>,
+    /* retry_at */ Option<i64>,
+    /* updated_at */ i64,
+    /// Absent below the schema that keeps task inputs.
     #[serde(default)]
-    input: Option<String>,
-}
+    Option<String>,
+);
 
-impl EntryRow {
+impl EntryCells {
     fn into_record(self, run: &KnownRun) -> Result<EntryRecord, StoreError> {
+        let EntryCells(
+            address,
+            idx,
+            kind,
+            status,
+            output,
+            fingerprint,
+            attempts,
+            error_kind,
+            error_message,
+            retry_at,
+            updated_at,
+            input,
+        ) = self;
         // Named only when something is wrong: a history has thousands of entries.
-        let record = || {
-            format!(
-                "run {}, manifest entry `{}` #{}",
-                self.run_id, self.address, self.idx
-            )
-        };
+        let record = || format!("run {}, manifest entry `{address}` #{idx}", run.text);
         let newer = |error: UnknownEntryStatus| StoreError::Incompatible {
             message: format!("{}: {error}", record()),
         };
@@ -242,21 +253,21 @@ impl EntryRow {
             text.map(|text| parse_json(text, || format!("the {what} of {}", record())))
                 .transpose()
         };
-        let output = json(self.output.as_ref(), "output")?;
-        let input = json(self.input.as_ref(), "input")?;
+        let output = json(output.as_ref(), "output")?;
+        let input = json(input.as_ref(), "input")?;
         Ok(EntryRecord {
-            run_id: run.parse(&self.run_id)?,
-            index: unsigned(self.idx, "entry index")?,
-            kind: self.kind.parse().map_err(newer)?,
-            status: self.status.parse().map_err(newer)?,
+            run_id: run.id,
+            index: unsigned(idx, "entry index")?,
+            kind: kind.parse().map_err(newer)?,
+            status: status.parse().map_err(newer)?,
             output,
             input,
-            address: self.address,
-            fingerprint: self.fingerprint,
-            attempts: unsigned(self.attempts, "entry attempts")?,
-            error: failure(self.error_kind, self.error_message),
-            retry_at: self.retry_at,
-            updated_at: self.updated_at,
+            fingerprint,
+            attempts: unsigned(attempts, "entry attempts")?,
+            error: failure(error_kind, error_message),
+            retry_at,
+            updated_at,
+            address,
         })
     }
 }
@@ -356,7 +367,7 @@ pub(crate) fn history_from_json(
     let run = run_from_json(&run.ok_or_else(|| StoreError::run_not_found(id))?)?;
     let known = KnownRun::new(run.id);
     let array = |text: Option<String>| text.unwrap_or_else(|| "[]".to_owned());
-    let mut entries = document::<Vec<EntryRow>>(&array(entries), "entries")?
+    let mut entries = document::<Vec<EntryCells>>(&array(entries), "entries")?
         .into_iter()
         .map(|row| row.into_record(&known))
         .collect::<Result<Vec<_>, _>>()?;
@@ -432,4 +443,55 @@ pub(crate) fn slot_outcome(
 /// A revision as stored.
 pub(crate) fn revision(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(text: &str) -> Result<Vec<EntryRecord>, StoreError> {
+        let run = KnownRun::new(RunId::new());
+        document::<Vec<EntryCells>>(text, "entries")?
+            .into_iter()
+            .map(|cells| cells.into_record(&run))
+            .collect()
+    }
+
+    #[test]
+    fn an_entry_is_read_from_the_array_of_its_columns_with_or_without_its_input() {
+        let with_input =
+            entries(r#"[["t:ab",2,"task","completed","{\"v\":1}","fp",1,null,null,null,7,"3"]]"#)
+                .unwrap();
+        let entry = &with_input[0];
+        assert_eq!(
+            (entry.address.as_str(), entry.index, entry.attempts),
+            ("t:ab", 2, 1)
+        );
+        assert_eq!(entry.output, Some(serde_json::json!({"v": 1})));
+        assert_eq!(entry.input, Some(serde_json::json!(3)));
+        assert_eq!(entry.fingerprint.as_deref(), Some("fp"));
+        assert_eq!(entry.updated_at, 7);
+        // A schema before task inputs selects one column fewer.
+        let without =
+            entries(r#"[["t:ab",0,"task","failed",null,null,3,"boom","it broke",null,7]]"#)
+                .unwrap();
+        assert_eq!(without[0].input, None);
+        let error = without[0].error.as_ref().expect("a failed entry's error");
+        assert_eq!(
+            (error.kind.as_str(), error.message.as_str()),
+            ("boom", "it broke")
+        );
+    }
+
+    #[test]
+    fn an_unreadable_entry_is_named_in_the_error() {
+        let error = entries(r#"[["t:ab",4,"task","completed","{nope",null,1,null,null,null,7]]"#)
+            .unwrap_err();
+        assert!(
+            matches!(&error, StoreError::Corrupt { message } if message.contains("manifest entry `t:ab` #4")),
+            "{error}"
+        );
+        let error = entries(r#"[["t:ab",4,"task"]]"#).unwrap_err();
+        assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
+    }
 }

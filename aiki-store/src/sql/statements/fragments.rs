@@ -353,6 +353,7 @@ pub(crate) fn claim_idle_column(level: Level) -> String {
 pub(crate) fn render_for_sqlite(sql: &str) -> String {
     super::super::dialect::strip_casts(sql)
         .replace("json_build_object(", "json_object(")
+        .replace("json_build_array(", "json_array(")
         .replace("json_agg(", "json_group_array(")
         .replace("strpos(", "instr(")
         .replace(" FOR SHARE", "")
