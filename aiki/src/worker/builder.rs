@@ -247,6 +247,7 @@ impl WorkerBuilder {
                 catalog,
                 pruned_at: std::sync::atomic::AtomicI64::new(aiki_store::Millis::MIN),
                 subscriber,
+                startup: super::startup::Startup::new(),
             }),
             max_concurrent_runs: self.max_concurrent_runs,
             shutdown_timeout: self.shutdown_timeout,

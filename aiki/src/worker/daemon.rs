@@ -155,6 +155,7 @@ impl Daemons {
         let mut leadership = Leadership::default();
         let mut timers = crate::wake::subscribe_timers();
         let mut backoff = Duration::from_millis(50);
+        self.shared.startup.settled().await;
         loop {
             if *stop.borrow() != Stop::No {
                 break;

@@ -73,6 +73,7 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
     let beating = (shared.clone(), namespaces.clone());
     let task = tokio::spawn(crate::trace::in_current_dispatch(async move {
         let (shared, namespaces) = beating;
+        shared.startup.settled().await;
         let mut unpublished = shared.catalog.clone();
         let mut called: Vec<(Namespace, Vec<aiki_store::TaskDeclaration>)> = Vec::new();
         loop {

@@ -2,13 +2,15 @@
 //!
 //! This module holds the worker and its claim loop; the builder is in `builder`, the daemons
 //! in `daemon`, the worker's heartbeat in `heartbeat`, the wait for the store's runtime
-//! configuration to fit in `config`. One run's execution is the [`Executor`]'s.
+//! configuration to fit in `config`, the wait of the housekeeping for the first claim pass's
+//! runs in `startup`. One run's execution is the [`Executor`]'s.
 
 mod builder;
 mod config;
 mod daemon;
 mod heartbeat;
 mod schedules;
+mod startup;
 mod store;
 
 use std::fmt;
@@ -66,6 +68,8 @@ struct Shared {
     pruned_at: std::sync::atomic::AtomicI64,
     /// How work is discovered.
     subscriber: Arc<dyn Subscriber>,
+    /// Whether the runs of the first claim pass have ended: the housekeeping waits for it.
+    startup: startup::Startup,
 }
 
 impl Shared {
@@ -125,6 +129,8 @@ impl Worker {
         let exec = self.shared.exec();
         let heartbeat = heartbeat::start(self.shared.clone(), namespaces.clone());
         let mut executions = JoinSet::new();
+        // The first claim pass's runs execute before the housekeeping starts (see `startup`).
+        let mut first_pass = Some(self.shared.startup.clone());
         let mut backoff = Duration::from_millis(50);
         // When the last hint naming work started a pass.
         let mut last_hint: Option<tokio::time::Instant> = None;
@@ -168,14 +174,19 @@ impl Worker {
                         .inspect_err(|error| crate::metrics::store_error("claim", error))?;
                     let runs = exec.took(local_sent, claimed);
                     busy |= runs.len() == free.min(64);
+                    let settling = first_pass
+                        .take()
+                        .and_then(|startup| startup.first_pass(runs.len()));
                     let now = exec.clock.now();
                     for run in runs {
                         let queued_at = run.queued_at.unwrap_or(run.created_at);
                         let waited = u64::try_from(now.saturating_sub(queued_at)).unwrap_or(0);
                         crate::metrics::claimed(&run.namespace, Duration::from_millis(waited));
                         let executor = self.shared.executor.clone();
+                        let settling = settling.clone();
                         executions.spawn(crate::trace::in_current_dispatch(async move {
                             executor.execute(run).await;
+                            drop(settling);
                         }));
                     }
                 }
@@ -186,6 +197,10 @@ impl Worker {
                 result = pass => result,
                 Ok(_) = stop.wait_for(|stop| *stop == Stop::Now) => break,
             };
+            // A first pass that claimed nothing (it failed, or claims nothing) waits for none.
+            if let Some(startup) = first_pass.take() {
+                startup.settle();
+            }
             match result {
                 Ok(()) => backoff = Duration::from_millis(50),
                 Err(error) => {

@@ -139,6 +139,7 @@ pub(super) async fn reconcile(
     declared: Vec<Scheduled>,
     mut stop: tokio::sync::watch::Receiver<super::Stop>,
 ) {
+    shared.startup.settled().await;
     let exec = shared.exec();
     let serves: Vec<_> = exec.registry.namespaces().cloned().collect();
     let mut backoff = Duration::from_millis(100);

@@ -16,6 +16,8 @@ pub(crate) struct Counting {
     /// The entry writes and transitions the store answered, in order, with what else the
     /// test notes (`note`): `"entries completed:a running:b"`, `"transition completed"`.
     pub(crate) log: std::sync::Mutex<Vec<String>>,
+    /// Every call, by method, in the order they were made.
+    order: std::sync::Mutex<Vec<&'static str>>,
     /// Whether it keeps its store's payload limit to itself, as a server of an earlier release
     /// does (see `ExecutorStore::payload_limit`).
     hides_limit: bool,
@@ -28,6 +30,7 @@ impl Counting {
             calls: Default::default(),
             failures: Default::default(),
             log: Default::default(),
+            order: Default::default(),
             hides_limit: false,
         }
     }
@@ -49,6 +52,29 @@ impl Counting {
 
     fn count(&self, method: &'static str) {
         *self.calls.lock().unwrap().entry(method).or_default() += 1;
+        self.order.lock().unwrap().push(method);
+    }
+
+    /// Where `method` was first called among all calls (`None`: never).
+    #[allow(
+        dead_code,
+        reason = "one of the test binaries sharing this file uses it"
+    )]
+    pub(crate) fn first_call(&self, method: &str) -> Option<usize> {
+        self.order.lock().unwrap().iter().position(|m| *m == method)
+    }
+
+    /// Where `method` was last called among all calls (`None`: never).
+    #[allow(
+        dead_code,
+        reason = "one of the test binaries sharing this file uses it"
+    )]
+    pub(crate) fn last_call(&self, method: &str) -> Option<usize> {
+        self.order
+            .lock()
+            .unwrap()
+            .iter()
+            .rposition(|m| *m == method)
     }
 
     /// This store, stating no payload limit.
