@@ -73,6 +73,11 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
     let beating = (shared.clone(), namespaces.clone());
     let task = tokio::spawn(crate::trace::in_current_dispatch(async move {
         let (shared, namespaces) = beating;
+        // The catalog and the beats wait for the first claim pass's runs (see `startup`); but
+        // if it claimed any, one beat goes at once, so that operators see who holds them.
+        if shared.startup.claimed().await {
+            record(&shared, &namespaces, started_at).await;
+        }
         shared.startup.settled().await;
         let mut unpublished = shared.catalog.clone();
         let mut called: Vec<(Namespace, Vec<aiki_store::TaskDeclaration>)> = Vec::new();
@@ -116,15 +121,7 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
                     }
                 }
             }
-            let beat = beat(&shared, &namespaces, started_at);
-            if let Err(error) = shared
-                .exec()
-                .store
-                .record_worker(beat, shared.exec().clock.now())
-                .await
-            {
-                tracing::debug!(%error, "worker heartbeat not recorded");
-            }
+            record(&shared, &namespaces, started_at).await;
             // Real time: the heartbeat tells people whether the process is alive.
             tokio::time::sleep(shared.exec().claim_refresh_interval).await;
         }
@@ -134,6 +131,19 @@ pub(super) fn start(shared: Arc<Shared>, namespaces: Vec<Namespace>) -> Heartbea
         shared,
         namespaces,
         started_at,
+    }
+}
+
+/// Records one heartbeat; one that fails is only logged.
+async fn record(shared: &Shared, namespaces: &[Namespace], started_at: aiki_store::Millis) {
+    let beat = beat(shared, namespaces, started_at);
+    if let Err(error) = shared
+        .exec()
+        .store
+        .record_worker(beat, shared.exec().clock.now())
+        .await
+    {
+        tracing::debug!(%error, "worker heartbeat not recorded");
     }
 }
 
