@@ -208,44 +208,36 @@ impl RunRow {
     }
 }
 
-/// One entry of a history, as the array of its columns that `load_history` selects (no run
-/// id: every entry of a history is of its run).
+/// One entry of a history, as the array of its columns that `load_history` selects, in the
+/// order of these fields (serde reads a struct from an array field by field). No run id:
+/// every entry of a history is of its run.
 #[derive(Deserialize)]
-struct EntryCells(
-    /* address */ String,
-    /* idx */ i64,
-    /* kind */ String,
-    /* status */ String,
-    /* output */ Option<String>,
-    /* fingerprint */ Option<String>,
-    /* attempts */ i64,
-    /* error_kind */ Option<String>,
-    /* error_message */ Option<String>,
-    /* retry_at */ Option<i64>,
-    /* updated_at */ i64,
+struct EntryCells {
+    address: String,
+    idx: i64,
+    kind: String,
+    status: String,
+    output: Option<String>,
+    fingerprint: Option<String>,
+    attempts: i64,
+    error_kind: Option<String>,
+    error_message: Option<String>,
+    retry_at: Option<i64>,
+    updated_at: i64,
     /// Absent below the schema that keeps task inputs.
     #[serde(default)]
-    Option<String>,
-);
+    input: Option<String>,
+}
 
 impl EntryCells {
     fn into_record(self, run: &KnownRun) -> Result<EntryRecord, StoreError> {
-        let EntryCells(
-            address,
-            idx,
-            kind,
-            status,
-            output,
-            fingerprint,
-            attempts,
-            error_kind,
-            error_message,
-            retry_at,
-            updated_at,
-            input,
-        ) = self;
         // Named only when something is wrong: a history has thousands of entries.
-        let record = || format!("run {}, manifest entry `{address}` #{idx}", run.text);
+        let record = || {
+            format!(
+                "run {}, manifest entry `{}` #{}",
+                run.text, self.address, self.idx
+            )
+        };
         let newer = |error: UnknownEntryStatus| StoreError::Incompatible {
             message: format!("{}: {error}", record()),
         };
@@ -253,21 +245,21 @@ impl EntryCells {
             text.map(|text| parse_json(text, || format!("the {what} of {}", record())))
                 .transpose()
         };
-        let output = json(output.as_ref(), "output")?;
-        let input = json(input.as_ref(), "input")?;
+        let output = json(self.output.as_ref(), "output")?;
+        let input = json(self.input.as_ref(), "input")?;
         Ok(EntryRecord {
             run_id: run.id,
-            index: unsigned(idx, "entry index")?,
-            kind: kind.parse().map_err(newer)?,
-            status: status.parse().map_err(newer)?,
+            index: unsigned(self.idx, "entry index")?,
+            kind: self.kind.parse().map_err(newer)?,
+            status: self.status.parse().map_err(newer)?,
             output,
             input,
-            fingerprint,
-            attempts: unsigned(attempts, "entry attempts")?,
-            error: failure(error_kind, error_message),
-            retry_at,
-            updated_at,
-            address,
+            address: self.address,
+            fingerprint: self.fingerprint,
+            attempts: unsigned(self.attempts, "entry attempts")?,
+            error: failure(self.error_kind, self.error_message),
+            retry_at: self.retry_at,
+            updated_at: self.updated_at,
         })
     }
 }

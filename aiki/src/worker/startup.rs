@@ -1,11 +1,11 @@
 //! A worker's start: the runs its first claim pass finds are executed before its housekeeping
 //! begins (the catalog it publishes and its regular heartbeats, the daemons' first pass, the
 //! reconciliation of its schedules); one heartbeat alone goes at once, so that operators see
-//! who holds those runs. A worker restarted after a crash finishes the work it
-//! finds without competing with its own start for the store's connections, its writer and the
-//! CPU: on the 2-core development machine, that housekeeping made the first history load of a
-//! recovered run two to three times slower. It waits at most [`GRACE`], so a first pass of long
-//! runs does not keep a worker out of the worker list.
+//! who holds those runs. A worker restarted after a crash finishes the work it finds without
+//! competing with its own start for the store's connections, its writer and the CPU: on the
+//! 2-core development machine, that housekeeping made the first history load of a recovered
+//! run two to three times slower. It waits at most [`GRACE`], so a first pass of long runs
+//! does not hold the catalog and the daemons back.
 
 use std::sync::Arc;
 use std::time::Duration;

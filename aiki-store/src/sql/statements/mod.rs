@@ -3,9 +3,9 @@
 //! They are written in PostgreSQL's syntax, restricted to what SQLite also accepts once its
 //! dialect has rendered them: `$N` placeholders (SQLite reads `$N` as the N-th parameter),
 //! `::type` casts (dropped for SQLite), `json_build_object` / `json_build_array` / `json_agg`
-//! (SQLite's `json_object` / `json_array` / `json_group_array`) and `FOR SHARE` / `FOR UPDATE` row locks (dropped: SQLite
-//! has one writer, whose statement or `BEGIN IMMEDIATE` transaction already sees the latest
-//! revision). Lists of statuses are generated from [`RunStatus`], never written as literals.
+//! (SQLite's `json_object` / `json_array` / `json_group_array`) and `FOR SHARE` / `FOR UPDATE`
+//! row locks (dropped: SQLite has one writer, whose statement or `BEGIN IMMEDIATE` transaction
+//! already sees the latest revision). Lists of statuses are generated from [`RunStatus`], never written as literals.
 //! [`Statements::new`] renders them once per store.
 
 mod fragments;
