@@ -401,6 +401,7 @@ impl Dialect for PgDialect {
     const ANSWERS: i64 = 19;
     const ENDPOINTS: i64 = 21;
     const SCHEDULES: i64 = 22;
+    const ENDED_RUNS: i64 = 23;
     const CONTINUATION: i64 = 25;
     const READY_NOTIFY: i64 = 20;
     const START_HINTS: i64 = 26;

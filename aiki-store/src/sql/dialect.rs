@@ -252,6 +252,8 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     const ENDPOINTS: i64;
     /// The migration that adds schedules and their log.
     const SCHEDULES: i64;
+    /// The migration that adds the index of ended runs (`aiki_runs_ended`).
+    const ENDED_RUNS: i64;
     /// The migration that adds the continuation columns (continue-as-new).
     const CONTINUATION: i64;
     /// The version of the migration whose trigger notifies ready runs (`i64::MAX` where the

@@ -48,6 +48,9 @@ pub(crate) struct Level {
     pub(crate) endpoints: bool,
     /// The schedules migration (SQLite 20, PostgreSQL 22): schedules and their log.
     pub(crate) schedules: bool,
+    /// The ended runs migration (SQLite 21, PostgreSQL 23): the index of ended runs
+    /// (`aiki_runs_ended`) that retention reads.
+    pub(crate) ended_runs: bool,
     /// The continuation migration (SQLite 22, PostgreSQL 25): continue-as-new's links.
     pub(crate) continuation: bool,
     /// The start hints migration (PostgreSQL 26; none on SQLite, which sends no hints): the
@@ -66,6 +69,7 @@ impl Level {
         answers: true,
         endpoints: true,
         schedules: true,
+        ended_runs: true,
         continuation: true,
         start_hints: true,
     };
@@ -81,6 +85,7 @@ impl Level {
             answers: version >= D::ANSWERS,
             endpoints: version >= D::ENDPOINTS,
             schedules: version >= D::SCHEDULES,
+            ended_runs: version >= D::ENDED_RUNS,
             continuation: version >= D::CONTINUATION,
             start_hints: version >= D::START_HINTS,
         }
