@@ -427,6 +427,19 @@ impl PostgresStore {
         self.explain_claim(request, "EXPLAIN", 0).await
     }
 
+    /// The statements that read a later batch of the change stream: its first page, and its
+    /// later pages (for tests that check how PostgreSQL plans them; see
+    /// [`ReadStore::changes_since`](crate::ReadStore::changes_since)).
+    #[doc(hidden)]
+    pub fn change_page_statements(&self) -> Option<(String, String)> {
+        match &self.sql.own.outbox {
+            Some(crate::sql::outbox::OutboxStatements::Snapshots {
+                page, page_after, ..
+            }) => Some((page.clone(), page_after.clone())),
+            _ => None,
+        }
+    }
+
     /// Connects with default options and applies pending migrations.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         Self::connect_with(PostgresOptions::new(url)).await

@@ -27,14 +27,22 @@ pub(crate) enum OutboxStatements {
     #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     Sequence { page: String, head: String },
     /// By snapshots: `first` (the first batch: `$1` its snapshot, `$2` after, `$3` limit),
-    /// `page` (a later batch: `$1` the earlier snapshot, `$2` the later one, `$3` after, `$4`
-    /// limit) and `now` (the current snapshot). Two statements, so that a later batch is found
-    /// by its transaction ids (the index `aiki_timeline_by_xid`), not by walking the numbers
-    /// of every change before it.
+    /// `page` (the first page of a later batch: `$1` the earlier snapshot, `$2` the later one,
+    /// `$3` after, `$4` limit), `page_after` (a later page of that batch, the same parameters) and
+    /// `now` (the current snapshot).
+    ///
+    /// A later batch's first page is found by its transaction ids (the index
+    /// `aiki_timeline_by_xid`), not by walking the numbers of every change before it. Its
+    /// later pages walk the numbers from the last one read (`aiki_timeline_by_seq`): found by
+    /// transaction ids, every page read and sorted the whole batch to take its own rows, so
+    /// that a reader far behind paid for its backlog at every page. The statements are
+    /// prepared, and PostgreSQL plans a prepared statement once for any parameters: one
+    /// statement could not read by ids when the batch is new and by numbers after that.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Snapshots {
         first: String,
         page: String,
+        page_after: String,
         now: String,
     },
 }
@@ -76,9 +84,18 @@ impl OutboxStatements {
              AND NOT pg_visible_in_snapshot(t.xid, $1::pg_snapshot) \
              AND t.seq > $3 ORDER BY t.seq LIMIT $4"
         );
+        // The transaction ids' bounds, which the index could read by, are left out: they are
+        // implied by the snapshots' visibility.
+        let page_after = format!(
+            "SELECT {COLUMNS} FROM aiki_timeline t JOIN aiki_runs r ON r.id = t.run_id \
+             WHERE pg_visible_in_snapshot(t.xid, $2::pg_snapshot) \
+             AND NOT pg_visible_in_snapshot(t.xid, $1::pg_snapshot) \
+             AND t.seq > $3 ORDER BY t.seq LIMIT $4"
+        );
         OutboxStatements::Snapshots {
             first,
             page,
+            page_after,
             now: "SELECT pg_current_snapshot()::text".to_owned(),
         }
     }
@@ -194,7 +211,12 @@ impl<D: Dialect> SqlStore<D> {
                     next: ChangeCursor::new(last.to_string()),
                 })
             }
-            OutboxStatements::Snapshots { first, page, now } => {
+            OutboxStatements::Snapshots {
+                first,
+                page,
+                page_after,
+                now,
+            } => {
                 let (earlier, later, last) = parse_snapshots(cursor)?;
                 let current = || async {
                     self.fetch_text(On::Read, now, &[])
@@ -228,7 +250,8 @@ impl<D: Dialect> SqlStore<D> {
                                 Param::from(last),
                                 Param::from(limit),
                             ];
-                            self.fetch(On::Read, page, &params).await?
+                            let statement = if last == 0 { page } else { page_after };
+                            self.fetch(On::Read, statement, &params).await?
                         }
                         None => {
                             let params = [
