@@ -2,6 +2,7 @@
 //! its own (as the daemons' retention does under theirs), times by the store's clock.
 
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use aiki::store::{PURGE_MAX_LIMIT, PURGE_MIN_AGE_MS, PurgeRuns};
 use aiki::{MigrationMode, Millis, RunId};
@@ -20,6 +21,11 @@ const LEASE_TTL: Millis = 60_000;
 /// How many runs one batch takes.
 const BATCH: u32 = 500;
 
+/// How many times a write the database refused as busy (SQLite's write lock held past the
+/// busy timeout by the application's writers) is tried again, after 100 ms, 200 ms and so on:
+/// 5.5 s of pauses, besides each attempt's own busy timeout.
+const BUSY_RETRIES: u32 = 10;
+
 pub(crate) async fn purge(
     cli: &Cli,
     args: &PurgeArgs,
@@ -33,7 +39,10 @@ pub(crate) async fn purge(
     )?;
     let store = aiki::store::connect_with_mode(url, MigrationMode::Check).await?;
     let holder = format!("aiki-cli-{}", std::process::id());
-    let lease = |now: Millis| store.acquire_lease(PURGE_LEASE, &holder, LEASE_TTL, now);
+    let lease = |now: Millis| {
+        let (store, holder) = (&store, holder.as_str());
+        busy(move || store.acquire_lease(PURGE_LEASE, holder, LEASE_TTL, now))
+    };
     let mut held = lease(aiki::Clock::now(&aiki::SystemClock)).await?;
     if held.holder != holder {
         return Err(Failure::error(format!(
@@ -61,7 +70,7 @@ pub(crate) async fn purge(
         let request = PurgeRuns::new(before)
             .limit(limit.min(PURGE_MAX_LIMIT))
             .dry_run(true);
-        let ids = store.purge_runs(&held, now, request).await?;
+        let ids = busy(|| store.purge_runs(&held, now, request)).await?;
         print_listed(&*store, &ids, before, format, out).await
     } else {
         let mut purged = 0_u64;
@@ -71,13 +80,17 @@ pub(crate) async fn purge(
             if left == 0 {
                 break;
             }
-            let batch = store
-                .purge_runs(&held, held.expires_at - LEASE_TTL, request)
-                .await?;
+            let started = Instant::now();
+            let now = held.expires_at - LEASE_TTL;
+            let batch = busy(|| store.purge_runs(&held, now, request)).await?;
             purged += batch.len() as u64;
             if (batch.len() as u64) < u64::from(request.limit) {
                 break;
             }
+            // Leave the database to the application as long as the batch took. SQLite has
+            // one writer: batches back to back would keep the application's writes waiting,
+            // past their busy timeout ("database is locked").
+            tokio::time::sleep(started.elapsed()).await;
             held = lease(held.expires_at - LEASE_TTL).await?;
         }
         match format {
@@ -100,6 +113,23 @@ pub(crate) async fn purge(
         .await
         .ok();
     result.map(|()| 0)
+}
+
+/// `call`, made again while the database is busy, [`BUSY_RETRIES`] times at most.
+async fn busy<T, F>(mut call: impl FnMut() -> F) -> Result<T, aiki::StoreError>
+where
+    F: Future<Output = Result<T, aiki::StoreError>>,
+{
+    let mut retries = 0;
+    loop {
+        match call().await {
+            Err(error) if error.is_transient() && retries < BUSY_RETRIES => {
+                retries += 1;
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(retries))).await;
+            }
+            result => return result,
+        }
+    }
 }
 
 /// Prints the runs a dry run listed, with what each was.

@@ -190,6 +190,55 @@ async fn bad_purges_are_refused_in_one_line(backend: Backend) {
     assert!(exists(&store, old).await, "nothing refused purged anything");
 }
 
+/// SQLite's write lock held by another connection past the store's busy timeout (5 s): the
+/// purge waits it out and purges, instead of failing with "database is locked".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purge_waits_out_a_busy_sqlite_database() {
+    use sqlx::Connection as _;
+    aiki_tests::bounded(async {
+        let url = Backend::Sqlite.fresh_url().await;
+        let store = aiki::store::connect(&url).await.expect("the store opens");
+        let old = seeded(
+            &store,
+            RunStatus::Completed,
+            aiki::SystemClock.now() - 3 * DAY,
+        )
+        .await;
+        let mut writer = sqlx::SqliteConnection::connect(&url)
+            .await
+            .expect("a second connection opens");
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut writer)
+            .await
+            .expect("the write lock is taken");
+        let purge = tokio::task::spawn_blocking({
+            let url = url.clone();
+            move || {
+                aiki(
+                    &url,
+                    &["runs", "purge", "--finished-before", "1d", "-o", "json"],
+                )
+            }
+        });
+        tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+        assert!(
+            !purge.is_finished(),
+            "the purge waits while the lock is held"
+        );
+        sqlx::query("COMMIT")
+            .execute(&mut writer)
+            .await
+            .expect("the write lock is released");
+        let purged = purge.await.expect("the purge ran").json();
+        assert_eq!(purged["purged"], 1, "{purged}");
+        assert!(
+            !exists(&store, old).await,
+            "purged once the lock was released"
+        );
+    })
+    .await;
+}
+
 aiki_tests::on_sql_backends!(
     ended_runs_are_listed_then_purged,
     bad_purges_are_refused_in_one_line
