@@ -1,10 +1,13 @@
 //! `--scale`, retention: a store seeded with ended runs (200,000; 50,000 with `--quick`), each
 //! with ten task entries and three timeline rows, ended between 30 days and 2 h ago (see
 //! `seed.rs`). The throughput workload (N runs of 10 sequential tasks, one worker process) is
-//! timed without a purge; then the purge alone for a few seconds; then the workload again with
-//! this process purging meanwhile, as the leader's daemons do: `Sweeper::purge_runs` under a
-//! lease of its own (`bench-purge`), batches of 500 runs ended before now (so at least an hour
-//! ago, the store's minimum age), one after another until the workload's last run completed.
+//! timed without a purge; then the purge alone for a few seconds or half of the seeded runs,
+//! whichever ends first (the other half is left for the next part); then the workload again
+//! with this process purging meanwhile, as `aiki runs purge` does: `Sweeper::purge_runs` under
+//! a lease of its own (`bench-purge`), batches of 500 runs ended before now (so at least an hour
+//! ago, the store's minimum age), each followed by a pause as long as it took (back to back,
+//! the batches kept SQLite's one writer from the workload's writes past their busy timeout),
+//! until the workload's last run completed.
 //! Runs purged per second (and each batch's p50 and p99), and the worker's steps/s beside the
 //! same store's without the purge.
 
@@ -14,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use aiki::store::PurgeRuns;
 use aiki::{BoxStore, Client};
+use anyhow::Context as _;
 use serde_json::{Value, json};
 
 /// The purge's lease, renewed when half of it is left.
@@ -23,11 +27,15 @@ const BATCH: u32 = 500;
 /// Task entries per seeded run.
 const ENTRIES: i64 = 10;
 
-/// Purges batch after batch until `stop` is set, `budget` ran out or nothing is left.
+/// Purges batch after batch until `stop` is set, `budget` ran out, `cap` runs are purged or
+/// nothing is left; `paced`, with a pause as long as each batch took after it, as `aiki runs
+/// purge` does.
 async fn purge(
     store: BoxStore,
     stop: Arc<AtomicBool>,
     budget: Option<Duration>,
+    cap: Option<usize>,
+    paced: bool,
 ) -> anyhow::Result<Value> {
     let holder = "bench";
     let mut lease = store
@@ -40,7 +48,10 @@ async fn purge(
     );
     let clock = Instant::now();
     let (mut purged, mut batches, mut exhausted, mut busy) = (0, Vec::new(), false, 0u64);
-    while !stop.load(Ordering::Relaxed) && budget.is_none_or(|budget| clock.elapsed() < budget) {
+    while !stop.load(Ordering::Relaxed)
+        && budget.is_none_or(|budget| clock.elapsed() < budget)
+        && cap.is_none_or(|cap| purged < cap)
+    {
         let now = super::now_ms();
         if lease.expires_at - now < LEASE_TTL_MS / 2 {
             lease = store
@@ -50,7 +61,7 @@ async fn purge(
         }
         let batch = Instant::now();
         let ids = match store
-            .purge_runs(&lease, now, PurgeRuns::new(now).limit(BATCH))
+            .purge_runs(&lease, now, PurgeRuns::new(now).limit(limit(purged, cap)))
             .await
         {
             Ok(ids) => ids,
@@ -63,11 +74,15 @@ async fn purge(
             }
             Err(error) => return Err(error.into()),
         };
-        batches.push(batch.elapsed().as_secs_f64() * 1000.0);
+        let took = batch.elapsed();
+        batches.push(took.as_secs_f64() * 1000.0);
         purged += ids.len();
         if ids.is_empty() {
             exhausted = true;
             break;
+        }
+        if paced {
+            tokio::time::sleep(took).await;
         }
     }
     let seconds = clock.elapsed().as_secs_f64();
@@ -81,8 +96,16 @@ async fn purge(
         "batch_p50_ms": super::percentile(&batches, 0.5),
         "batch_p99_ms": super::percentile(&batches, 0.99),
         "exhausted": exhausted,
+        "capped": cap.is_some_and(|cap| purged >= cap),
         "busy": busy,
     }))
+}
+
+/// The next batch's size: [`BATCH`], or what is left of `cap`.
+fn limit(purged: usize, cap: Option<usize>) -> u32 {
+    cap.map_or(BATCH, |cap| {
+        u32::try_from(cap.saturating_sub(purged)).map_or(BATCH, |left| left.min(BATCH))
+    })
 }
 
 /// The throughput workload (one worker process), with this process purging meanwhile if
@@ -94,7 +117,7 @@ async fn workload(url: &str, runs: u64, purging: bool) -> anyhow::Result<Value> 
     let stop = Arc::new(AtomicBool::new(false));
     let purger = if purging {
         let store = aiki::store::connect(url).await?;
-        Some(tokio::spawn(purge(store, stop.clone(), None)))
+        Some(tokio::spawn(purge(store, stop.clone(), None, None, true)))
     } else {
         None
     };
@@ -126,7 +149,8 @@ async fn workload(url: &str, runs: u64, purging: bool) -> anyhow::Result<Value> 
 }
 
 /// The measure on the fresh store behind `url`: `runs` runs of the workload, `seeded` ended
-/// runs to purge, the purge alone for `alone` seconds.
+/// runs to purge, the purge alone for `alone` seconds and at most half of them, so that the
+/// purge beside the workload has runs left to purge.
 pub(crate) async fn measure(
     url: &str,
     runs: u64,
@@ -134,11 +158,23 @@ pub(crate) async fn measure(
     alone: f64,
 ) -> anyhow::Result<Value> {
     let seeding = super::seed::seed(url, seeded, ENTRIES).await?;
-    let without = workload(url, runs, false).await?;
+    let without = workload(url, runs, false)
+        .await
+        .context("the workload without a purge")?;
     let store = aiki::store::connect(url).await?;
     let stop = Arc::new(AtomicBool::new(false));
-    let purge_alone = purge(store, stop, Some(Duration::from_secs_f64(alone))).await?;
-    let with = workload(url, runs, true).await?;
+    let half = usize::try_from(seeded / 2)?;
+    let purge_alone = purge(
+        store,
+        stop,
+        Some(Duration::from_secs_f64(alone)),
+        Some(half),
+        false,
+    )
+    .await?;
+    let with = workload(url, runs, true)
+        .await
+        .context("the workload while purging")?;
     let during = with["purge"].clone();
     Ok(json!({
         "seeding": seeding,
@@ -159,14 +195,16 @@ pub(crate) fn print(backend: &str, result: &Value) {
     let exhausted = |purge: &Value| {
         if purge["exhausted"] == json!(true) {
             " (ran out of ended runs)"
+        } else if purge["capped"] == json!(true) {
+            " (stopped at half of them)"
         } else {
             ""
         }
     };
     println!(
         "  {backend:<8} retention, {} ended runs of {ENTRIES} entries: purge in batches of \
-         {BATCH} alone {:.0} runs/s (batch p50 {:.0} ms, p99 {:.0} ms){}; while 1 worker \
-         process runs {} runs × 10 tasks {:.0} runs/s (batch p50 {:.0} ms, p99 {:.0} ms, {} \
+         {BATCH} alone {:.0} runs/s (batch p50 {:.0} ms, p99 {:.0} ms){}; paced (a pause as \
+         long as each batch) while 1 worker process runs {} runs × 10 tasks {:.0} runs/s (batch p50 {:.0} ms, p99 {:.0} ms, {} \
          runs in {:.1} s, {} batches refused as busy){}",
         result["seeding"]["runs"],
         f(&alone["runs_per_s"]),
