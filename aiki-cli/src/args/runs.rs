@@ -98,7 +98,8 @@ pub enum RunsCommand {
     /// Deletes ended runs (completed, failed, cancelled) with everything recorded for them,
     /// the oldest first; a child goes with or after its parent, and runs ended within the
     /// last hour stay. Works on the database itself, not through a server (whose daemons
-    /// purge by `daemons.purgeEndedRuns.retentionMs`).
+    /// purge by `daemons.purgeEndedRuns.retentionMs`), in batches of 500 with a pause as long
+    /// as each batch after it, so that the application's writes go on meanwhile.
     Purge(PurgeArgs),
 }
 
