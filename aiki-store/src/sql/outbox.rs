@@ -28,16 +28,15 @@ pub(crate) enum OutboxStatements {
     Sequence { page: String, head: String },
     /// By snapshots: `first` (the first batch: `$1` its snapshot, `$2` after, `$3` limit),
     /// `page` (the first page of a later batch: `$1` the earlier snapshot, `$2` the later one,
-    /// `$3` after, `$4` limit), `page_after` (a later page of that batch, the same parameters) and
-    /// `now` (the current snapshot).
+    /// `$3` after, `$4` limit), `page_after` (a later page of that batch, the same parameters)
+    /// and `now` (the current snapshot).
     ///
     /// A later batch's first page is found by its transaction ids (the index
     /// `aiki_timeline_by_xid`), not by walking the numbers of every change before it. Its
-    /// later pages walk the numbers from the last one read (`aiki_timeline_by_seq`): found by
-    /// transaction ids, every page read and sorted the whole batch to take its own rows, so
-    /// that a reader far behind paid for its backlog at every page. The statements are
-    /// prepared, and PostgreSQL plans a prepared statement once for any parameters: one
-    /// statement could not read by ids when the batch is new and by numbers after that.
+    /// later pages walk the numbers from the last one read (`aiki_timeline_by_seq`): read by
+    /// transaction ids as well, each of them would read and sort the whole batch, and a reader
+    /// far behind would pay for its backlog at every page. Two statements, since PostgreSQL
+    /// plans a prepared statement once for any parameters.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Snapshots {
         first: String,
