@@ -100,6 +100,7 @@ impl<D: Dialect> SqlStore<D> {
 
     /// The query plan of a purge's `DELETE` of its batch of runs (`explain`: the database's
     /// `EXPLAIN` statement), its lines read from `column`; nothing is deleted.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) async fn explain_purge(
         &self,
         lease: &Lease,
