@@ -136,6 +136,7 @@ fn scope_of(method: &Method, route: &str) -> Option<Scope> {
         | path::METRICS => Some(Scope::Read),
         path::ENTRIES
         | path::ENTRY_BATCH
+        | path::ENTRY_WRITES
         | path::CHILDREN
         | path::SLEEPS
         | path::EVENT_SLOTS
@@ -275,6 +276,7 @@ mod tests {
             (&get, path::METRICS, Some(Scope::Read)),
             (&post, path::ENTRIES, Some(Scope::Executor)),
             (&post, path::ENTRY_BATCH, Some(Scope::Executor)),
+            (&post, path::ENTRY_WRITES, Some(Scope::Executor)),
             (&post, path::CHILDREN, Some(Scope::Executor)),
             (&post, path::SLEEPS, Some(Scope::Executor)),
             (&post, path::EVENT_SLOTS, Some(Scope::Executor)),

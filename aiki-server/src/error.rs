@@ -16,7 +16,7 @@ use serde_json::json;
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
-    body: ErrorBody,
+    pub(crate) body: ErrorBody,
 }
 
 impl ApiError {
@@ -182,7 +182,7 @@ pub(crate) async fn no_route() -> ApiError {
     ApiError {
         status: StatusCode::NOT_FOUND,
         body: ErrorBody::new(
-            "no_route",
+            aiki_store::api::NO_ROUTE,
             "no such route: the API's routes are under /api/v1 (see the API reference)",
             json!({}),
         ),

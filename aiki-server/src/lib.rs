@@ -107,6 +107,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::TIMELINE, get(routes::timeline))
         .route(path::ENTRIES, post(routes::put_entry))
         .route(path::ENTRY_BATCH, post(routes::put_entries))
+        .route(path::ENTRY_WRITES, post(routes::put_entry_writes))
         .route(path::CHILDREN, post(routes::start_child))
         .route(path::SLEEPS, post(routes::put_sleep))
         .route(path::EVENT_SLOTS, post(routes::record_event_slot))

@@ -5,15 +5,12 @@
 
 mod support;
 
-use std::time::Duration;
-
-use aiki::ManualClock;
 use aiki_server::ServerConfig;
 use aiki_store::{EntryKind, EntryRecord, EntryStatus, RunId};
 use serde_json::{Value, json};
 use support::remote::Remote;
 
-use support::requests::{NOW, post_json, queued_run, server, snapshot};
+use support::requests::{NOW, post_json, queued_run, roomy_server, server, snapshot};
 
 fn entry(run: RunId, address: &str, index: u32) -> EntryRecord {
     EntryRecord::new(
@@ -102,14 +99,7 @@ async fn a_wrong_batch_is_refused_whole_and_writes_nothing() {
     );
 
     // More entries than a batch holds (a body the default body limit lets through).
-    let roomy = Remote::start(
-        aiki_store::connect("memory:").await.unwrap(),
-        ServerConfig::default()
-            .clock(ManualClock::new(NOW))
-            .request_timeout(Duration::from_secs(5))
-            .insecure_no_auth(),
-    )
-    .await;
+    let roomy = roomy_server().await;
     let run = queued_run(&roomy).await;
     let many: Vec<EntryRecord> = (0..1_001)
         .map(|index| entry(run.id, "step:aa", index))

@@ -49,6 +49,12 @@ pub mod path {
     /// `POST` [`PutEntries`](super::PutEntries) → `null` (executor): several entries of the
     /// run in one request (`ExecutorStore::put_entries`).
     pub const ENTRY_BATCH: &str = "/runs/{id}/entries/batch";
+    /// `POST` [`PutEntryWrites`](super::PutEntryWrites) → `[ErrorBody | null]` (executor): the
+    /// entry writes of several runs in one request, each checked against its own run's
+    /// revision and answered on its own, in order (`null`: written). An `HttpStore` sends what
+    /// its runs wrote while its previous request was in flight (group commit, see
+    /// [`crate::batch`]).
+    pub const ENTRY_WRITES: &str = "/entries";
     /// `POST` [`StartChild`](super::StartChild) → the child's [`RunRecord`](crate::RunRecord)
     /// (executor).
     pub const CHILDREN: &str = "/runs/{id}/children";
@@ -129,8 +135,15 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// a write the repeat does is rolled back for the answer already recorded.
 pub const FRESH_OPERATION: &str = "aiki-fresh-operation";
 
+/// The error code of a route the server does not serve ([`ErrorBody::code`](crate::ErrorBody)):
+/// a server of an earlier release answers it, with 404, to a route added since.
+pub const NO_ROUTE: &str = "no_route";
+
 /// The most entries one [`PutEntries`] carries (an `HttpStore` sends more in several requests).
 pub const MAX_ENTRY_BATCH: usize = 1_000;
+
+/// The most writes one [`PutEntryWrites`] carries: what one batch of [`crate::batch`] holds.
+pub const MAX_ENTRY_WRITES: usize = 2 * crate::batch::MAX_BATCH;
 
 /// Sent by a server with every answer: the largest payload its store keeps, in bytes of JSON
 /// text (`ExecutorStore::payload_limit`). A server that sends it also serves
@@ -179,6 +192,14 @@ pub struct PutEntry {
     pub expected: u64,
     /// The entry.
     pub entry: EntryRecord,
+}
+
+/// The body of [`path::ENTRY_WRITES`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PutEntryWrites {
+    /// The writes, of any runs, each with the revision its executor last saw of its run; no
+    /// two of one `(run, address, index)`.
+    pub writes: Vec<PutEntry>,
 }
 
 /// The body of [`path::CHILDREN`].

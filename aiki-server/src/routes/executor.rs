@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use aiki_store::api::{
-    AddCatalogTasks, ClaimWait, ContinueRun, MAX_ENTRY_BATCH, PublishCatalog, PutEntries, PutEntry,
-    PutSleep, RecordEventSlot, RecordWorker, RefreshClaim, StartChild, TransitionRun,
+    AddCatalogTasks, ClaimWait, ContinueRun, MAX_ENTRY_BATCH, MAX_ENTRY_WRITES, PublishCatalog,
+    PutEntries, PutEntry, PutEntryWrites, PutSleep, RecordEventSlot, RecordWorker, RefreshClaim,
+    StartChild, TransitionRun,
 };
 use aiki_store::{
-    CatalogEntry, ClaimRequest, ClaimState, Claimed, Continued, EventRecord, RunRecord,
+    CatalogEntry, ClaimRequest, ClaimState, Claimed, Continued, ErrorBody, EventRecord, RunRecord,
     SleepRecord, WorkerRecord,
 };
 use axum::Json;
@@ -65,6 +66,51 @@ pub(crate) async fn put_entries(
     }
     Ok(Json(
         app.store.put_entries(body.expected, body.entries).await?,
+    ))
+}
+
+/// The entry writes of several runs (`api::PutEntryWrites`), each stamped by the server's
+/// clock as [`put_entry`] stamps one and written or refused on its own, in one operation of the
+/// store where it batches (the SQL stores' group commit); the answer is each write's error, or
+/// `null` where it was written, in order.
+pub(crate) async fn put_entry_writes(
+    State(app): State<AppState>,
+    Body(body): Body<PutEntryWrites>,
+) -> Answer<Vec<Option<ErrorBody>>> {
+    if body.writes.is_empty() || body.writes.len() > MAX_ENTRY_WRITES {
+        return Err(ApiError::invalid(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "`writes` holds {} writes; a request holds 1 to {MAX_ENTRY_WRITES}: send more \
+                 in several requests",
+                body.writes.len()
+            ),
+        ));
+    }
+    let mut keys = std::collections::HashSet::with_capacity(body.writes.len());
+    for write in &body.writes {
+        let entry = &write.entry;
+        if !keys.insert((entry.run_id, entry.address.as_str(), entry.index)) {
+            return Err(ApiError::invalid(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "`writes` holds entry `{}` #{} of run {} twice; send each entry once",
+                    entry.address, entry.index, entry.run_id
+                ),
+            ));
+        }
+    }
+    let now = app.time.now();
+    let writes = body.writes.into_iter().map(|mut write| {
+        write.entry.rebase(now);
+        app.store.put_entry(write.expected, write.entry)
+    });
+    let outcomes = futures_util::future::join_all(writes).await;
+    Ok(Json(
+        outcomes
+            .into_iter()
+            .map(|outcome| outcome.err().map(|error| ApiError::from(error).body))
+            .collect(),
     ))
 }
 

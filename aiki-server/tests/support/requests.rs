@@ -24,6 +24,15 @@ pub async fn server() -> Remote {
     Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
 }
 
+/// A server on a memory store with the default body limit, for bodies of many records.
+pub async fn roomy_server() -> Remote {
+    let config = ServerConfig::default()
+        .clock(ManualClock::new(NOW))
+        .request_timeout(Duration::from_secs(5))
+        .insecure_no_auth();
+    Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
+}
+
 /// A queued run of a namespace of its own.
 pub async fn queued_run(remote: &Remote) -> RunRecord {
     let run = NewRun::new(

@@ -1,5 +1,6 @@
 //! A store on the other side of an `aiki-server`: the executor, client and read roles of the
-//! contract, each operation one HTTP request (feature `http`).
+//! contract, each operation one HTTP request (feature `http`), except that the entry writes
+//! of several runs share one (group commit, see `entries.rs`).
 //!
 //! It never sweeps: the server's leader does. A [`Worker`](https://docs.rs/aiki) on it runs no
 //! daemons; give it as `WorkerStore::executor(Arc::new(store))`.
@@ -16,7 +17,11 @@ use serde::de::DeserializeOwned;
 use crate::api::PREFIX;
 use crate::{ErrorBody, StoreError};
 
+mod entries;
 mod roles;
+
+use crate::batch::EntryBatcher;
+use entries::EntryRequests;
 
 /// A store reached over HTTP: an `aiki-server`'s API at a base URL such as
 /// `http://127.0.0.1:9850`.
@@ -26,13 +31,22 @@ mod roles;
 /// answered error comes back as the kind the server's store returned.
 #[derive(Clone)]
 pub struct HttpStore {
-    client: reqwest::Client,
-    base: String,
-    key: Option<String>,
+    pub(crate) transport: Transport,
     pub(crate) long_poll: Duration,
     /// The idempotency key of each claimer's last claim that got no answer: its next claim is
     /// that claim sent again (see `claim` in `roles.rs`).
     unanswered: Arc<Mutex<HashMap<String, String>>>,
+    /// The group commit of entry writes: what this store's runs write while a request is in
+    /// flight goes in the next one (see `entries.rs`).
+    entries: Arc<EntryBatcher<EntryRequests>>,
+}
+
+/// What sends a request: the client, the server's address and the key.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    base: String,
+    key: Option<String>,
     /// The server's payload limit, as its last answer said ([`crate::api::PAYLOAD_LIMIT`]);
     /// 0 until one says it.
     payload_limit: Arc<AtomicU64>,
@@ -41,8 +55,8 @@ pub struct HttpStore {
 impl std::fmt::Debug for HttpStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpStore")
-            .field("base", &self.base)
-            .field("key", &self.key.as_ref().map(|_| "<secret>"))
+            .field("base", &self.transport.base)
+            .field("key", &self.transport.key.as_ref().map(|_| "<secret>"))
             .finish()
     }
 }
@@ -73,13 +87,17 @@ impl HttpStore {
             .timeout(timeout)
             .build()
             .map_err(|error| unsupported(error.to_string()))?;
-        Ok(HttpStore {
+        let transport = Transport {
             client,
             base: format!("{}{PREFIX}", url.trim_end_matches('/')),
             key: None,
+            payload_limit: Arc::default(),
+        };
+        Ok(HttpStore {
+            entries: EntryRequests::batcher(&transport),
+            transport,
             long_poll: Duration::ZERO,
             unanswered: Arc::default(),
-            payload_limit: Arc::default(),
         })
     }
 
@@ -97,10 +115,30 @@ impl HttpStore {
     /// Sends `key` (`aiki_<id>_<secret>`, made by `aiki keys create`) with every request, as
     /// `Authorization: Bearer`.
     pub fn with_key(mut self, key: impl Into<String>) -> Self {
-        self.key = Some(key.into());
+        self.transport.key = Some(key.into());
+        self.entries = EntryRequests::batcher(&self.transport);
         self
     }
 
+    /// The server's payload limit, once an answer has said it.
+    pub(crate) fn stated_payload_limit(&self) -> Option<crate::limit::PayloadLimit> {
+        self.transport.stated_payload_limit()
+    }
+
+    /// The key this store sends, as the server knows it (its id, name and scopes).
+    pub async fn whoami(&self) -> Result<crate::api::WhoAmI, StoreError> {
+        self.transport.get(crate::api::path::WHOAMI).await
+    }
+
+    /// The idempotency key of each claimer's last claim that got no answer.
+    pub(crate) fn unanswered_claims(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.unanswered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Transport {
     /// Sends `body` (if any) to `path` (under the API's prefix) and reads the answer as `R`.
     pub(crate) async fn call<B, R>(
         &self,
@@ -134,9 +172,23 @@ impl HttpStore {
         operation: &str,
         fresh: bool,
     ) -> Result<R, StoreError> {
+        let (status, bytes) = self.exchange(method, path, body, operation, fresh).await?;
+        decode(path, status, &bytes)
+    }
+
+    /// Sends as [`send`](Transport::send) does and returns the answer's status and body
+    /// unread.
+    pub(crate) async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        operation: &str,
+        fresh: bool,
+    ) -> Result<(StatusCode, Vec<u8>), StoreError> {
         let mut pause = Duration::from_millis(50);
         let mut attempt = 1;
-        let (status, bytes) = loop {
+        loop {
             let mut request = self
                 .client
                 .request(method.clone(), format!("{}{path}", self.base))
@@ -157,7 +209,10 @@ impl HttpStore {
                 Ok(response) => {
                     let status = response.status();
                     self.note_payload_limit(response.headers());
-                    response.bytes().await.map(|bytes| (status, bytes))
+                    response
+                        .bytes()
+                        .await
+                        .map(|bytes| (status, Vec::from(bytes)))
                 }
                 Err(error) => Err(error),
             };
@@ -166,7 +221,7 @@ impl HttpStore {
                 Ok((status, bytes)) if is_gateway_error(status, &bytes) => {
                     answered_without_body(status, &bytes)
                 }
-                Ok(answer) => break answer,
+                Ok(answer) => return Ok(answer),
                 Err(error) => unanswered(error),
             };
             if attempt == SEND_ATTEMPTS {
@@ -176,18 +231,7 @@ impl HttpStore {
             tokio::time::sleep(pause).await;
             pause *= 2;
             attempt += 1;
-        };
-        if status.is_success() {
-            return serde_json::from_slice(&bytes).map_err(|error| StoreError::Corrupt {
-                message: format!(
-                    "the server's answer to {path} is not what this release reads: {error}"
-                ),
-            });
         }
-        Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
-            Ok(body) => StoreError::from_body(&body),
-            Err(_) => answered_without_body(status, &bytes),
-        })
     }
 
     /// Keeps the payload limit an answer states.
@@ -208,21 +252,9 @@ impl HttpStore {
             .then(|| crate::limit::PayloadLimit::new(usize::try_from(limit).unwrap_or(usize::MAX)))
     }
 
-    /// The key this store sends, as the server knows it (its id, name and scopes).
-    pub async fn whoami(&self) -> Result<crate::api::WhoAmI, StoreError> {
-        self.get(crate::api::path::WHOAMI).await
-    }
-
     /// `GET path` read as `R`.
     pub(crate) async fn get<R: DeserializeOwned>(&self, path: &str) -> Result<R, StoreError> {
         self.call::<(), R>(Method::GET, path, None).await
-    }
-
-    /// The idempotency key of each claimer's last claim that got no answer.
-    pub(crate) fn unanswered_claims(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.unanswered
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// `POST body` to `path`, read as `R`.
@@ -233,6 +265,25 @@ impl HttpStore {
     ) -> Result<R, StoreError> {
         self.call(Method::POST, path, Some(body)).await
     }
+}
+
+/// An answer to `path` read as `R`: its body on a success, the error it stands for otherwise.
+fn decode<R: DeserializeOwned>(
+    path: &str,
+    status: StatusCode,
+    bytes: &[u8],
+) -> Result<R, StoreError> {
+    if status.is_success() {
+        return serde_json::from_slice(bytes).map_err(|error| StoreError::Corrupt {
+            message: format!(
+                "the server's answer to {path} is not what this release reads: {error}"
+            ),
+        });
+    }
+    Err(match serde_json::from_slice::<ErrorBody>(bytes) {
+        Ok(body) => StoreError::from_body(&body),
+        Err(_) => answered_without_body(status, bytes),
+    })
 }
 
 /// `body` as JSON, for a request to `path`.

@@ -20,27 +20,27 @@ impl ReadStore for HttpStore {
     }
 
     async fn get_run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        self.get(&run_path(path::RUN, id)).await
+        self.transport.get(&run_path(path::RUN, id)).await
     }
 
     async fn load_history(&self, id: RunId) -> Result<History, StoreError> {
-        self.get(&run_path(path::HISTORY, id)).await
+        self.transport.get(&run_path(path::HISTORY, id)).await
     }
 
     async fn list_runs(&self, request: ListRuns) -> Result<RunPage, StoreError> {
-        self.post(path::RUNS_LIST, &request).await
+        self.transport.post(path::RUNS_LIST, &request).await
     }
 
     async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
-        self.get(path::RUNS_COUNTS).await
+        self.transport.get(path::RUNS_COUNTS).await
     }
 
     async fn timeline(&self, id: RunId) -> Result<Vec<StatusChange>, StoreError> {
-        self.get(&run_path(path::TIMELINE, id)).await
+        self.transport.get(&run_path(path::TIMELINE, id)).await
     }
 
     async fn catalog(&self) -> Result<Vec<CatalogEntry>, StoreError> {
-        self.get(path::CATALOG).await
+        self.transport.get(path::CATALOG).await
     }
 
     async fn list_workers(
@@ -48,11 +48,12 @@ impl ReadStore for HttpStore {
         now: Millis,
         within_ms: i64,
     ) -> Result<Vec<WorkerRecord>, StoreError> {
-        self.get(&format!(
-            "{}?now={now}&within_ms={within_ms}",
-            path::WORKERS
-        ))
-        .await
+        self.transport
+            .get(&format!(
+                "{}?now={now}&within_ms={within_ms}",
+                path::WORKERS
+            ))
+            .await
     }
 
     async fn changes_since(
@@ -64,15 +65,15 @@ impl ReadStore for HttpStore {
             cursor: cursor.clone(),
             limit,
         };
-        self.post(path::CHANGES, &body).await
+        self.transport.post(path::CHANGES, &body).await
     }
 
     async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError> {
-        self.get(path::CONFIG).await
+        self.transport.get(path::CONFIG).await
     }
 
     async fn schedules(&self) -> Result<Vec<crate::ScheduleRecord>, StoreError> {
-        self.get(path::SCHEDULES).await
+        self.transport.get(path::SCHEDULES).await
     }
 
     async fn schedule(&self, name: &str) -> Result<crate::ScheduleRecord, StoreError> {
@@ -80,7 +81,7 @@ impl ReadStore for HttpStore {
             name: name.to_owned(),
             limit: None,
         };
-        self.post(path::SCHEDULE, &query).await
+        self.transport.post(path::SCHEDULE, &query).await
     }
 
     async fn schedule_log(
@@ -92,15 +93,15 @@ impl ReadStore for HttpStore {
             name: name.to_owned(),
             limit: Some(limit),
         };
-        self.post(path::SCHEDULE_LOG, &query).await
+        self.transport.post(path::SCHEDULE_LOG, &query).await
     }
 }
 
 #[async_trait]
 impl ExecutorStore for HttpStore {
     async fn put_entry(&self, expected: u64, entry: EntryRecord) -> Result<(), StoreError> {
-        let path = run_path(path::ENTRIES, entry.run_id);
-        self.post(&path, &api::PutEntry { expected, entry }).await
+        // Group commit: the writes of this process's runs share a request (`entries.rs`).
+        self.entries.put(expected, entry).await
     }
 
     async fn put_entries(
@@ -108,26 +109,13 @@ impl ExecutorStore for HttpStore {
         expected: u64,
         entries: Vec<EntryRecord>,
     ) -> Result<(), StoreError> {
-        let Some(run_id) = entries.first().map(|entry| entry.run_id) else {
-            return Ok(());
-        };
-        let path = run_path(path::ENTRY_BATCH, run_id);
-        if entries.len() <= api::MAX_ENTRY_BATCH {
-            return self
-                .post(&path, &api::PutEntries { expected, entries })
-                .await;
-        }
-        let mut first = Ok(());
-        for batch in entries.chunks(api::MAX_ENTRY_BATCH) {
-            let entries = batch.to_vec();
-            let outcome = self
-                .post(&path, &api::PutEntries { expected, entries })
-                .await;
-            if first.is_ok() {
-                first = outcome;
+        // An output over the limit refuses the call before anything is written.
+        if let Some(limit) = self.stated_payload_limit() {
+            for entry in &entries {
+                limit.check_entry(entry)?;
             }
         }
-        first
+        self.entries.put_all(expected, entries).await
     }
 
     fn payload_limit(&self) -> Option<crate::limit::PayloadLimit> {
@@ -146,7 +134,7 @@ impl ExecutorStore for HttpStore {
             entry,
             child,
         };
-        self.post(&path, &body).await
+        self.transport.post(&path, &body).await
     }
 
     async fn put_sleep(
@@ -161,7 +149,7 @@ impl ExecutorStore for HttpStore {
             sleep,
             from,
         };
-        let stored: Option<SleepRecord> = self.post(&path, &body).await?;
+        let stored: Option<SleepRecord> = self.transport.post(&path, &body).await?;
         // A server of an earlier release stores the sleep as sent, and answers `null`.
         Ok(stored.unwrap_or(body.sleep))
     }
@@ -172,12 +160,15 @@ impl ExecutorStore for HttpStore {
         slot: EventRecord,
     ) -> Result<EventRecord, StoreError> {
         let path = run_path(path::EVENT_SLOTS, slot.run_id);
-        self.post(&path, &api::RecordEventSlot { expected, slot })
+        self.transport
+            .post(&path, &api::RecordEventSlot { expected, slot })
             .await
     }
 
     async fn claim_run(&self, request: ClaimRequest, id: RunId) -> Result<Claimed, StoreError> {
-        self.post(&run_path(path::CLAIM_RUN, id), &request).await
+        self.transport
+            .post(&run_path(path::CLAIM_RUN, id), &request)
+            .await
     }
 
     async fn claim(&self, request: ClaimRequest) -> Result<Claimed, StoreError> {
@@ -191,6 +182,7 @@ impl ExecutorStore for HttpStore {
         if let Some(id) = crate::operation::current() {
             // The caller names the operation: its repeats are the caller's.
             return self
+                .transport
                 .send(Method::POST, &path, Some(body), &id.to_string(), false)
                 .await;
         }
@@ -201,6 +193,7 @@ impl ExecutorStore for HttpStore {
         let fresh = repeat.is_none();
         let key = repeat.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let claimed = self
+            .transport
             .send(Method::POST, &path, Some(body), &key, fresh)
             .await;
         if matches!(&claimed, Err(error) if error.is_transient()) {
@@ -221,7 +214,9 @@ impl ExecutorStore for HttpStore {
             expected,
             now,
         };
-        self.post(&run_path(path::REFRESH, id), &body).await
+        self.transport
+            .post(&run_path(path::REFRESH, id), &body)
+            .await
     }
 
     async fn transition(
@@ -234,7 +229,9 @@ impl ExecutorStore for HttpStore {
             expected,
             transition,
         };
-        self.post(&run_path(path::TRANSITION, id), &body).await
+        self.transport
+            .post(&run_path(path::TRANSITION, id), &body)
+            .await
     }
 
     async fn continue_run(
@@ -247,7 +244,9 @@ impl ExecutorStore for HttpStore {
             expected,
             continuation,
         };
-        self.post(&run_path(path::CONTINUATION, id), &body).await
+        self.transport
+            .post(&run_path(path::CONTINUATION, id), &body)
+            .await
     }
 
     async fn record_worker(
@@ -255,7 +254,8 @@ impl ExecutorStore for HttpStore {
         worker: WorkerRecord,
         now: Millis,
     ) -> Result<WorkerRecord, StoreError> {
-        self.post(path::WORKERS, &api::RecordWorker { worker, now })
+        self.transport
+            .post(path::WORKERS, &api::RecordWorker { worker, now })
             .await
     }
 
@@ -264,7 +264,8 @@ impl ExecutorStore for HttpStore {
         entry: CatalogEntry,
         now: Millis,
     ) -> Result<CatalogEntry, StoreError> {
-        self.post(path::CATALOG, &api::PublishCatalog { entry, now })
+        self.transport
+            .post(path::CATALOG, &api::PublishCatalog { entry, now })
             .await
     }
 
@@ -279,7 +280,7 @@ impl ExecutorStore for HttpStore {
             fingerprint: fingerprint.to_owned(),
             tasks,
         };
-        self.post(path::CATALOG_TASKS, &body).await
+        self.transport.post(path::CATALOG_TASKS, &body).await
     }
 
     async fn declare_schedules(
@@ -295,22 +296,23 @@ impl ExecutorStore for HttpStore {
             worker: worker.to_owned(),
             now,
         };
-        self.post(path::SCHEDULES_DECLARED, &body).await
+        self.transport.post(path::SCHEDULES_DECLARED, &body).await
     }
 }
 
 #[async_trait]
 impl ClientStore for HttpStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
-        self.post(path::RUNS, &run).await
+        self.transport.post(path::RUNS, &run).await
     }
 
     async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {
-        self.post(path::FORKS, &fork).await
+        self.transport.post(path::FORKS, &fork).await
     }
 
     async fn append_event(&self, event: NewEvent) -> Result<AppendOutcome, StoreError> {
-        self.post(&run_path(path::EVENTS, event.run_id), &event)
+        self.transport
+            .post(&run_path(path::EVENTS, event.run_id), &event)
             .await
     }
 
@@ -322,7 +324,9 @@ impl ClientStore for HttpStore {
         now: Millis,
     ) -> Result<RunRecord, StoreError> {
         let body = api::Act { action, actor, now };
-        self.post(&run_path(path::ACTIONS, id), &body).await
+        self.transport
+            .post(&run_path(path::ACTIONS, id), &body)
+            .await
     }
 
     async fn release_claim(
@@ -339,11 +343,13 @@ impl ClientStore for HttpStore {
             confirm_ms,
             actor,
         };
-        self.post(&run_path(path::RELEASE, id), &body).await
+        self.transport
+            .post(&run_path(path::RELEASE, id), &body)
+            .await
     }
 
     async fn transition_all(&self, moves: Vec<Move>) -> Result<Vec<RunRecord>, StoreError> {
-        self.post(path::TRANSITIONS, &moves).await
+        self.transport.post(path::TRANSITIONS, &moves).await
     }
 
     async fn set_config(
@@ -353,7 +359,8 @@ impl ClientStore for HttpStore {
         now: Millis,
     ) -> Result<RuntimeConfig, StoreError> {
         let path = path::CONFIG_KEY.replace("{key}", key.as_str());
-        self.call(Method::PUT, &path, Some(&api::SetConfig { value, now }))
+        self.transport
+            .call(Method::PUT, &path, Some(&api::SetConfig { value, now }))
             .await
     }
 
@@ -363,7 +370,7 @@ impl ClientStore for HttpStore {
         actor: Option<String>,
     ) -> Result<crate::ScheduleCreated, StoreError> {
         let body = api::CreateSchedule { schedule, actor };
-        self.post(path::SCHEDULES, &body).await
+        self.transport.post(path::SCHEDULES, &body).await
     }
 
     async fn act_on_schedule(
@@ -379,7 +386,7 @@ impl ClientStore for HttpStore {
             actor,
             now,
         };
-        self.post(path::SCHEDULE_ACTIONS, &body).await
+        self.transport.post(path::SCHEDULE_ACTIONS, &body).await
     }
 }
 

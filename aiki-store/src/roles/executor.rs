@@ -39,10 +39,10 @@ pub trait ExecutorStore: ReadStore {
     /// No two entries may share an `(address, index)`.
     ///
     /// An output over the store's payload limit refuses the call, nothing written. The
-    /// default writes them one by one. An `HttpStore` (feature `http`) sends one
-    /// request, which a server of an earlier release does not know: it is only called with
+    /// default writes them one by one. An `HttpStore` (feature `http`) sends them in one
+    /// request with the writes its other runs make meanwhile; the runtime only calls it with
     /// more than one entry when [`payload_limit`](ExecutorStore::payload_limit) is known, which
-    /// such a server does not say.
+    /// a server of the release before batches were served does not say.
     async fn put_entries(
         &self,
         expected: u64,
