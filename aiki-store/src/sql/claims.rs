@@ -46,13 +46,9 @@ impl<D: Dialect> SqlStore<D> {
         explain: &str,
         column: usize,
     ) -> Result<String, StoreError> {
-        let sql = format!("{explain} {}", self.sql.own.claim);
-        let rows = self.fetch(On::Write, &sql, &claim_params(request)).await?;
-        let mut lines = Vec::with_capacity(rows.len());
-        for row in &rows {
-            lines.push(row.text(column)?.unwrap_or_default());
-        }
-        Ok(lines.join("\n"))
+        let params = claim_params(request);
+        self.explain(On::Write, explain, &self.sql.own.claim, &params, column)
+            .await
     }
 
     pub(crate) async fn claim_run(

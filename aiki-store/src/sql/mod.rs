@@ -181,6 +181,25 @@ impl<D: Dialect> SqlStore<D> {
         self.dialect.fetch(on, sql, params).await
     }
 
+    /// The query plan of `sql` with `params`: the text in column `column` of each row that
+    /// `explain` (the database's `EXPLAIN` keyword) followed by the statement returns, one line
+    /// each. The statement itself does not run.
+    pub(crate) async fn explain(
+        &self,
+        on: On<'_, Tx<D>>,
+        explain: &str,
+        sql: &str,
+        params: &[Param<'_>],
+        column: usize,
+    ) -> Result<String, StoreError> {
+        let rows = self.fetch(on, &format!("{explain} {sql}"), params).await?;
+        let mut lines = Vec::with_capacity(rows.len());
+        for row in &rows {
+            lines.push(row.text(column)?.unwrap_or_default());
+        }
+        Ok(lines.join("\n"))
+    }
+
     /// Runs a statement that returns at most one row.
     pub(crate) async fn fetch_optional(
         &self,

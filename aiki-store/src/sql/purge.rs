@@ -110,15 +110,15 @@ impl<D: Dialect> SqlStore<D> {
         column: usize,
     ) -> Result<String, StoreError> {
         let base = params![purge.cutoff(now), i64::from(purge.limit), now];
-        let sql = format!("{explain} {}", self.purge_statement(false));
-        let rows = self
-            .fetch(On::Read, &sql, &self.fenced(&base, lease))
-            .await?;
-        let mut lines = Vec::with_capacity(rows.len());
-        for row in &rows {
-            lines.push(row.text(column)?.unwrap_or_default());
-        }
-        Ok(lines.join("\n"))
+        let params = self.fenced(&base, lease);
+        self.explain(
+            On::Read,
+            explain,
+            &self.purge_statement(false),
+            &params,
+            column,
+        )
+        .await
     }
 
     /// The statement that lists (`dry_run`) or deletes a batch of runs, returning each one's
