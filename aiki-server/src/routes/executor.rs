@@ -8,8 +8,8 @@ use aiki_store::api::{
     StartChild, TransitionRun,
 };
 use aiki_store::{
-    CatalogEntry, ClaimRequest, ClaimState, Claimed, Continued, ErrorBody, EventRecord, RunRecord,
-    SleepRecord, WorkerRecord,
+    CatalogEntry, ClaimRequest, ClaimState, Claimed, Continued, EntryRecord, ErrorBody,
+    EventRecord, RunRecord, SleepRecord, WorkerRecord,
 };
 use axum::Json;
 use axum::extract::State;
@@ -101,17 +101,56 @@ pub(crate) async fn put_entry_writes(
         }
     }
     let now = app.time.now();
-    let writes = body.writes.into_iter().map(|mut write| {
+    // A run's writes come in one piece (one caller's `put_entries`): they go to the store as
+    // one call, as they would from a local executor.
+    let mut groups: Vec<(u64, Vec<EntryRecord>)> = Vec::new();
+    for mut write in body.writes {
         write.entry.rebase(now);
-        app.store.put_entry(write.expected, write.entry)
+        match groups.last_mut() {
+            Some((expected, entries))
+                if *expected == write.expected && entries[0].run_id == write.entry.run_id =>
+            {
+                entries.push(write.entry);
+            }
+            _ => groups.push((write.expected, vec![write.entry])),
+        }
+    }
+    let written = groups.into_iter().map(|(expected, entries)| {
+        let store = &app.store;
+        async move { group_outcomes(store, expected, entries).await }
     });
-    let outcomes = futures_util::future::join_all(writes).await;
+    let outcomes = futures_util::future::join_all(written).await;
     Ok(Json(
         outcomes
             .into_iter()
+            .flatten()
             .map(|outcome| outcome.err().map(|error| ApiError::from(error).body))
             .collect(),
     ))
+}
+
+/// Writes one run's `entries` in one call of the store; each entry's outcome. A refused call
+/// of several entries is told apart by writing each again alone (entry writes are upserts, so
+/// one written already is written the same again).
+async fn group_outcomes(
+    store: &aiki_store::BoxStore,
+    expected: u64,
+    entries: Vec<EntryRecord>,
+) -> Vec<Result<(), aiki_store::StoreError>> {
+    if entries.len() == 1 {
+        let entry = entries.into_iter().next().expect("BUG: one entry");
+        return vec![store.put_entry(expected, entry).await];
+    }
+    match store.put_entries(expected, entries.clone()).await {
+        Ok(()) => entries.iter().map(|_| Ok(())).collect(),
+        Err(_) => {
+            let mut outcomes = Vec::with_capacity(entries.len());
+            for entry in entries {
+                outcomes.push(store.put_entry(expected, entry).await);
+            }
+            outcomes
+        }
+    }
 }
 
 pub(crate) async fn start_child(
