@@ -375,8 +375,8 @@ async fn continuing_a_run_needs_the_executor_scope() {
     );
 }
 
-/// The batch of entries a remote executor sends per task step is the executor's: without a key
-/// it is 401, with an operator's or a reader's key 403, and neither writes an entry; an
+/// The batch of entries a remote executor sends per task step, and the writes of several runs
+/// it sends at once, are the executor's: without a key they are 401, with an operator's or a reader's key 403, and neither writes an entry; an
 /// executor's key does.
 #[tokio::test]
 async fn writing_a_batch_of_entries_needs_the_executor_scope() {
@@ -408,6 +408,21 @@ async fn writing_a_batch_of_entries_needs_the_executor_scope() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 401, "no key");
+    let writes: Vec<_> = entries()
+        .into_iter()
+        .map(|entry| json!({"expected": run.revision, "entry": entry}))
+        .collect();
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/entries", remote.url()))
+        .json(&json!({ "writes": writes }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status().as_u16(),
+        401,
+        "no key, several runs' writes"
+    );
     for scope in [Scope::Operator, Scope::Read] {
         let refused = store(&key(&remote, &[scope]).await.token)
             .put_entries(run.revision, entries())

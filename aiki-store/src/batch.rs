@@ -80,7 +80,7 @@ pub trait EntryWriter: Clone + Send + Sync + 'static {
 /// queued meanwhile in the next.
 pub struct EntryBatcher<W> {
     writer: W,
-    sender: Mutex<Option<mpsc::UnboundedSender<Vec<Pending>>>>,
+    lane: Lane<Vec<Pending>>,
 }
 
 impl<W> fmt::Debug for EntryBatcher<W> {
@@ -94,7 +94,7 @@ impl<W: EntryWriter> EntryBatcher<W> {
     pub fn new(writer: W) -> Self {
         EntryBatcher {
             writer,
-            sender: Mutex::new(None),
+            lane: Lane::default(),
         }
     }
 
@@ -147,29 +147,66 @@ impl<W: EntryWriter> EntryBatcher<W> {
     }
 
     /// Hands a group of writes to the writer task, starting it if it is not running.
-    fn send(&self, mut group: Vec<Pending>) -> Result<(), StoreError> {
+    fn send(&self, group: Vec<Pending>) -> Result<(), StoreError> {
+        self.lane
+            .send(group, |queue| drain(self.writer.clone(), queue))
+            .map_err(|_| writer_stopped())
+    }
+
+    /// Stops the task once the writes already queued are done (a later `put` starts it again).
+    pub fn close(&self) {
+        self.lane.close();
+    }
+}
+
+/// The channel to a background task that takes what callers queue: spawned on the first send
+/// (on the caller's runtime) and again if it is gone (its runtime shut down).
+#[derive(Debug)]
+pub(crate) struct Lane<T> {
+    sender: Mutex<Option<mpsc::UnboundedSender<T>>>,
+}
+
+impl<T> Default for Lane<T> {
+    fn default() -> Self {
+        Lane {
+            sender: Mutex::new(None),
+        }
+    }
+}
+
+impl<T: Send + 'static> Lane<T> {
+    /// Queues `item` for the task, spawning `task(queue)` first if none is running; gives
+    /// `item` back if a task just spawned is gone too (the runtime is shutting down).
+    pub(crate) fn send<F>(
+        &self,
+        mut item: T,
+        task: impl Fn(mpsc::UnboundedReceiver<T>) -> F,
+    ) -> Result<(), T>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
         let mut sender = self.sender.lock().unwrap_or_else(|e| e.into_inner());
         let mut fresh = false;
         loop {
             if let Some(channel) = sender.as_ref() {
-                match channel.send(group) {
+                match channel.send(item) {
                     Ok(()) => return Ok(()),
                     // A task just spawned is gone too: this runtime is shutting down and drops
                     // what it is given. Spawning again would spin forever.
-                    Err(_) if fresh => return Err(writer_stopped()),
+                    Err(mpsc::error::SendError(returned)) if fresh => return Err(returned),
                     // The task is gone (its runtime shut down): start another.
-                    Err(mpsc::error::SendError(returned)) => group = returned,
+                    Err(mpsc::error::SendError(returned)) => item = returned,
                 }
             }
             let (channel, queue) = mpsc::unbounded_channel();
-            tokio::spawn(drain(self.writer.clone(), queue));
+            tokio::spawn(task(queue));
             *sender = Some(channel);
             fresh = true;
         }
     }
 
-    /// Stops the task once the writes already queued are done (a later `put` starts it again).
-    pub fn close(&self) {
+    /// Lets the task end once it has taken what is queued (a later send starts another).
+    pub(crate) fn close(&self) {
         self.sender.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
@@ -236,7 +273,7 @@ async fn drain<W: EntryWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Vec
             }
             // The database is unreachable: every caller gets it (and retries).
             Err(error) if error.is_transient() || batch.len() == 1 => {
-                answer_all(&mut batch, error);
+                answer_all(batch.drain(..).map(|pending| pending.reply), error);
             }
             // Something in the batch the database refuses (e.g. text it cannot store): write
             // each alone, so that only the offending call fails.
@@ -255,14 +292,19 @@ async fn drain<W: EntryWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Vec
     }
 }
 
-/// Answers every write of a failed statement with the same error kind.
-fn answer_all(batch: &mut Vec<Pending>, error: StoreError) {
-    let last = batch.pop();
-    for pending in batch.drain(..) {
-        let _ = pending.reply.send(Err(duplicate(&error)));
+/// Answers every caller of a failed statement with the same error kind: the last with
+/// `error`, the others with a copy of it.
+pub(crate) fn answer_all<T>(
+    replies: impl IntoIterator<Item = oneshot::Sender<Result<T, StoreError>>>,
+    error: StoreError,
+) {
+    let mut replies: Vec<_> = replies.into_iter().collect();
+    let last = replies.pop();
+    for reply in replies {
+        let _ = reply.send(Err(duplicate(&error)));
     }
-    if let Some(pending) = last {
-        let _ = pending.reply.send(Err(error));
+    if let Some(reply) = last {
+        let _ = reply.send(Err(error));
     }
 }
 

@@ -264,6 +264,10 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// hints of the runs it starts (`i64::MAX` where the database has no such signal).
     const START_HINTS: i64 = i64::MAX;
 
+    /// How many batches of starts may be in flight at once (see `sql::starts`): one where the
+    /// database has one writer, more where concurrent transactions commit together.
+    const START_FLIGHTS: usize = 1;
+
     /// The process's feed of the database's ready hints, on a schema whose trigger sends them.
     fn ready_signals(&self) -> Option<crate::ReadySignals> {
         None

@@ -3,7 +3,8 @@
 //! [`SqlStore<D>`](SqlStore) holds every operation whose logic is the same on SQLite and
 //! PostgreSQL, written once: its statements ([`statements`]), its parameter lists
 //! ([`binds`]), its row decoding ([`decode`]), its error mapping ([`error`]) and the writer
-//! of its group commit of entries ([`batch`], behind [`crate::batch::EntryBatcher`]). A [`Dialect`] supplies what truly differs: the driver, the
+//! of its group commit of entries ([`batch`], behind [`crate::batch::EntryBatcher`]) and of
+//! starts ([`starts`]). A [`Dialect`] supplies what truly differs: the driver, the
 //! rendering of the shared statement text, which error codes are transient, the statements
 //! written in one database's own syntax, and the two operations whose control flow differs
 //! (a transition's locking, an event's insert-and-wake). `SqliteStore` and `PostgresStore` are
@@ -31,6 +32,7 @@ pub(crate) mod outbox;
 mod purge;
 mod roles;
 mod schedules;
+mod starts;
 pub(crate) mod statements;
 mod transitions;
 mod workers;
@@ -78,6 +80,8 @@ pub struct SqlStore<D> {
     cap: Option<i64>,
     statements: Arc<StatementCounter>,
     entries: EntryBatcher<Entries<D>>,
+    /// Group commit of the starts that need no transaction of their own.
+    starts: starts::StartBatcher<D>,
     /// What opening did to the schema.
     report: MigrationReport,
     /// Whether the schema's trigger sends ready hints (see [`Dialect::ready_signals`]).
@@ -100,6 +104,13 @@ impl<D: Dialect> SqlStore<D> {
             .and(dialect.ready_channel())
             .map(hints::StartHints::new);
         SqlStore {
+            starts: starts::StartBatcher::new(
+                dialect.clone(),
+                level,
+                start_hints.is_some(),
+                statements.clone(),
+                &sql.select_by_reference,
+            ),
             entries: EntryBatcher::new(Entries {
                 dialect: dialect.clone(),
                 sql: sql.clone(),
@@ -424,6 +435,7 @@ impl<D: Dialect> SqlStore<D> {
     /// Closes the connections, waiting for statements in flight.
     pub async fn close(&self) {
         self.entries.close();
+        self.starts.close();
         self.dialect.close().await;
     }
 }

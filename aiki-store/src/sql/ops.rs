@@ -15,6 +15,7 @@ use crate::{
 
 use super::decode;
 use super::dialect::{Dialect, On, Tx, params};
+use super::starts::Started;
 use super::{SqlStore, binds};
 
 impl<D: Dialect> SqlStore<D> {
@@ -74,6 +75,34 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     pub(crate) async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
+        // Group commit: concurrent starts share one statement (see `starts`). A repeat of an
+        // operation (which may find its answer) starts alone.
+        let answer = match crate::operation::current() {
+            Some(_) if self.answers_in_scope() && !crate::operation::is_fresh() => {
+                return self.create_run_alone(run).await;
+            }
+            Some(id) if self.answers_in_scope() => Some(crate::operation::key(&id, "create_run")),
+            _ => None,
+        };
+        let outcome = match self.starts.insert(run, answer).await? {
+            Started::Created(created) => CreateOutcome::Created(created),
+            Started::Answered(outcome) => outcome,
+            Started::Taken(run) => {
+                return Ok(CreateOutcome::Existing(
+                    self.select_by_reference(On::Write, &run).await?,
+                ));
+            }
+            Started::Alone(run) => return self.create_run_alone(run).await,
+        };
+        if let CreateOutcome::Created(created) = &outcome {
+            self.hint_started(created).await;
+        }
+        Ok(outcome)
+    }
+
+    /// Starts `run` in statements of its own: in a transaction that records its answer when an
+    /// operation is in scope.
+    async fn create_run_alone(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
         if self.answers_in_scope() {
             if let Some(answer) = self.first_answer("create_run").await? {
                 return Ok(answer);
