@@ -305,6 +305,11 @@ async fn drain<D: Dialect>(writer: Starts<D>, mut queue: mpsc::UnboundedReceiver
 
 /// Writes one batch and answers its starts.
 async fn write_batch<D: Dialect>(writer: Starts<D>, mut batch: Vec<Queued>) {
+    // Batches in flight at once take the reference ids they insert in one order, so that two
+    // of them never wait on each other crosswise (PostgreSQL would abort one as a deadlock).
+    batch.sort_by(|a, b| {
+        (&a.run.namespace, &a.run.reference_id).cmp(&(&b.run.namespace, &b.run.reference_id))
+    });
     if batch.iter().any(|queued| queued.answer.is_some()) {
         match writer.write_answered(&batch).await {
             Ok(Some(outcomes)) => {
