@@ -365,6 +365,77 @@ pub(crate) fn render_for_sqlite(sql: &str) -> String {
         .replace(" FOR UPDATE", "")
 }
 
+/// The insert of `rows` runs (each bound as [`crate::sql::binds::insert_run`], the parameters of
+/// row `i` numbered from `i * RUN_PARAMS + 1`), skipping any whose namespace and reference id
+/// are taken (by a stored run or an earlier row), returning the document `run` of each run
+/// inserted; `quiet`: with `aiki.start_hints` set to `after_commit` for the transaction first
+/// (PostgreSQL only), so that the trigger leaves the runs' ready hints to the store.
+pub(crate) fn insert_runs(level: Level, run: &str, quiet: bool, rows: usize) -> String {
+    let note_columns = if level.operations {
+        ", change_actor, change_rev"
+    } else {
+        ""
+    };
+    let columns = format!(
+        "id, namespace, workflow, version, input, input_hash, reference_id, pool, status, \
+         revision, attempts, due_at, queued_at, parent_run_id, parent_address, traceparent, \
+         forked_from, lineage_root, created_at, updated_at{note_columns}"
+    );
+    let values = |row: usize| {
+        let p = |n: usize| format!("${}", row * RUN_PARAMS + n);
+        let note_values = if level.operations {
+            format!(", {}, 1", p(18))
+        } else {
+            String::new()
+        };
+        format!(
+            "{}::uuid, {}, {}, {}, {}, {}, {}, {}, {}, 1, 1, {}, {}, {}::uuid, {}, {}, \
+             {}::uuid, {}::uuid, {}, {}{note_values}",
+            p(1),
+            p(2),
+            p(3),
+            p(4),
+            p(5),
+            p(6),
+            p(7),
+            p(8),
+            p(9),
+            p(10),
+            p(11),
+            p(12),
+            p(13),
+            p(15),
+            p(16),
+            p(17),
+            p(14),
+            p(14),
+        )
+    };
+    let rest = format!("ON CONFLICT (namespace, reference_id) DO NOTHING RETURNING {run}::text");
+    if quiet {
+        // Referenced, so that it is evaluated; materialized, so that it is evaluated once,
+        // before the rows are inserted and their trigger fires.
+        let selects: Vec<String> = (0..rows)
+            .map(|row| format!("SELECT {} FROM quiet", values(row)))
+            .collect();
+        format!(
+            "WITH quiet AS MATERIALIZED \
+             (SELECT set_config('aiki.start_hints', 'after_commit', true)) \
+             INSERT INTO aiki_runs ({columns}) {} {rest}",
+            selects.join(" UNION ALL ")
+        )
+    } else {
+        let rows: Vec<String> = (0..rows).map(|row| format!("({})", values(row))).collect();
+        format!(
+            "INSERT INTO aiki_runs ({columns}) VALUES {} {rest}",
+            rows.join(", ")
+        )
+    }
+}
+
+/// The parameters of one run in [`insert_runs`].
+pub(crate) const RUN_PARAMS: usize = 18;
+
 #[cfg(test)]
 mod tests {
     use super::*;
