@@ -1,5 +1,6 @@
-//! Group commit of starts on SQLite and PostgreSQL: concurrent starts share statements, and
-//! each caller still gets its own outcome: its run, the run that holds its reference id (taken
+//! Group commit of starts on SQLite and PostgreSQL: concurrent starts share statements (on
+//! PostgreSQL, only those that record an operation's answer), and each caller still gets its
+//! own outcome: its run, the run that holds its reference id (taken
 //! by a stored run or by another start of the same batch), or its own error.
 #![cfg(any(feature = "sqlite", feature = "postgres"))]
 
@@ -15,12 +16,24 @@ use aiki_store::{
 };
 use support::records::new_run;
 
+/// How a backend makes starts that record no answer (made directly on the store).
+#[derive(Clone, Copy, PartialEq)]
+enum PlainStarts {
+    /// In batches: concurrent starts share statements (SQLite, one writer).
+    Batched,
+    /// Each in a statement of its own (PostgreSQL, whose concurrent autocommit inserts share
+    /// WAL flushes without waiting for each other).
+    Alone,
+}
+
 /// Starts 200 runs at once on `store`: 160 without a reference id and 4 reference ids started
-/// 10 times each. `statements` reads the store's statement count.
-async fn concurrent_starts_share_statements(
+/// 10 times each; each outcome is exact whether the backend batches them (`plain`) or not.
+/// `statements` reads the store's statement count.
+async fn concurrent_starts(
     store: Arc<dyn Store>,
     statements: impl Fn() -> u64,
     backend: &str,
+    plain: PlainStarts,
 ) {
     let namespace = Namespace::new(format!("starts-{}", RunId::new()), "1.0.0");
     let before = statements();
@@ -50,10 +63,17 @@ async fn concurrent_starts_share_statements(
     let spent = statements() - before;
     println!("{backend}: 200 concurrent starts in {spent} statements");
     // 36 starts found their reference id taken and read its run: one statement each.
-    assert!(
-        spent < 200,
-        "concurrent starts share statements: {spent} statements for 200 starts"
-    );
+    match plain {
+        PlainStarts::Batched => assert!(
+            spent < 200,
+            "concurrent starts share statements: {spent} statements for 200 starts"
+        ),
+        // 164 inserts, and 36 that inserted nothing and read the holder.
+        PlainStarts::Alone => assert!(
+            spent >= 236,
+            "each start is a statement of its own: {spent} statements for 200 starts"
+        ),
+    }
     assert_eq!(holders.len(), 4);
     for (reference, outcomes) in &holders {
         let first: Vec<_> = outcomes
@@ -85,8 +105,16 @@ async fn concurrent_starts_share_statements(
 }
 
 /// A start the database refuses in a batch (its run id is taken) fails alone; the starts
-/// beside it are inserted.
+/// beside it are inserted: made directly, and made as operations (as a server makes them,
+/// which PostgreSQL batches too).
 async fn a_refused_start_fails_alone(store: Arc<dyn Store>) {
+    for as_operations in [false, true] {
+        a_refused_start_fails_alone_made(store.clone(), as_operations).await;
+    }
+}
+
+/// [`a_refused_start_fails_alone`], each start in a fresh operation's scope if `as_operations`.
+async fn a_refused_start_fails_alone_made(store: Arc<dyn Store>, as_operations: bool) {
     let namespace = Namespace::new(format!("refused-{}", RunId::new()), "1.0.0");
     let taken = store
         .create_run(new_run(&namespace, 1))
@@ -101,7 +129,14 @@ async fn a_refused_start_fails_alone(store: Arc<dyn Store>) {
             if i == 20 {
                 run.id = taken;
             }
-            tokio::spawn(async move { store.create_run(run).await })
+            tokio::spawn(async move {
+                if as_operations {
+                    let id = OperationId::new(format!("refused-{}", RunId::new())).expect("id");
+                    operation::fresh_scope(id, store.create_run(run)).await
+                } else {
+                    store.create_run(run).await
+                }
+            })
         })
         .collect();
     for (i, start) in starts.into_iter().enumerate() {
@@ -212,8 +247,8 @@ mod sqlite {
         let file = support::TempFile::new();
         let store = Arc::new(SqliteStore::connect(&file.url()).await.expect("open"));
         let counted = store.clone();
-        super::concurrent_starts_share_statements(store, move || counted.statements(), "sqlite")
-            .await;
+        let statements = move || counted.statements();
+        super::concurrent_starts(store, statements, "sqlite", PlainStarts::Batched).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -240,14 +275,14 @@ mod postgres {
     use support::postgres as pg;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn concurrent_starts_share_statements() {
+    async fn concurrent_starts_go_alone() {
         let Some(url) = pg::shared_database().await else {
             return;
         };
         let store = Arc::new(PostgresStore::connect(&url).await.expect("open"));
         let counted = store.clone();
-        super::concurrent_starts_share_statements(store, move || counted.statements(), "postgres")
-            .await;
+        let statements = move || counted.statements();
+        super::concurrent_starts(store, statements, "postgres", PlainStarts::Alone).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
