@@ -442,3 +442,43 @@ async fn writing_a_batch_of_entries_needs_the_executor_scope() {
     let history = remote.backing().load_history(run.id).await.unwrap();
     assert_eq!(history.entries.len(), 1);
 }
+
+/// Several starts in one request are the operator's, as one start is; an `HttpStore` with
+/// another key is refused for each of the starts it sent together.
+#[tokio::test]
+async fn starting_several_runs_needs_the_operator_scope() {
+    let remote = server().await;
+    let starts = || json!({ "runs": [new_run(), new_run()] });
+    let executor = key(&remote, &[Scope::Executor]).await;
+    for (authorization, want) in [
+        (None, 401),
+        (Some(format!("Bearer {}", executor.token)), 403),
+    ] {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/api/v1/starts", remote.url()))
+            .json(&starts());
+        if let Some(value) = &authorization {
+            request = request.header("authorization", value);
+        }
+        assert_eq!(request.send().await.unwrap().status().as_u16(), want);
+    }
+    let store = keyed(&remote, &executor.token);
+    let (one, two) = tokio::join!(store.create_run(new_run()), store.create_run(new_run()));
+    for refused in [one, two] {
+        let refused = refused.expect_err("not a client");
+        assert!(
+            matches!(refused, StoreError::Forbidden { .. }),
+            "{refused:?}"
+        );
+    }
+    assert!(
+        remote.backing().run_counts().await.unwrap().is_empty(),
+        "no run was created"
+    );
+    let operator = key(&remote, &[Scope::Operator]).await;
+    let store = keyed(&remote, &operator.token);
+    let (one, two) = tokio::join!(store.create_run(new_run()), store.create_run(new_run()));
+    one.expect("started");
+    two.expect("started");
+    assert_eq!(remote.backing().run_counts().await.unwrap().len(), 2);
+}

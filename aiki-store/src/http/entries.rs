@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use serde::Serialize;
 
 use super::Transport;
@@ -75,10 +75,7 @@ impl EntryRequests {
                 true,
             )
             .await?;
-        if status == StatusCode::NOT_FOUND
-            && serde_json::from_slice::<ErrorBody>(&bytes)
-                .is_ok_and(|error| error.code == api::NO_ROUTE)
-        {
+        if super::is_no_route(status, &bytes) {
             return Ok(None);
         }
         let answers: Vec<Option<ErrorBody>> = super::decode(path::ENTRY_WRITES, status, &bytes)?;
