@@ -254,7 +254,7 @@ async fn many_starts_at_once_go_in_full_requests() {
     {
         assert_eq!(outcome.expect("started").run().id, run.id);
     }
-    // Three full requests of 32, the last 4 once they are answered.
+    // Three full requests of 32 at once, the last 4 once fewer than two are in flight.
     assert_eq!(seen.lock().unwrap().len(), 4, "{:?}", seen.lock().unwrap());
     assert_eq!(runs_of(&store, &namespace).await, 100);
 }

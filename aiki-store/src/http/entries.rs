@@ -52,16 +52,7 @@ impl EntryRequests {
         &self,
         writes: &[String],
     ) -> Result<Option<Vec<Result<(), StoreError>>>, StoreError> {
-        let length: usize = writes.iter().map(|write| write.len() + 1).sum();
-        let mut body = Vec::with_capacity(length + 16);
-        body.extend_from_slice(b"{\"writes\":[");
-        for (i, write) in writes.iter().enumerate() {
-            if i > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(write.as_bytes());
-        }
-        body.extend_from_slice(b"]}");
+        let body = super::array_body("writes", writes.iter().map(String::as_bytes));
         // Entry writes are upserts checked against a revision they do not change: a repeat
         // writes the same rows again, so each request may have a key of its own.
         let operation = uuid::Uuid::new_v4().to_string();

@@ -275,6 +275,24 @@ impl Transport {
     }
 }
 
+/// The body `{"<field>": [<item>, …]}` of items already serialized (a request of several
+/// writes or starts).
+fn array_body<'a>(field: &str, items: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
+    let length: usize = items.clone().map(|item| item.len() + 1).sum();
+    let mut body = Vec::with_capacity(length + field.len() + 8);
+    body.extend_from_slice(b"{\"");
+    body.extend_from_slice(field.as_bytes());
+    body.extend_from_slice(b"\":[");
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.extend_from_slice(b"]}");
+    body
+}
+
 /// Whether an answer says the server does not serve the route (a server of an earlier release,
 /// asked for a route added since).
 fn is_no_route(status: StatusCode, bytes: &[u8]) -> bool {
