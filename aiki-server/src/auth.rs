@@ -118,7 +118,6 @@ fn scope_of(method: &Method, route: &str) -> Option<Scope> {
         path::RUNS_LIST | path::CHANGES | path::SCHEDULE | path::SCHEDULE_LOG => Some(Scope::Read),
         path::SCHEDULES if method == Method::GET => Some(Scope::Read),
         path::RUNS
-        | path::STARTS
         | path::EVENTS
         | path::ACTIONS
         | path::RELEASE
@@ -290,7 +289,6 @@ mod tests {
             (&post, path::CATALOG, Some(Scope::Executor)),
             (&post, path::CATALOG_TASKS, Some(Scope::Executor)),
             (&post, path::RUNS, Some(Scope::Operator)),
-            (&post, path::STARTS, Some(Scope::Operator)),
             (&post, path::EVENTS, Some(Scope::Operator)),
             (&post, path::ACTIONS, Some(Scope::Operator)),
             (&post, path::RELEASE, Some(Scope::Operator)),

@@ -100,7 +100,6 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::WHOAMI, get(routes::whoami))
         .route(path::METRICS, get(routes::metrics))
         .route(path::RUNS, post(routes::create_run))
-        .route(path::STARTS, post(routes::start_runs))
         .route(path::RUNS_LIST, post(routes::list_runs))
         .route(path::RUNS_COUNTS, get(routes::run_counts))
         .route(path::RUN, get(routes::get_run))

@@ -10,7 +10,7 @@ use aiki_store::{EntryKind, EntryRecord, EntryStatus, RunId};
 use serde_json::{Value, json};
 use support::remote::Remote;
 
-use support::requests::{NOW, post_json, queued_run, refused, roomy_server, server, snapshot};
+use support::requests::{NOW, post_json, queued_run, roomy_server, server, snapshot};
 
 fn entry(run: RunId, address: &str, index: u32) -> EntryRecord {
     EntryRecord::new(
@@ -34,6 +34,14 @@ async fn a_wrong_batch_is_refused_whole_and_writes_nothing() {
     let run = queued_run(&remote).await;
     let before = snapshot(&remote, run.id).await;
     let path = format!("/runs/{}/entries/batch", run.id);
+    let refused = |(status, body): (u16, aiki_store::ErrorBody), want: u16, says: &str| {
+        assert_eq!(
+            (status, body.code.as_str()),
+            (want, "invalid_request"),
+            "{body:?}"
+        );
+        assert!(body.message.contains(says), "says {says:?}: {body:?}");
+    };
 
     refused(
         post_json(&remote, &path, &batch(&[])).await,

@@ -6,15 +6,20 @@
 
 mod support;
 
+use std::sync::{Arc, Mutex};
+
+use aiki::ManualClock;
+use aiki_server::ServerConfig;
 use aiki_store::http::HttpStore;
 use aiki_store::prelude::*;
 use aiki_store::{
     BoxStore, EntryKind, EntryRecord, EntryStatus, ErrorBody, RunId, RunRecord, StoreError,
 };
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::IntoResponse;
 use serde_json::{Value, json};
-use support::requests::{
-    NOW, noting_server, post_json, queued_run, refused, roomy_server, server, snapshot,
-};
+use support::requests::{NOW, post_json, queued_run, roomy_server, server, snapshot};
 
 fn entry(run: RunId, address: &str, index: u32) -> EntryRecord {
     EntryRecord::new(
@@ -85,6 +90,14 @@ async fn a_wrong_request_of_writes_is_refused_whole_and_writes_nothing() {
     let remote = server().await;
     let run = queued_run(&remote).await;
     let before = snapshot(&remote, run.id).await;
+    let refused = |(status, body): (u16, ErrorBody), want: u16, says: &str| {
+        assert_eq!(
+            (status, body.code.as_str()),
+            (want, "invalid_request"),
+            "{body:?}"
+        );
+        assert!(body.message.contains(says), "says {says:?}: {body:?}");
+    };
     let mine = entry(run.id, "charge:aa", 0);
 
     refused(
@@ -144,6 +157,44 @@ async fn a_wrong_request_of_writes_is_refused_whole_and_writes_nothing() {
     assert_eq!(snapshot(&roomy, run.id).await.1, 0, "nothing was written");
 }
 
+/// The paths of the requests a server was sent, in order.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// A real server on a memory store, each request's path noted in `seen`; with `earlier`, it
+/// answers `POST /entries` as a server of an earlier release does: `no_route`.
+async fn noting_server(earlier: bool) -> (String, BoxStore, Seen) {
+    let store = aiki_store::connect("memory:").await.unwrap();
+    let seen: Seen = Arc::default();
+    let noted = seen.clone();
+    let app = aiki_server::router(
+        store.clone(),
+        ServerConfig::default()
+            .clock(ManualClock::new(NOW))
+            .insecure_no_auth(),
+    )
+    .layer(axum::middleware::from_fn(
+        move |request: Request, next: Next| {
+            let noted = noted.clone();
+            async move {
+                let path = request.uri().path().to_owned();
+                noted.lock().unwrap().push(path.clone());
+                if earlier && path == "/api/v1/entries" {
+                    let body =
+                        json!({ "code": "no_route", "message": "no such route", "details": {} });
+                    return (axum::http::StatusCode::NOT_FOUND, axum::Json(body)).into_response();
+                }
+                next.run(request).await
+            }
+        },
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (url, store, seen)
+}
+
 /// `n` queued runs of one namespace in `store`.
 async fn runs(store: &BoxStore, n: usize) -> Vec<RunRecord> {
     let namespace = aiki_store::Namespace::new(format!("writes-{}", RunId::new()), "1.0.0");
@@ -166,7 +217,7 @@ async fn entries_of(store: &BoxStore, id: RunId) -> usize {
 
 #[tokio::test]
 async fn an_http_store_sends_the_writes_of_its_runs_together() {
-    let (url, store, seen) = noting_server(None).await;
+    let (url, store, seen) = noting_server(false).await;
     let http = HttpStore::new(&url).unwrap();
     let runs = runs(&store, 20).await;
     // Twenty runs write at once (this runtime runs one task at a time, so all are queued
@@ -207,7 +258,7 @@ async fn an_http_store_sends_the_writes_of_its_runs_together() {
 
 #[tokio::test]
 async fn an_http_store_writes_each_runs_entries_alone_to_a_server_of_an_earlier_release() {
-    let (url, store, seen) = noting_server(Some("/api/v1/entries")).await;
+    let (url, store, seen) = noting_server(true).await;
     let http = HttpStore::new(&url).unwrap();
     let runs = runs(&store, 2).await;
     // The server's payload limit, as an answer states it (so a run's several entries go in a

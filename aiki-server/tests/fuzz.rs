@@ -112,7 +112,6 @@ fn requests(run: &RunRecord, owner: &str) -> Vec<Request> {
     let revision = run.revision;
     vec![
         post(path::RUNS, json!(new_run)),
-        post(path::STARTS, json!({"runs": [new_run]})),
         post(
             path::RUNS_LIST,
             json!(ListRuns::new(RunFilter::default(), 10)),

@@ -34,11 +34,6 @@ pub mod path {
     pub const METRICS: &str = "/metrics";
     /// `POST` [`NewRun`](crate::NewRun) → [`CreateOutcome`](crate::CreateOutcome) (client).
     pub const RUNS: &str = "/runs";
-    /// `POST` [`StartRuns`](super::StartRuns) → `[StartAnswer]` (client): several starts in
-    /// one request, each made as [`RUNS`] makes one and answered on its own, in order (see
-    /// [`StartAnswer`](super::StartAnswer)). An `HttpStore` sends the starts its callers make
-    /// while its previous request is in flight (group commit).
-    pub const STARTS: &str = "/starts";
     /// `POST` [`ListRuns`](crate::ListRuns) → [`RunPage`](crate::RunPage) (read).
     pub const RUNS_LIST: &str = "/runs/list";
     /// `GET` → `[RunCounts]` (read).
@@ -147,9 +142,6 @@ pub const NO_ROUTE: &str = "no_route";
 /// The most entries one [`PutEntries`] carries (an `HttpStore` sends more in several requests).
 pub const MAX_ENTRY_BATCH: usize = 1_000;
 
-/// The most starts one [`StartRuns`] carries: what the SQL stores insert in one statement.
-pub const MAX_STARTS: usize = 32;
-
 /// The most writes one [`PutEntryWrites`] carries: what one batch of [`crate::batch`] holds.
 pub const MAX_ENTRY_WRITES: usize = 2 * crate::batch::MAX_BATCH;
 
@@ -208,25 +200,6 @@ pub struct PutEntryWrites {
     /// The writes, of any runs, each with the revision its executor last saw of its run; no
     /// two of one `(run, address, index)`.
     pub writes: Vec<PutEntry>,
-}
-
-/// The body of [`path::STARTS`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StartRuns {
-    /// The runs, 1 to [`MAX_STARTS`]; each is started as one [`path::RUNS`] request starts it
-    /// (the same checks, the same outcome for a taken reference id).
-    pub runs: Vec<NewRun>,
-}
-
-/// One start's answer in [`path::STARTS`]: what it did, or the error one [`path::RUNS`]
-/// request would have answered with (`{"outcome": …, "run": …}` or `{"code": …, …}`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum StartAnswer {
-    /// The run was created, or its reference id is taken by this run.
-    Outcome(Box<crate::CreateOutcome>),
-    /// Refused: nothing was started.
-    Refused(crate::ErrorBody),
 }
 
 /// The body of [`path::CHILDREN`].

@@ -231,18 +231,6 @@ fn writer_stopped() -> StoreError {
     }
 }
 
-/// The error of a start whose batch's task stopped (its runtime shut down) before answering
-/// (the SQL stores' and `HttpStore`'s group commit of starts).
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "http"))]
-pub(crate) fn start_stopped() -> StoreError {
-    StoreError::Unavailable {
-        message: "the start writer stopped before answering (its runtime shut down); the run \
-                  may or may not have been started, start it again with the same reference id"
-            .to_owned(),
-        source: None,
-    }
-}
-
 /// The writer task: takes what is queued, writes it, answers, until every sender is gone. A
 /// group (one [`EntryBatcher::put_all`]) goes in one batch, unless one of its keys is already in
 /// the batch.

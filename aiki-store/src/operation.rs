@@ -107,30 +107,6 @@ pub async fn fresh_scope<F: Future>(id: OperationId, work: F) -> F::Output {
     CURRENT.scope(Scope { id, fresh: true }, work).await
 }
 
-/// Runs `work` as part `part` of the operation in scope, as fresh as it is: a request that
-/// carries several writes (the starts of [`crate::api::path::STARTS`]) does each of them once,
-/// under the operation's id with `.{part}` appended (an id a few characters longer than
-/// [`MAX_LEN`] where the operation's is that long). Outside a scope, `work` runs as it is.
-///
-/// ```
-/// use aiki_store::operation::{self, OperationId};
-///
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let id = OperationId::new("b1f2c3d4").unwrap();
-/// let part = operation::scope(id, operation::part_scope(2, async { operation::current() })).await;
-/// assert_eq!(part.unwrap().as_str(), "b1f2c3d4.2");
-/// # });
-/// ```
-pub async fn part_scope<F: Future>(part: usize, work: F) -> F::Output {
-    match CURRENT.try_with(Clone::clone) {
-        Ok(Scope { id, fresh }) => {
-            let id = OperationId(format!("{id}.{part}"));
-            CURRENT.scope(Scope { id, fresh }, work).await
-        }
-        Err(_) => work.await,
-    }
-}
-
 /// The operation in scope on this task, if any.
 pub fn current() -> Option<OperationId> {
     CURRENT.try_with(|scope| scope.id.clone()).ok()

@@ -1,9 +1,6 @@
 //! The client role's routes: starts, forks, events and the operator's actions.
 
-use aiki_store::api::{
-    Act, ActOnSchedule, CreateSchedule, MAX_STARTS, ReleaseClaim, SetConfig, StartAnswer, StartRuns,
-};
-use aiki_store::operation;
+use aiki_store::api::{Act, ActOnSchedule, CreateSchedule, ReleaseClaim, SetConfig};
 use aiki_store::{
     AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord, RunStatus,
     RuntimeConfig, ScheduleActed, ScheduleCreated, ScheduleRecord,
@@ -41,48 +38,8 @@ fn checked(result: Result<(), aiki::ClientError>) -> Result<(), ApiError> {
 pub(crate) async fn create_run(
     State(app): State<AppState>,
     key: Key,
-    Body(run): Body<NewRun>,
+    Body(mut run): Body<NewRun>,
 ) -> Answer<CreateOutcome> {
-    Ok(Json(start(&app, &key, run).await?))
-}
-
-/// Several starts (`api::StartRuns`), each made as [`create_run`] makes one, as a part of the
-/// request's operation (so that a repeat of the request gets each start's first answer), all
-/// at once (so that the store batches them); each answered on its own, in order.
-pub(crate) async fn start_runs(
-    State(app): State<AppState>,
-    key: Key,
-    Body(body): Body<StartRuns>,
-) -> Answer<Vec<StartAnswer>> {
-    if body.runs.is_empty() || body.runs.len() > MAX_STARTS {
-        return Err(ApiError::invalid(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "`runs` holds {} runs; a request holds 1 to {MAX_STARTS}: send more in several \
-                 requests",
-                body.runs.len()
-            ),
-        ));
-    }
-    let starts = body.runs.into_iter().enumerate().map(|(part, run)| {
-        let (app, key) = (&app, &key);
-        operation::part_scope(part, async move { start(app, key, run).await })
-    });
-    let answers = futures_util::future::join_all(starts).await;
-    Ok(Json(
-        answers
-            .into_iter()
-            .map(|answer| match answer {
-                Ok(outcome) => StartAnswer::Outcome(Box::new(outcome)),
-                Err(error) => StartAnswer::Refused(error.body),
-            })
-            .collect(),
-    ))
-}
-
-/// Starts `run` for the caller of `key`: checked against the catalog, stamped by the server's
-/// clock.
-async fn start(app: &AppState, key: &Key, mut run: NewRun) -> Result<CreateOutcome, ApiError> {
     if run.parent.is_none() {
         let check = app
             .checks
@@ -91,12 +48,12 @@ async fn start(app: &AppState, key: &Key, mut run: NewRun) -> Result<CreateOutco
         checked(check.map(drop))?;
     }
     run.now = app.time.now();
-    run.actor = actor(key, run.actor);
+    run.actor = actor(&key, run.actor);
     let outcome = app.store.create_run(run).await?;
     if let CreateOutcome::Created(run) = &outcome {
         app.waiters.queued(run.status);
     }
-    Ok(outcome)
+    Ok(Json(outcome))
 }
 
 pub(crate) async fn fork_run(

@@ -1,16 +1,12 @@
 //! Requests as a client that gets them wrong sends them: raw bodies to a server on a memory
 //! store, and the error body each is answered with.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aiki::ManualClock;
 use aiki_server::ServerConfig;
 use aiki_store::prelude::*;
-use aiki_store::{BoxStore, CreateOutcome, ErrorBody, Namespace, NewRun, RunId, RunRecord};
-use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::IntoResponse;
+use aiki_store::{CreateOutcome, ErrorBody, Namespace, NewRun, RunId, RunRecord};
 use serde_json::json;
 
 use super::remote::Remote;
@@ -74,17 +70,6 @@ pub async fn send(
     (status, body)
 }
 
-/// Asserts that an answer (`post_json`'s) refuses the request as invalid with status `want`,
-/// its message saying `says`.
-pub fn refused((status, body): (u16, ErrorBody), want: u16, says: &str) {
-    assert_eq!(
-        (status, body.code.as_str()),
-        (want, "invalid_request"),
-        "{body:?}"
-    );
-    assert!(body.message.contains(says), "says {says:?}: {body:?}");
-}
-
 /// Posts `body` as JSON; the status and the error body.
 pub async fn post_json(remote: &Remote, path: &str, body: &str) -> (u16, ErrorBody) {
     send(
@@ -108,43 +93,4 @@ pub async fn snapshot(remote: &Remote, id: RunId) -> (RunRecord, usize, usize, u
         history.events.len(),
         timeline.len(),
     )
-}
-
-/// The paths of the requests a server was sent, in order.
-pub type Seen = Arc<Mutex<Vec<String>>>;
-
-/// A real server on a memory store, each request's path noted in `seen`; it answers requests
-/// to `unserved` (a path such as `/api/v1/entries`) as a server of an earlier release does:
-/// `no_route`.
-pub async fn noting_server(unserved: Option<&'static str>) -> (String, BoxStore, Seen) {
-    let store = aiki_store::connect("memory:").await.unwrap();
-    let seen: Seen = Arc::default();
-    let noted = seen.clone();
-    let app = aiki_server::router(
-        store.clone(),
-        ServerConfig::default()
-            .clock(ManualClock::new(NOW))
-            .insecure_no_auth(),
-    )
-    .layer(axum::middleware::from_fn(
-        move |request: Request, next: Next| {
-            let noted = noted.clone();
-            async move {
-                let path = request.uri().path().to_owned();
-                noted.lock().unwrap().push(path.clone());
-                if unserved == Some(path.as_str()) {
-                    let body =
-                        json!({ "code": "no_route", "message": "no such route", "details": {} });
-                    return (axum::http::StatusCode::NOT_FOUND, axum::Json(body)).into_response();
-                }
-                next.run(request).await
-            }
-        },
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    (url, store, seen)
 }

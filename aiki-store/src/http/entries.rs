@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use serde::Serialize;
 
 use super::Transport;
@@ -52,7 +52,16 @@ impl EntryRequests {
         &self,
         writes: &[String],
     ) -> Result<Option<Vec<Result<(), StoreError>>>, StoreError> {
-        let body = super::array_body("writes", writes.iter().map(String::as_bytes));
+        let length: usize = writes.iter().map(|write| write.len() + 1).sum();
+        let mut body = Vec::with_capacity(length + 16);
+        body.extend_from_slice(b"{\"writes\":[");
+        for (i, write) in writes.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(write.as_bytes());
+        }
+        body.extend_from_slice(b"]}");
         // Entry writes are upserts checked against a revision they do not change: a repeat
         // writes the same rows again, so each request may have a key of its own.
         let operation = uuid::Uuid::new_v4().to_string();
@@ -66,7 +75,10 @@ impl EntryRequests {
                 true,
             )
             .await?;
-        if super::is_no_route(status, &bytes) {
+        if status == StatusCode::NOT_FOUND
+            && serde_json::from_slice::<ErrorBody>(&bytes)
+                .is_ok_and(|error| error.code == api::NO_ROUTE)
+        {
             return Ok(None);
         }
         let answers: Vec<Option<ErrorBody>> = super::decode(path::ENTRY_WRITES, status, &bytes)?;

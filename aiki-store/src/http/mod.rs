@@ -1,7 +1,6 @@
 //! A store on the other side of an `aiki-server`: the executor, client and read roles of the
 //! contract, each operation one HTTP request (feature `http`), except that the entry writes
-//! of several runs share one (group commit, see `entries.rs`), and so do starts made at once
-//! (see `starts.rs`).
+//! of several runs share one (group commit, see `entries.rs`).
 //!
 //! It never sweeps: the server's leader does. A [`Worker`](https://docs.rs/aiki) on it runs no
 //! daemons; give it as `WorkerStore::executor(Arc::new(store))`.
@@ -20,11 +19,9 @@ use crate::{ErrorBody, StoreError};
 
 mod entries;
 mod roles;
-mod starts;
 
 use crate::batch::EntryBatcher;
 use entries::EntryRequests;
-use starts::StartRequests;
 
 /// A store reached over HTTP: an `aiki-server`'s API at a base URL such as
 /// `http://127.0.0.1:9850`.
@@ -42,9 +39,6 @@ pub struct HttpStore {
     /// The group commit of entry writes: what this store's runs write while a request is in
     /// flight goes in the next one (see `entries.rs`).
     entries: Arc<EntryBatcher<EntryRequests>>,
-    /// The group commit of starts: the starts made while a start request is in flight go in
-    /// the next one (see `starts.rs`).
-    starts: Arc<StartRequests>,
 }
 
 /// What sends a request: the client, the server's address and the key.
@@ -101,7 +95,6 @@ impl HttpStore {
         };
         Ok(HttpStore {
             entries: EntryRequests::batcher(&transport),
-            starts: StartRequests::new(&transport),
             transport,
             long_poll: Duration::ZERO,
             unanswered: Arc::default(),
@@ -124,7 +117,6 @@ impl HttpStore {
     pub fn with_key(mut self, key: impl Into<String>) -> Self {
         self.transport.key = Some(key.into());
         self.entries = EntryRequests::batcher(&self.transport);
-        self.starts = StartRequests::new(&self.transport);
         self
     }
 
@@ -273,32 +265,6 @@ impl Transport {
     ) -> Result<R, StoreError> {
         self.call(Method::POST, path, Some(body)).await
     }
-}
-
-/// The body `{"<field>": [<item>, …]}` of items already serialized (a request of several
-/// writes or starts).
-fn array_body<'a>(field: &str, items: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
-    let length: usize = items.clone().map(|item| item.len() + 1).sum();
-    let mut body = Vec::with_capacity(length + field.len() + 8);
-    body.extend_from_slice(b"{\"");
-    body.extend_from_slice(field.as_bytes());
-    body.extend_from_slice(b"\":[");
-    for (i, item) in items.enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(item);
-    }
-    body.extend_from_slice(b"]}");
-    body
-}
-
-/// Whether an answer says the server does not serve the route (a server of an earlier release,
-/// asked for a route added since).
-fn is_no_route(status: StatusCode, bytes: &[u8]) -> bool {
-    status == StatusCode::NOT_FOUND
-        && serde_json::from_slice::<ErrorBody>(bytes)
-            .is_ok_and(|error| error.code == crate::api::NO_ROUTE)
 }
 
 /// An answer to `path` read as `R`: its body on a success, the error it stands for otherwise.

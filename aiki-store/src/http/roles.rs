@@ -303,12 +303,7 @@ impl ExecutorStore for HttpStore {
 #[async_trait]
 impl ClientStore for HttpStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
-        // Group commit: starts made at once share a request (`starts.rs`); a start made as an
-        // operation, which names its key, goes alone.
-        if crate::operation::current().is_some() {
-            return self.transport.post(path::RUNS, &run).await;
-        }
-        self.starts.start(&run).await
+        self.transport.post(path::RUNS, &run).await
     }
 
     async fn fork_run(&self, fork: NewFork) -> Result<CreateOutcome, StoreError> {

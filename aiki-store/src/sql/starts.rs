@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
-use crate::batch::{Lane, answer_all, start_stopped};
+use crate::batch::{Lane, answer_all};
 use crate::{CreateOutcome, NewRun, RunRecord, StoreError};
 
 use super::dialect::{Dialect, On, Param, Row, Tx};
@@ -112,14 +112,24 @@ impl<D: Dialect> StartBatcher<D> {
             .send(queued, |queue| drain(self.writer.clone(), queue))
             .is_err()
         {
-            return Err(start_stopped());
+            return Err(writer_stopped());
         }
-        outcome.await.unwrap_or_else(|_| Err(start_stopped()))
+        outcome.await.unwrap_or_else(|_| Err(writer_stopped()))
     }
 
     /// Lets the task end once the starts already queued are inserted.
     pub(crate) fn close(&self) {
         self.lane.close();
+    }
+}
+
+/// The error of a start whose task stopped (its runtime shut down) before answering.
+fn writer_stopped() -> StoreError {
+    StoreError::Unavailable {
+        message: "the start writer stopped before answering (its runtime shut down); the run \
+                  may or may not have been started, start it again with the same reference id"
+            .to_owned(),
+        source: None,
     }
 }
 
