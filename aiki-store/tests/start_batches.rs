@@ -1,6 +1,5 @@
-//! Group commit of starts on SQLite and PostgreSQL: concurrent starts share statements (on
-//! PostgreSQL, only those that record an operation's answer), and each caller still gets its
-//! own outcome: its run, the run that holds its reference id (taken
+//! Group commit of starts on SQLite and PostgreSQL: concurrent starts share statements, and
+//! each caller still gets its own outcome: its run, the run that holds its reference id (taken
 //! by a stored run or by another start of the same batch), or its own error.
 #![cfg(any(feature = "sqlite", feature = "postgres"))]
 
@@ -16,24 +15,12 @@ use aiki_store::{
 };
 use support::records::new_run;
 
-/// How a backend makes starts that record no answer (made directly on the store).
-#[derive(Clone, Copy, PartialEq)]
-enum PlainStarts {
-    /// In batches: concurrent starts share statements (SQLite, one writer).
-    Batched,
-    /// Each in a statement of its own (PostgreSQL, whose concurrent autocommit inserts share
-    /// WAL flushes without waiting for each other).
-    Alone,
-}
-
 /// Starts 200 runs at once on `store`: 160 without a reference id and 4 reference ids started
-/// 10 times each; each outcome is exact whether the backend batches them (`plain`) or not.
-/// `statements` reads the store's statement count.
-async fn concurrent_starts(
+/// 10 times each. `statements` reads the store's statement count.
+async fn concurrent_starts_share_statements(
     store: Arc<dyn Store>,
     statements: impl Fn() -> u64,
     backend: &str,
-    plain: PlainStarts,
 ) {
     let namespace = Namespace::new(format!("starts-{}", RunId::new()), "1.0.0");
     let before = statements();
@@ -63,17 +50,10 @@ async fn concurrent_starts(
     let spent = statements() - before;
     println!("{backend}: 200 concurrent starts in {spent} statements");
     // 36 starts found their reference id taken and read its run: one statement each.
-    match plain {
-        PlainStarts::Batched => assert!(
-            spent < 200,
-            "concurrent starts share statements: {spent} statements for 200 starts"
-        ),
-        // 164 inserts, and 36 that inserted nothing and read the holder.
-        PlainStarts::Alone => assert!(
-            spent >= 236,
-            "each start is a statement of its own: {spent} statements for 200 starts"
-        ),
-    }
+    assert!(
+        spent < 200,
+        "concurrent starts share statements: {spent} statements for 200 starts"
+    );
     assert_eq!(holders.len(), 4);
     for (reference, outcomes) in &holders {
         let first: Vec<_> = outcomes
@@ -105,8 +85,8 @@ async fn concurrent_starts(
 }
 
 /// A start the database refuses in a batch (its run id is taken) fails alone; the starts
-/// beside it are inserted: made directly, and made as operations (as a server makes them,
-/// which PostgreSQL batches too).
+/// beside it are inserted: made directly, and made as operations (as a server makes them: a
+/// batch in a transaction that records their answers).
 async fn a_refused_start_fails_alone(store: Arc<dyn Store>) {
     for as_operations in [false, true] {
         a_refused_start_fails_alone_made(store.clone(), as_operations).await;
@@ -247,8 +227,8 @@ mod sqlite {
         let file = support::TempFile::new();
         let store = Arc::new(SqliteStore::connect(&file.url()).await.expect("open"));
         let counted = store.clone();
-        let statements = move || counted.statements();
-        super::concurrent_starts(store, statements, "sqlite", PlainStarts::Batched).await;
+        super::concurrent_starts_share_statements(store, move || counted.statements(), "sqlite")
+            .await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -275,14 +255,14 @@ mod postgres {
     use support::postgres as pg;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn concurrent_starts_go_alone() {
+    async fn concurrent_starts_share_statements() {
         let Some(url) = pg::shared_database().await else {
             return;
         };
         let store = Arc::new(PostgresStore::connect(&url).await.expect("open"));
         let counted = store.clone();
-        let statements = move || counted.statements();
-        super::concurrent_starts(store, statements, "postgres", PlainStarts::Alone).await;
+        super::concurrent_starts_share_statements(store, move || counted.statements(), "postgres")
+            .await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

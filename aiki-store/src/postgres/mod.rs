@@ -408,9 +408,6 @@ impl Dialect for PgDialect {
     // A batch through a server is a transaction of four round trips; one at a time, starts
     // ran slower than the single-start transactions they replaced, which ran side by side.
     const START_FLIGHTS: usize = 4;
-    // Sixteen pooled autocommit inserts side by side share WAL flushes: batched behind four
-    // flights, the bench's direct starts took 1.44–1.53 s instead of 1.10–1.30 s.
-    const BATCH_PLAIN_STARTS: bool = false;
 
     fn ready_signals(&self) -> Option<crate::ReadySignals> {
         Some(listen::signals(&self.listen, listen::channel(&self.schema)))

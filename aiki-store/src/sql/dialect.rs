@@ -268,11 +268,6 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// database has one writer, more where concurrent transactions commit together.
     const START_FLIGHTS: usize = 1;
 
-    /// Whether starts that record no answer (made directly on the store, not through a server)
-    /// are batched too. Where concurrent autocommit inserts already share the database's
-    /// flushes, a batch only makes them wait for each other.
-    const BATCH_PLAIN_STARTS: bool = true;
-
     /// The process's feed of the database's ready hints, on a schema whose trigger sends them.
     fn ready_signals(&self) -> Option<crate::ReadySignals> {
         None

@@ -11,10 +11,6 @@
 //! operations recorded its answer first, or the database refuses something in the batch, the
 //! transaction is rolled back and each caller starts its run alone, as before. Each caller's
 //! start is durable when its call returns.
-//!
-//! A dialect may keep the starts that record no answer out of batches
-//! ([`Dialect::BATCH_PLAIN_STARTS`]): PostgreSQL's concurrent autocommit inserts already share
-//! WAL flushes, and queued behind a batch they only waited longer.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
