@@ -82,19 +82,12 @@
 //! every phase gets a fresh schema, dropped at the end. When no server answers, the backend is
 //! skipped. The benchmark asserts nothing about speed.
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use aiki::{
-    Client, Run, RunHandle, RunRecord, RunStatus, TaskError, Worker, Workflow, WorkflowError,
-};
-use anyhow::Context as _;
-use indicatif::ProgressBar;
+use aiki::{Run, TaskError, WorkflowError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 #[path = "bench/engine.rs"]
 mod engine;
@@ -142,7 +135,7 @@ use phases::{
     accounting_phase, complete_chains, counted_store, fan_out_phase, latency_phase, percentile,
     recovery_phase, replay_phase, sorted, start_chains, throughput, throughput_traced, wait_for,
 };
-use process::{WorkerProcess, worker_process};
+use process::{WorkerProcess, serve, worker_process};
 use report::{f, print_report};
 use stores::{Stores, now_ms, postgres_answers, postgres_url};
 

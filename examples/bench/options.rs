@@ -1,6 +1,8 @@
 //! The command line: which phases on which backends, or which worker process this is.
 
-use super::*;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Backend {

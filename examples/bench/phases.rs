@@ -1,6 +1,16 @@
 //! The phases of a full run: throughput, statement accounting, fan-out, replay, recovery and latency.
 
-use super::*;
+use std::time::{Duration, Instant};
+
+use aiki::{Client, RunHandle, RunRecord, RunStatus, Worker, Workflow};
+use anyhow::Context as _;
+use indicatif::ProgressBar;
+use serde_json::{Value, json};
+
+use super::{
+    Chain, FanOut, Nap, One, ReplayV1, ReplayV1Go, ReplayV2, TASK_LOOPS, Waiter, WaiterGo,
+    WorkerProcess, now_ms,
+};
 
 /// Polls a run every millisecond until it is in `status` (failing if it ends otherwise).
 pub(crate) async fn wait_for<W: Workflow>(

@@ -1,6 +1,13 @@
 //! The worker processes the bench starts: this program re-executed with a mode.
 
-use super::*;
+use std::process::Stdio;
+use std::time::Duration;
+
+use aiki::{Worker, WorkerHandle};
+use anyhow::Context as _;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+use super::{Chain, ReplayV1, tracing_cost};
 
 /// `--worker <url>`: serves the bench workflows until stdin closes.
 pub(crate) async fn worker_process(url: String) -> anyhow::Result<()> {
@@ -12,12 +19,16 @@ pub(crate) async fn worker_process(url: String) -> anyhow::Result<()> {
         .poll_interval(Duration::from_millis(10))
         .build()?
         .start();
+    serve(worker).await;
+    Ok(())
+}
+
+/// Says `ready` and serves with `worker` until stdin closes (the parent says stop, or dies).
+pub(crate) async fn serve(worker: WorkerHandle) {
     println!("ready");
-    // Stdin closes when the parent says stop (or dies).
     let mut sink = Vec::new();
     let _ = tokio::io::stdin().read_to_end(&mut sink).await;
     worker.shutdown().await;
-    Ok(())
 }
 
 /// A worker process started by the bench.

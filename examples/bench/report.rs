@@ -1,6 +1,8 @@
 //! The printed report of a full run.
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::{engine, footprint, long_run};
 
 pub(crate) fn f(value: &Value) -> f64 {
     value.as_f64().unwrap_or(f64::NAN)

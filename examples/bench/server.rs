@@ -10,7 +10,6 @@ use aiki::store::http::HttpStore;
 use aiki::{Client, RunStatus, Worker, WorkerStore};
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
 
 use super::{Chain, One, WorkerProcess, now_ms, percentile, sorted, wait_for};
 
@@ -27,10 +26,7 @@ pub(crate) async fn worker_process(url: String, key: String) -> anyhow::Result<(
         .poll_interval(Duration::from_millis(10))
         .build()?
         .start();
-    println!("ready");
-    let mut sink = Vec::new();
-    let _ = tokio::io::stdin().read_to_end(&mut sink).await;
-    worker.shutdown().await;
+    super::serve(worker).await;
     Ok(())
 }
 

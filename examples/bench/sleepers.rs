@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use aiki::{Client, Namespace, Run, RunStatus, Worker, WorkflowError};
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
 
 /// How long each run sleeps: longer than the bench, which brings the timers due itself.
 const NAP: Duration = Duration::from_secs(3600);
@@ -34,10 +33,7 @@ async fn doze(run: &Run, _x: u64) -> Result<(), WorkflowError> {
 pub(crate) async fn worker_process(url: String) -> anyhow::Result<()> {
     let store = aiki::store::connect(&url).await?;
     let worker = Worker::builder(store).register(Doze).build()?.start();
-    println!("ready");
-    let mut sink = Vec::new();
-    let _ = tokio::io::stdin().read_to_end(&mut sink).await;
-    worker.shutdown().await;
+    super::serve(worker).await;
     Ok(())
 }
 

@@ -1,6 +1,9 @@
 //! Fresh stores per phase (SQLite files in a temp folder, PostgreSQL schemas) and their cleanup.
 
-use super::*;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::Backend;
 
 pub(crate) const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -28,7 +31,7 @@ pub(crate) fn unique() -> String {
 pub(crate) struct Stores {
     pub(crate) backend: Backend,
     pub(crate) dir: PathBuf,
-    pub(crate) schemas: Vec<String>,
+    schemas: Vec<String>,
 }
 
 impl Stores {

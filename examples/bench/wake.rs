@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use aiki::{Client, PollingSubscriber, RunStatus, Worker};
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
 
 /// `--wake-worker <url> <poll|hints>`.
 pub(crate) async fn worker_process(url: String, discovery: String) -> anyhow::Result<()> {
@@ -31,10 +30,7 @@ pub(crate) async fn worker_process(url: String, discovery: String) -> anyhow::Re
         other => anyhow::bail!("--wake-worker: `{other}` is not `poll`, `hints` or `redis`"),
     };
     let worker = builder.build()?.start();
-    println!("ready");
-    let mut sink = Vec::new();
-    let _ = tokio::io::stdin().read_to_end(&mut sink).await;
-    worker.shutdown().await;
+    super::serve(worker).await;
     Ok(())
 }
 

@@ -60,6 +60,11 @@ impl<D: Dialect> SqlStore<D> {
         in_scope(self).is_some()
     }
 
+    /// The operation in scope, if this store records answers (its writes record theirs).
+    pub(crate) fn answered_operation(&self) -> Option<OperationId> {
+        in_scope(self).map(|(id, _)| id)
+    }
+
     /// The first answer of the operation in scope to a write of `kind`, if one was recorded.
     pub(crate) async fn first_answer<T: DeserializeOwned>(
         &self,

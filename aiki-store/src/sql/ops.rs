@@ -77,7 +77,7 @@ impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn create_run(&self, run: NewRun) -> Result<CreateOutcome, StoreError> {
         // Group commit: concurrent starts share one statement (see `starts`). A repeat of an
         // operation (which may find its answer) starts alone.
-        let answer = match crate::operation::current().filter(|_| self.sql.answers.is_some()) {
+        let answer = match self.answered_operation() {
             Some(_) if !crate::operation::is_fresh() => return self.create_run_alone(run).await,
             Some(id) => Some(crate::operation::key(&id, "create_run")),
             None => None,
