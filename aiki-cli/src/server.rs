@@ -23,7 +23,7 @@ pub(crate) async fn serve(
     }
     // A server migrates the schema as a worker does.
     let store = aiki::store::connect(url).await?;
-    let mut config = ServerConfig::default();
+    let mut config = ServerConfig::default().shutdown_grace(args.shutdown_grace);
     if let Some(per_second) = args.rate_limit {
         config = config.rate_limit(per_second, per_second.saturating_mul(2.try_into()?));
     }
@@ -58,8 +58,9 @@ pub(crate) async fn serve(
         )
     };
     // Push deliveries to the endpoints configured in the store (`aiki endpoints`), by the
-    // holder of the dispatch lease.
-    let _dispatcher = (!args.no_daemons).then(|| {
+    // holder of the dispatch lease: on every server, `--no-daemons` or not, since no other
+    // process delivers pushes (the lease keeps it to one at a time).
+    let _dispatcher = {
         // Unique even for servers alike in pid and address (containers).
         let random = uuid::Uuid::new_v4().simple().to_string();
         let holder = format!(
@@ -68,7 +69,7 @@ pub(crate) async fn serve(
             &random[..8]
         );
         aiki_server::dispatch::Dispatcher::new(store.clone(), holder).start()
-    });
+    };
     #[cfg(feature = "redis")]
     let _publisher = match &args.redis_url {
         Some(redis) => Some(

@@ -14,7 +14,11 @@ pub struct ServerConfig {
     pub(crate) request_timeout: Duration,
     pub(crate) auth: bool,
     pub(crate) rate_limit: Option<(std::num::NonZeroU32, std::num::NonZeroU32)>,
+    pub(crate) shutdown_grace: Duration,
 }
+
+/// How long a server shutting down lets its requests in flight finish, by default.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// The server's clock, which stamps every request: every `now` a request carries is replaced
 /// by it, so a remote machine's skewed clock never dates a run, an event or a claim.
@@ -29,6 +33,7 @@ impl Default for ServerConfig {
             request_timeout: Duration::from_secs(30),
             auth: true,
             rate_limit: None,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -69,6 +74,15 @@ impl ServerConfig {
     /// the store with the same error. Raising the store's limit means raising this one too.
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
+        self
+    }
+
+    /// How long [`serve`](crate::serve), once its shutdown signal came, lets the requests in
+    /// flight finish before it drops their connections (default [`DEFAULT_SHUTDOWN_GRACE`],
+    /// 10 s). Waiting long polls are answered at once, and requests that still arrive are
+    /// refused with 503 and `Retry-After`, whatever the grace.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
         self
     }
 

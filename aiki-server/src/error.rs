@@ -48,17 +48,25 @@ impl ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(error: StoreError) -> Self {
-        let status =
-            StatusCode::from_u16(status_of(&error)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        if status.is_server_error() {
-            tracing::warn!(%error, "a request failed in the store");
-        }
+impl ApiError {
+    /// `error`'s answer, as the store's errors are answered, for an error of the server's own
+    /// (not a failure of the store: nothing is logged).
+    pub(crate) fn answering(error: &StoreError) -> Self {
         ApiError {
-            status,
+            status: StatusCode::from_u16(status_of(error))
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             body: error.to_body(),
         }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        let answer = ApiError::answering(&error);
+        if answer.status.is_server_error() {
+            tracing::warn!(%error, "a request failed in the store");
+        }
+        answer
     }
 }
 

@@ -44,6 +44,7 @@ mod auth;
 mod config;
 #[cfg(feature = "push")]
 pub mod dispatch;
+mod drain;
 mod error;
 pub mod keys;
 mod replay;
@@ -55,7 +56,7 @@ mod waiters;
 pub mod reference {}
 
 pub use auth::KEY_CACHE_TTL;
-pub use config::ServerConfig;
+pub use config::{DEFAULT_SHUTDOWN_GRACE, ServerConfig};
 pub use error::ApiError;
 pub use replay::KEPT_FOR as REPLAYS_KEPT_FOR;
 
@@ -74,10 +75,17 @@ pub(crate) struct AppState {
     waiters: Arc<waiters::Waiters>,
     /// The longest a claim waits for work (below the request timeout).
     max_wait: std::time::Duration,
+    /// Whether the server is shutting down: waiting claims answer at once.
+    draining: drain::Draining,
 }
 
 /// The API's routes on `store`, under [`PREFIX`], set up by `config`.
 pub fn router(store: BoxStore, config: ServerConfig) -> Router {
+    draining_router(store, config, drain::never())
+}
+
+/// [`router`], shutting down gracefully once `draining` turns `true` (see `drain.rs`).
+fn draining_router(store: BoxStore, config: ServerConfig, draining: drain::Draining) -> Router {
     let keys = (
         store.clone(),
         Arc::new(auth::Keys::limited(config.rate_limit)),
@@ -93,6 +101,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         store,
         time: Arc::new(config.time),
         max_wait,
+        draining: draining.clone(),
     };
     let api = Router::new()
         .route(path::HEALTH, get(routes::health))
@@ -142,6 +151,10 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::SCHEDULE_ACTIONS, post(routes::act_on_schedule))
         .route(path::SCHEDULES_DECLARED, post(routes::declare_schedules))
         .method_not_allowed_fallback(error::wrong_method)
+        .route_layer(axum::middleware::from_fn_with_state(
+            draining,
+            drain::refuse_while_draining,
+        ))
         .with_state(state)
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::new(replay::Replays::default()),
@@ -179,15 +192,38 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         ))
 }
 
-/// Serves [`router`] on `listener` until `shutdown` completes, then lets requests in flight
-/// finish.
+/// Serves [`router`] on `listener` until `shutdown` completes, then shuts down gracefully:
+/// it stops accepting connections, answers waiting long polls at once, refuses requests that
+/// still arrive (503, `Retry-After`), and lets the requests in flight finish within
+/// [`ServerConfig::shutdown_grace`], after which it drops the connections left and returns.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store: BoxStore,
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(store, config))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let grace = config.shutdown_grace;
+    let (drain, draining) = tokio::sync::watch::channel(false);
+    let mut stopping = draining.clone();
+    let serving = axum::serve(listener, draining_router(store, config, draining))
+        .with_graceful_shutdown(async move {
+            let _ = stopping.wait_for(|draining| *draining).await;
+        })
+        .into_future();
+    tokio::pin!(serving);
+    tokio::select! {
+        served = &mut serving => return served,
+        () = shutdown => {}
+    }
+    drain.send_replace(true);
+    match tokio::time::timeout(grace, serving).await {
+        Ok(served) => served,
+        Err(_) => {
+            tracing::warn!(
+                ?grace,
+                "requests still in flight after the shutdown grace period; dropping them"
+            );
+            Ok(())
+        }
+    }
 }

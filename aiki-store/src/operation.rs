@@ -11,11 +11,17 @@
 //! claimed runs, the same new run, the same transition, never a spurious revision conflict, a
 //! second run or a second event.
 //!
-//! Claims are the one exception to "the same transaction": a claim records its answer in a
-//! statement right after it (an empty claim records nothing), so that a long poll's empty
-//! attempts stay one statement each. A crash between the two costs only a delay: the repeat
-//! claims other runs, and the runs of the lost answer are released by claim recovery, their
-//! recorded tasks never run again.
+//! A claim records its answer only when it claims something (a long poll's empty attempts
+//! stay one statement each): on PostgreSQL in the claim's own statement, elsewhere in a
+//! transaction with it. So a server killed mid-claim never leaves runs claimed whose answer a
+//! repeat would not find.
+//!
+//! A caller that retries a write names it once for all its retries with [`resend_scope`]:
+//! a transport ([`HttpStore`](crate::http::HttpStore)) sends that name as the request's
+//! idempotency key each time, so that the server answers every retry with the first answer,
+//! whichever retry layer (the transport's own, the runtime's, the client's) sends it again. A
+//! store that records answers records none for it: it names a request to a server, which
+//! records the answers.
 //!
 //! Outside a scope, writes are done as ever and record nothing. Answers are kept for
 //! [`KEPT_FOR_MS`] and then forgotten by the leader's sweep
@@ -69,6 +75,12 @@ impl OperationId {
         Ok(Self(id))
     }
 
+    /// A new id, unlike any other (a random UUID): the name of one logical write, for all
+    /// its sends.
+    pub fn random() -> Self {
+        Self(uuid::Uuid::new_v4().to_string())
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -81,12 +93,13 @@ impl fmt::Display for OperationId {
     }
 }
 
-/// The operation in scope: its id, and whether it is known to be sent for the first time.
+/// The operation in scope: its id, whether it is known to be sent for the first time, and
+/// whether the store records its answer (a [`resend_scope`] only names a request).
 #[derive(Clone, Debug)]
 struct Scope {
     id: OperationId,
-    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     fresh: bool,
+    recorded: bool,
 }
 
 tokio::task_local! {
@@ -96,7 +109,12 @@ tokio::task_local! {
 /// Runs `work` as operation `id`: each write it makes to a store is done once per id (see the
 /// module's documentation). One scope is meant for one write.
 pub async fn scope<F: Future>(id: OperationId, work: F) -> F::Output {
-    CURRENT.scope(Scope { id, fresh: false }, work).await
+    let scope = Scope {
+        id,
+        fresh: false,
+        recorded: true,
+    };
+    CURRENT.scope(scope, work).await
 }
 
 /// [`scope`], for an operation the caller knows to be new (an id it has just made, sent for
@@ -104,18 +122,51 @@ pub async fn scope<F: Future>(id: OperationId, work: F) -> F::Output {
 /// a repeat after all, a write it does is rolled back for the first answer; a write its own
 /// checks refuse is refused.
 pub async fn fresh_scope<F: Future>(id: OperationId, work: F) -> F::Output {
-    CURRENT.scope(Scope { id, fresh: true }, work).await
+    let scope = Scope {
+        id,
+        fresh: true,
+        recorded: true,
+    };
+    CURRENT.scope(scope, work).await
 }
 
-/// The operation in scope on this task, if any.
+/// Runs `work`, one send of a write that its caller sends again on a transient error, as
+/// request `id`: a transport sends `id` as the idempotency key of the request `work` makes, so
+/// that a server answers each send with the first answer; `resent` is `false` for the first
+/// send (the server need not look for an answer), `true` for every later one. Stores record
+/// nothing for it ([`current`] does not see it). Name each logical write once, with an id of
+/// its own ([`OperationId::random`]), and give every send of it the same.
+pub async fn resend_scope<F: Future>(id: OperationId, resent: bool, work: F) -> F::Output {
+    let scope = Scope {
+        id,
+        fresh: !resent,
+        recorded: false,
+    };
+    CURRENT.scope(scope, work).await
+}
+
+/// The operation in scope on this task whose answer a store records, if any.
 pub fn current() -> Option<OperationId> {
-    CURRENT.try_with(|scope| scope.id.clone()).ok()
+    CURRENT
+        .try_with(|scope| scope.recorded.then(|| scope.id.clone()))
+        .ok()
+        .flatten()
+}
+
+/// The idempotency key of a request made in this task, if a scope names it (a [`scope`] or a
+/// [`resend_scope`]), and whether it is known to be sent for the first time.
+pub fn request_key() -> Option<(OperationId, bool)> {
+    CURRENT
+        .try_with(|scope| (scope.id.clone(), scope.fresh))
+        .ok()
 }
 
 /// Whether the operation in scope is known to be new (see [`fresh_scope`]).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn is_fresh() -> bool {
-    CURRENT.try_with(|scope| scope.fresh).unwrap_or(false)
+    CURRENT
+        .try_with(|scope| scope.recorded && scope.fresh)
+        .unwrap_or(false)
 }
 
 /// This machine's clock in unix ms: when an answer is recorded.
@@ -155,5 +206,15 @@ mod tests {
         .await;
         assert_eq!(inner, Some(id));
         assert_eq!(current(), None);
+    }
+
+    #[tokio::test]
+    async fn a_resend_scope_names_requests_and_records_nothing() {
+        let id = OperationId::random();
+        let first = resend_scope(id.clone(), false, async { (current(), request_key()) }).await;
+        assert_eq!(first, (None, Some((id.clone(), true))));
+        let again = resend_scope(id.clone(), true, async { request_key() }).await;
+        assert_eq!(again, Some((id, false)));
+        assert_eq!(request_key(), None);
     }
 }

@@ -71,6 +71,8 @@ impl Dialect for SqliteDialect {
                  AND id NOT IN (SELECT value FROM json_each($6)) \
                  ORDER BY queued_at, id LIMIT $5) {claimed}"
             ),
+            // In a transaction that records the answer (`claims.rs`).
+            claims_answered: None,
             claim_run: format!(
                 "{claim} WHERE id = $3 AND status = 'queued' \
                  AND namespace IN (SELECT value FROM json_each($4)) {claimed}"

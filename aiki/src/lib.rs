@@ -277,6 +277,7 @@ mod panic;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod registry;
+mod resend;
 mod retry;
 mod run;
 mod schema;
@@ -293,7 +294,9 @@ mod workflow;
 pub mod __private;
 
 pub use address::{TaskAddress, canonical_json, child_address, input_hash, sha256_hex};
-pub use client::{Client, ConflictPolicy, NewSchedule, Start, StartJson, input_hash_json};
+pub use client::{
+    Client, ConflictPolicy, DEFAULT_RIDE_OUT, NewSchedule, Start, StartJson, input_hash_json,
+};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connect::connect;
 pub use error::{ClientError, TaskError, WorkflowError};

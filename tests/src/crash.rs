@@ -109,3 +109,25 @@ pub async fn many_long(run: &Run, input: ManyLongInput) -> Result<u32, WorkflowE
     }
     Ok(input.steps)
 }
+
+/// Two quick steps: the children of `with-children`.
+#[aiki::workflow(name = "two-steps", version = "1")]
+pub async fn two_steps(run: &Run, key: String) -> Result<usize, WorkflowError> {
+    for i in 0..2 {
+        Step.start(run, format!("{key}/{i}")).await?;
+    }
+    Ok(2)
+}
+
+/// A step, two children of two steps each started one after the other and awaited, a last
+/// step: every kind of write a parent makes (entries, child starts, a suspension, a wake-up by
+/// its children's ends, a completion).
+#[aiki::workflow(name = "with-children", version = "1")]
+pub async fn with_children(run: &Run, key: String) -> Result<usize, WorkflowError> {
+    Step.start(run, format!("{key}/own")).await?;
+    let first = run.child::<TwoSteps>(format!("{key}/a")).start().await?;
+    let second = run.child::<TwoSteps>(format!("{key}/b")).start().await?;
+    let steps = first.wait().await? + second.wait().await?;
+    Step.start(run, format!("{key}/last")).await?;
+    Ok(steps + 2)
+}

@@ -205,6 +205,20 @@ macro_rules! on_sql_backends {
     };
 }
 
+/// Logs this process's `tracing` events at `AIKI_LOG`'s level (`warn`, say) on stderr, for the
+/// test processes (workers, servers) whose logs a test reads; nothing without it.
+pub fn log_from_env() {
+    let Ok(level) = std::env::var("AIKI_LOG") else {
+        return;
+    };
+    let level: tracing::Level = level.parse().expect("AIKI_LOG names a level");
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 /// How long one scenario may take before it fails (real time): a hang fails the test instead
 /// of stalling the whole suite.
 pub const SCENARIO_LIMIT: Duration = Duration::from_secs(180);

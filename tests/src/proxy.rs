@@ -3,10 +3,13 @@
 //! closes each new one at once (the server looks down to its clients); or frozen: then it
 //! forwards nothing and closes nothing (a network partition: calls hang), keeping what it holds
 //! for when it is restored. The shared database server itself is never stopped.
+//!
+//! In front of an HTTP server it also counts the requests in flight: connections whose client
+//! has sent since the server last answered.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -22,6 +25,7 @@ pub struct FaultProxy {
     /// Bumped at every cut: connections carried before it end.
     generation: watch::Sender<u64>,
     accepted: Arc<AtomicU64>,
+    in_flight: Arc<AtomicI64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -34,13 +38,14 @@ impl FaultProxy {
         let (generation, _) = watch::channel(0u64);
         let (frozen, _) = watch::channel(false);
         let accepted = Arc::new(AtomicU64::new(0));
+        let in_flight = Arc::new(AtomicI64::new(0));
         let task = tokio::spawn(serve(
             listener,
             server,
             cut.clone(),
             generation.clone(),
             frozen.clone(),
-            accepted.clone(),
+            (accepted.clone(), in_flight.clone()),
         ));
         Ok(FaultProxy {
             port,
@@ -48,6 +53,7 @@ impl FaultProxy {
             frozen,
             generation,
             accepted,
+            in_flight,
             task,
         })
     }
@@ -80,6 +86,12 @@ impl FaultProxy {
     /// How many connections it has accepted.
     pub fn accepted(&self) -> u64 {
         self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// How many requests are in flight, for an HTTP server behind it: connections whose client
+    /// sent bytes since the server's last answer (a request sent, or a long poll waiting).
+    pub fn requests_in_flight(&self) -> i64 {
+        self.in_flight.load(Ordering::SeqCst)
     }
 
     /// `url` (a `postgres://…@HOST:PORT/…` URL) pointed at the proxy instead of its server.
@@ -124,7 +136,7 @@ async fn serve(
     cut: Arc<AtomicBool>,
     generation: watch::Sender<u64>,
     frozen: watch::Sender<bool>,
-    accepted: Arc<AtomicU64>,
+    (accepted, in_flight): (Arc<AtomicU64>, Arc<AtomicI64>),
 ) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -140,6 +152,7 @@ async fn serve(
                 let born = *ended.borrow_and_update();
                 let mut thawed = frozen.subscribe();
                 let (up, down) = (frozen.subscribe(), frozen.subscribe());
+                let asking = Asking::new(in_flight.clone());
                 connections.spawn(async move {
                     // A connection made while frozen waits to reach the server.
                     if thawed.wait_for(|frozen| !*frozen).await.is_err() {
@@ -149,8 +162,8 @@ async fn serve(
                     let (client_read, client_write) = client.into_split();
                     let (server_read, server_write) = upstream.into_split();
                     tokio::select! {
-                        _ = pump(client_read, server_write, up) => {}
-                        _ = pump(server_read, client_write, down) => {}
+                        _ = pump(client_read, server_write, up, || asking.sent()) => {}
+                        _ = pump(server_read, client_write, down, || asking.answered()) => {}
                         _ = ended.wait_for(|now| *now != born) => {}
                     }
                 });
@@ -160,11 +173,49 @@ async fn serve(
     }
 }
 
-/// Copies `from` to `to`, holding what it read while frozen (nothing is lost or reordered).
+/// Whether one connection's client waits for an answer, counted in the proxy's requests in
+/// flight (and no longer once the connection ends).
+struct Asking {
+    waiting: AtomicBool,
+    in_flight: Arc<AtomicI64>,
+}
+
+impl Asking {
+    fn new(in_flight: Arc<AtomicI64>) -> Self {
+        Asking {
+            waiting: AtomicBool::new(false),
+            in_flight,
+        }
+    }
+
+    /// The client sent: a request is in flight until the server answers.
+    fn sent(&self) {
+        if !self.waiting.swap(true, Ordering::SeqCst) {
+            self.in_flight.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The server answered.
+    fn answered(&self) {
+        if self.waiting.swap(false, Ordering::SeqCst) {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        self.answered();
+    }
+}
+
+/// Copies `from` to `to`, holding what it read while frozen (nothing is lost or reordered);
+/// `seen` is called for each read.
 async fn pump(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     mut frozen: watch::Receiver<bool>,
+    seen: impl Fn(),
 ) -> std::io::Result<()> {
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
@@ -172,6 +223,7 @@ async fn pump(
         if read == 0 {
             return Ok(());
         }
+        seen();
         if frozen.wait_for(|frozen| !*frozen).await.is_err() {
             return Ok(());
         }

@@ -21,6 +21,9 @@ mod world;
 
 use world::World;
 
+#[path = "processes/restarts.rs"]
+mod restarts;
+
 /// Process tests share the machine's two cores and, for one of them, the PostgreSQL server:
 /// run them one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -264,6 +267,21 @@ async fn workers_ride_out_a_postgres_outage(backend: Backend) {
     assert_eq!(effects.len(), runs * 5, "every task ran; nothing was lost");
 }
 
+/// [`restarts`]: the server killed with SIGKILL three times under load.
+async fn remote_workers_ride_out_killed_servers(backend: Backend) {
+    restarts::remote_workers_ride_out_server_restarts(backend, restarts::Stop::Kill).await;
+}
+
+/// [`restarts`]: the server stopped with SIGTERM three times under load.
+async fn remote_workers_ride_out_graceful_restarts(backend: Backend) {
+    restarts::remote_workers_ride_out_server_restarts(backend, restarts::Stop::Terminate).await;
+}
+
+/// [`restarts`]: a client's starts and actions wait for a restarting server.
+async fn starts_ride_out_a_server_restart(backend: Backend) {
+    restarts::starts_ride_out_a_server_restart(backend).await;
+}
+
 macro_rules! on_sql_backends {
     ($($scenario:ident),* $(,)?) => {
         mod sqlite {
@@ -305,4 +323,7 @@ on_sql_backends!(
     frozen_worker_is_fenced_when_it_wakes,
     frozen_remote_worker_is_fenced_when_it_wakes,
     remote_workers_ride_out_a_killed_server_process,
+    remote_workers_ride_out_killed_servers,
+    remote_workers_ride_out_graceful_restarts,
+    starts_ride_out_a_server_restart,
 );

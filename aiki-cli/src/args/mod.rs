@@ -196,10 +196,16 @@ pub struct ServerArgs {
     /// says which).
     #[arg(long, default_value = "127.0.0.1:9850")]
     pub listen: std::net::SocketAddr,
-    /// Leave the daemons and the push dispatcher to another process (a worker or another
-    /// server on the same store).
+    /// Leave the daemons (due wake-ups, claim recovery, stalls, schedules, retention) to
+    /// another process: a worker or another server on the same store. The push dispatcher
+    /// still runs (only servers deliver pushes; one at a time holds its lease).
     #[arg(long)]
     pub no_daemons: bool,
+    /// Once asked to stop (SIGTERM, Ctrl-C), let the requests in flight finish for this long
+    /// (`10s`, `1m`; `0s` drops them at once) before dropping their connections; waiting long
+    /// polls are answered at once and new requests refused with 503 and `Retry-After`.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse::parse_duration)]
+    pub shutdown_grace: std::time::Duration,
     /// Serve every route without an API key: anyone who reaches the address may do anything.
     /// Without it the server refuses to start until the store holds a key (`aiki keys
     /// create`), on any address: a loopback one behind a TLS proxy is a public one.

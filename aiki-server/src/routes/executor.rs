@@ -209,22 +209,27 @@ pub(crate) async fn claim_run(
 }
 
 /// A claim; one that finds nothing and may wait (`?wait_ms=`) claims again each time a run
-/// may have been queued, until it takes one or its time is up.
+/// may have been queued, until it takes one or its time is up, or the server shuts down (it
+/// answers what it has at once, so that its shutdown does not wait for the long polls).
 pub(crate) async fn claim(
     State(app): State<AppState>,
     QueryOf(wait): QueryOf<ClaimWait>,
     Body(request): Body<ClaimRequest>,
 ) -> Answer<Claimed> {
     let deadline = Instant::now() + Duration::from_millis(wait.wait_ms).min(app.max_wait);
+    let mut draining = app.draining.clone();
     loop {
         let mut seen = app.waiters.watch();
         let mut attempt = request.clone();
         attempt.now = app.time.now();
         let claimed = app.store.claim(attempt).await?;
-        if !claimed.runs.is_empty() || Instant::now() >= deadline {
+        if !claimed.runs.is_empty() || Instant::now() >= deadline || *draining.borrow() {
             return Ok(Json(claimed));
         }
-        app.waiters.wait(&mut seen, deadline).await;
+        tokio::select! {
+            () = app.waiters.wait(&mut seen, deadline) => {}
+            _ = draining.wait_for(|draining| *draining) => {}
+        }
     }
 }
 

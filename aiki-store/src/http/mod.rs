@@ -153,11 +153,11 @@ impl Transport {
         let body = body.map(|body| encode(path, body)).transpose()?;
         // One operation, one key, however often it is sent: the server answers a repeat with
         // the first answer (see `crate::api::IDEMPOTENCY_KEY`). The operation in scope, if any,
-        // names it (see `crate::operation`).
-        let scoped = crate::operation::current();
-        let fresh = scoped.is_none();
-        let operation =
-            scoped.map_or_else(|| uuid::Uuid::new_v4().to_string(), |id| id.to_string());
+        // names it, for every send of it by whatever retries it (see `crate::operation`).
+        let (operation, fresh) = crate::operation::request_key().map_or_else(
+            || (uuid::Uuid::new_v4().to_string(), true),
+            |(id, fresh)| (id.to_string(), fresh),
+        );
         self.send(method, path, body, &operation, fresh).await
     }
 

@@ -179,11 +179,11 @@ impl ExecutorStore for HttpStore {
             format!("{}?wait_ms={wait_ms}", path::CLAIMS)
         };
         let body = super::encode(&path, &request)?;
-        if let Some(id) = crate::operation::current() {
+        if let Some((id, fresh)) = crate::operation::request_key() {
             // The caller names the operation: its repeats are the caller's.
             return self
                 .transport
-                .send(Method::POST, &path, Some(body), &id.to_string(), false)
+                .send(Method::POST, &path, Some(body), id.as_str(), fresh)
                 .await;
         }
         // A claim whose answer never came may have claimed runs that nobody would run before

@@ -192,7 +192,27 @@ impl Dialect for PgDialect {
              revision = r.revision + 1, due_at = NULL, updated_at = {now}",
             now = self.claim_time("$2"),
         );
-        let claimed = format!("RETURNING {run}::text, {}", claim_idle_column(level));
+        let claimed = format!(
+            "RETURNING {run}::text AS doc, {} AS idle",
+            claim_idle_column(level)
+        );
+        // A claim that records what it claimed, if anything, as the answer of the operation
+        // whose key and time are `$key` and the parameter after it.
+        let answered = |claim: &str, key: u8| {
+            format!(
+                "WITH claimed AS ({claim}), answered AS (INSERT INTO aiki_operation_answers                  (id, answer, recorded_at) SELECT ${key},                  json_agg(json_build_array(doc, idle))::text, ${time} FROM claimed                  HAVING count(*) > 0) SELECT doc, idle FROM claimed",
+                time = key + 1,
+            )
+        };
+        let picked = "SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
+                      AND namespace = ANY($4::text[]) AND NOT (id = ANY($6::uuid[])) \
+                      ORDER BY queued_at, id LIMIT $5 FOR UPDATE SKIP LOCKED";
+        let claim_picked =
+            format!("{claim} FROM picked WHERE r.id = picked.id AND r.status = 'queued' {claimed}");
+        let claim_named = format!(
+            "{claim} WHERE r.id = $3::uuid AND r.status = 'queued' \
+             AND r.namespace = ANY($4::text[]) {claimed}"
+        );
         // A transition's guarded update; `answered` records its answer in the same statement.
         let transition = |answered: &str| {
             let answered = answered.replace("{run}", &run);
@@ -219,17 +239,19 @@ impl Dialect for PgDialect {
             )
         };
         DialectStatements {
-            claim: format!(
-                "WITH picked AS (SELECT id FROM aiki_runs WHERE status = 'queued' AND pool = $3 \
-                 AND namespace = ANY($4::text[]) AND NOT (id = ANY($6::uuid[])) \
-                 ORDER BY queued_at, id LIMIT $5 \
-                 FOR UPDATE SKIP LOCKED) \
-                 {claim} FROM picked WHERE r.id = picked.id AND r.status = 'queued' {claimed}"
-            ),
-            claim_run: format!(
-                "{claim} WHERE r.id = $3::uuid AND r.status = 'queued' \
-                 AND r.namespace = ANY($4::text[]) {claimed}"
-            ),
+            claim: format!("WITH picked AS ({picked}) {claim_picked}"),
+            claims_answered: level.answers.then(|| {
+                (
+                    format!(
+                        "WITH picked AS ({picked}), {}",
+                        answered(&claim_picked, 7)
+                            .strip_prefix("WITH ")
+                            .expect("BUG: a WITH statement")
+                    ),
+                    answered(&claim_named, 5),
+                )
+            }),
+            claim_run: claim_named.clone(),
             transition: transition(""),
             transition_answered: level.answers.then(|| {
                 transition(

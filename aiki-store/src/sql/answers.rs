@@ -79,6 +79,18 @@ impl<D: Dialect> SqlStore<D> {
         self.recorded_answer(&id, sql, kind).await
     }
 
+    /// The answer recorded for the operation in scope and a write of `kind`, if any, looked
+    /// for even on a first send (whose write was refused for a repeat that answered first).
+    pub(crate) async fn recorded_answer_in_scope<T: DeserializeOwned>(
+        &self,
+        kind: &str,
+    ) -> Result<Option<T>, StoreError> {
+        match in_scope(self) {
+            Some((id, sql)) => self.recorded_answer(&id, sql, kind).await,
+            None => Ok(None),
+        }
+    }
+
     /// The answer recorded for operation `id` and a write of `kind`, if any.
     async fn recorded_answer<T: DeserializeOwned>(
         &self,
@@ -119,32 +131,6 @@ impl<D: Dialect> SqlStore<D> {
             }
         }
         self.commit(tx).await?;
-        Ok(answer)
-    }
-
-    /// Records `answer` for the operation in scope after its write committed, in a statement
-    /// of its own: for claims, whose repeat after a crash between the two statements costs a
-    /// delay and never a second effect (the runs the lost answer claimed are released by claim
-    /// recovery, their tasks never run twice), and whose long polls claim nothing far more
-    /// often than something, which a transaction per attempt would make cost three
-    /// statements instead of one. The answer to give: this one, or the one a concurrent repeat
-    /// recorded first.
-    pub(crate) async fn record_after<T: Serialize + DeserializeOwned>(
-        &self,
-        kind: &str,
-        answer: T,
-    ) -> Result<T, StoreError> {
-        let Some((id, sql)) = in_scope(self) else {
-            return Ok(answer);
-        };
-        let text = serde_json::to_string(&answer).expect("BUG: an answer serializes");
-        let params = params![operation::key(&id, kind), text, wall_clock()];
-        if self.execute(On::Write, &sql.record, &params).await? == 0 {
-            return Ok(self
-                .recorded_answer(&id, sql, kind)
-                .await?
-                .unwrap_or(answer));
-        }
         Ok(answer)
     }
 

@@ -307,6 +307,14 @@ pub(crate) struct DialectStatements {
     /// Claims run `$3` if it is queued and of the namespaces `$4` (a list): `$1` owner, `$2`
     /// now; returns its document and the idle timeout, as `claim` does.
     pub(crate) claim_run: String,
+    /// For a database whose one statement may write two tables (PostgreSQL), on a schema that
+    /// keeps answers: `claim` and `claim_run` that also record what they claimed, if anything,
+    /// as the answer of an operation (under [`CLAIM_DOCS`](super::claims::CLAIM_DOCS): a JSON
+    /// array of `[document, idle timeout]`), the answer's key and time the two parameters
+    /// after theirs. When the operation has an answer already the statement fails on the
+    /// answers' key and claims nothing. Elsewhere a claim in an operation's scope is a
+    /// transaction that records its answer before it commits.
+    pub(crate) claims_answered: Option<(String, String)>,
     /// The guarded update of a transition (parameters: `binds::transition`), returning the
     /// run document.
     pub(crate) transition: String,

@@ -33,7 +33,12 @@ pub struct Client {
     pub(crate) actor: Option<String>,
     /// The catalog entries starts and events were last checked against, when kept.
     pub(crate) checked: Option<Arc<crate::catalog::Kept>>,
+    /// How long a write rides out a store out of reach before it fails.
+    pub(crate) ride_out: Duration,
 }
+
+/// How long a client's write rides out a store (or an aiki server) out of reach by default.
+pub const DEFAULT_RIDE_OUT: Duration = Duration::from_secs(30);
 
 impl Client {
     /// A client on a store's client and read roles (any [`BoxStore`](aiki_store::BoxStore)
@@ -46,7 +51,48 @@ impl Client {
             poll_interval: Duration::from_millis(20),
             actor: None,
             checked: None,
+            ride_out: DEFAULT_RIDE_OUT,
         }
+    }
+
+    /// How long a start, an event sent, an operator's action, a fork or a configuration change
+    /// rides out a store or an aiki server out of reach (a restart, a failover) before it fails
+    /// with [`StoreError::Unavailable`](aiki_store::StoreError::Unavailable): it is sent again
+    /// with back-off meanwhile, as one operation (a server answers each send of it with its
+    /// first answer, so it is done once). Default [`DEFAULT_RIDE_OUT`] (30 s); zero sends each
+    /// once (an HTTP store still sends a request a few times within a second).
+    pub fn ride_out(mut self, outage: Duration) -> Self {
+        self.ride_out = outage;
+        self
+    }
+
+    /// Sends `op`, a write, until the store answers or [`ride_out`](Client::ride_out) has
+    /// passed since the first send; one operation whatever its sends (see `crate::resend`).
+    pub(crate) async fn sent<F, Fut, T>(&self, op: F) -> Result<T, aiki_store::StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, aiki_store::StoreError>>,
+    {
+        // Real time: an outage is not the client's clock's (a manual clock in tests).
+        let began = std::time::Instant::now();
+        let outage = self.ride_out;
+        let result = crate::resend::resent(op, |error, attempt| {
+            let again = began.elapsed() < outage;
+            if again && (attempt == 1 || attempt.is_power_of_two()) {
+                tracing::warn!(%error, attempt, "the store did not answer; sending again");
+            }
+            again
+        })
+        .await;
+        result.map_err(|error| match error {
+            aiki_store::StoreError::Unavailable { message, source } if !outage.is_zero() => {
+                aiki_store::StoreError::Unavailable {
+                    message: format!("{message} (still, after {outage:?} of retries)"),
+                    source,
+                }
+            }
+            error => error,
+        })
     }
 
     /// Records `actor` (an operator's name, `user@host`, an API key's id) as who acts through
@@ -226,6 +272,6 @@ impl Client {
         value: i64,
     ) -> Result<RuntimeConfig, ClientError> {
         let now = self.clock.now();
-        Ok(self.store.set_config(key, value, now).await?)
+        Ok(self.sent(|| self.store.set_config(key, value, now)).await?)
     }
 }

@@ -82,8 +82,11 @@ impl<'c, W: Workflow> NewSchedule<'c, W> {
         let record = ScheduleRecord::new(self.name, definition, ScheduleOrigin::Client, 1, now)?;
         let client = self.client;
         Ok(client
-            .store
-            .create_schedule(record, client.actor.clone())
+            .sent(|| {
+                client
+                    .store
+                    .create_schedule(record.clone(), client.actor.clone())
+            })
             .await?)
     }
 }
@@ -142,9 +145,12 @@ impl Client {
         name: &str,
         action: ScheduleAction,
     ) -> Result<ScheduleActed, ClientError> {
+        let now = self.clock.now();
         let acted = self
-            .store
-            .act_on_schedule(name, action, self.actor.clone(), self.clock.now())
+            .sent(|| {
+                self.store
+                    .act_on_schedule(name, action.clone(), self.actor.clone(), now)
+            })
             .await?;
         if !acted.runs.is_empty() {
             crate::wake::work_available();

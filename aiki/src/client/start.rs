@@ -97,7 +97,7 @@ async fn create(
         Some(at) => new.scheduled_at(at),
         None => new,
     };
-    match client.store.create_run(new).await? {
+    match client.sent(|| client.store.create_run(new.clone())).await? {
         CreateOutcome::Created(run) => {
             crate::metrics::run_started(&run.namespace);
             match scheduled {

@@ -8,6 +8,7 @@
 
 mod budget;
 mod config;
+mod history;
 mod refresh;
 mod run;
 pub(crate) mod store_clock;

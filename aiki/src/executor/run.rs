@@ -88,7 +88,7 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>)
         let release = Transition::to(RunStatus::Queued, executor.clock.now());
         return Report::of(move_unexecuted(&executor, &claimed, release).await);
     };
-    let history = match executor.store.load_history(id).await {
+    let history = match super::history::load_claimed(&executor, &claimed, budget).await {
         Ok(history) if history.run.revision == claimed.revision => history,
         Ok(_) => return Report::of(outcome("lost")),
         Err(error) => {
@@ -257,7 +257,9 @@ async fn ended(
 /// A claimed run whose history could not be loaded. A corrupt record would be read again by
 /// every replay, so the run fails (`corrupt_history`) instead of cycling through claim and
 /// release; a record from a newer release is left to a worker that can read it; any other
-/// error (the store unreachable) leaves the claim to expire and the run to be recovered.
+/// error (the claim lost meanwhile, or the store still unreachable when the worker shut down
+/// or the execution's budget ran out: see `history::load_claimed`) leaves the run to whoever
+/// holds it, or to claim recovery.
 async fn unreadable_history(
     executor: &Parts,
     claimed: &RunRecord,
@@ -287,7 +289,7 @@ async fn unreadable_history(
             Transition::to(RunStatus::Queued, now)
         }
         error => {
-            tracing::warn!(run_id = %id, %error, "could not load history; the claim will expire");
+            tracing::warn!(run_id = %id, %error, "history not loaded; leaving the run");
             return outcome("lost");
         }
     };
@@ -302,11 +304,16 @@ async fn move_unexecuted(
     transition: Transition,
 ) -> &'static str {
     let id = claimed.id;
-    match executor
-        .store
-        .transition(id, claimed.revision, transition)
-        .await
-    {
+    let moved_by = crate::resend::resent(
+        || {
+            executor
+                .store
+                .transition(id, claimed.revision, transition.clone())
+        },
+        // Until the worker shuts down: the store or server may be restarting.
+        |_, _| !*executor.draining.borrow(),
+    );
+    match moved_by.await {
         Ok(record) => moved(&record),
         Err(error) => {
             tracing::warn!(run_id = %id, %error, "could not move the run; the claim will expire");

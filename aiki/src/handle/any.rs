@@ -129,14 +129,12 @@ impl AnyRun {
         data: Value,
         reference_id: Option<String>,
     ) -> Result<bool, ClientError> {
+        let event = NewEvent::new(self.id, name, data, self.client.clock.now())
+            .reference_id(reference_id)
+            .by(self.client.actor.clone());
         let outcome = self
             .client
-            .store
-            .append_event(
-                NewEvent::new(self.id, name, data, self.client.clock.now())
-                    .reference_id(reference_id)
-                    .by(self.client.actor.clone()),
-            )
+            .sent(|| self.client.store.append_event(event.clone()))
             .await
             .map_err(|error| match error {
                 StoreError::InvalidTransition { run_id, from, .. } if from.is_terminal() => {
@@ -205,11 +203,16 @@ impl AnyRun {
         check: Option<&Check<'_>>,
     ) -> Result<RunRecord, ClientError> {
         if let Some(check) = check {
-            check(&self.record().await?)?;
+            // Ridden out as the action is: the read is part of it.
+            let run = self.client.sent(|| self.client.store.get_run(self.id));
+            check(&run.await?)?;
         }
         let actor = self.client.actor.clone();
         let now = self.client.clock.now();
-        match self.client.store.act(self.id, action, actor, now).await {
+        let acted = self
+            .client
+            .sent(|| self.client.store.act(self.id, action, actor.clone(), now));
+        match acted.await {
             Ok(run) => {
                 crate::wake::work_available();
                 Ok(run)

@@ -136,7 +136,8 @@ impl AnyRun {
 
     /// Writes a fork [`prepare_fork`](AnyRun::prepare_fork) made.
     pub(crate) async fn create_fork(&self, fork: NewFork) -> Result<RunRecord, ClientError> {
-        let run = match self.client().store.fork_run(fork).await? {
+        let client = self.client();
+        let run = match client.sent(|| client.store.fork_run(fork.clone())).await? {
             CreateOutcome::Created(run) => {
                 crate::metrics::run_started(&run.namespace);
                 crate::wake::work_available();

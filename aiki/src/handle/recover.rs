@@ -287,7 +287,11 @@ impl AnyRun {
             let plan = self.retry_plan().await?;
             let now = self.client().clock.now();
             let moves = plan.moves(options, now, self.client().actor(), false)?;
-            match self.client().store.transition_all(moves).await {
+            let client = self.client();
+            match client
+                .sent(|| client.store.transition_all(moves.clone()))
+                .await
+            {
                 Ok(mut runs) => {
                     crate::wake::work_available();
                     return Ok(runs.swap_remove(0));

@@ -4,7 +4,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use aiki_store::{EntryRecord, ExecutorStore, ReadStore, StoreError};
 
@@ -94,7 +93,9 @@ impl Run {
         self.retried(writer, op).await
     }
 
-    /// A store operation on `store`, retried while the store is unreachable.
+    /// A store operation on `store`, retried while the store is unreachable: one operation
+    /// whatever retries it (see [`crate::resend`]), so a server answers a retry of a write it
+    /// did with its first answer.
     pub(super) async fn retried<S, F, Fut, T>(&self, store: Arc<S>, op: F) -> Result<T, StoreError>
     where
         S: ?Sized,
@@ -102,34 +103,27 @@ impl Run {
         Fut: Future<Output = Result<T, StoreError>>,
     {
         let _in_flight = self.in_flight();
-        let mut delay = Duration::from_millis(50);
-        let mut attempt: u64 = 1;
-        loop {
-            match op(store.clone()).await {
-                Ok(value) => return Ok(value),
-                // An outage never fails the run by itself: the write is retried for as long as
-                // it takes. The claim stays this executor's until the store answers another's
-                // recovery (after which the revision fence refuses the write, and the run is
-                // lost to this executor, not failed).
-                Err(error) if error.is_transient() => {
-                    crate::metrics::store_error("write", &error);
-                    crate::metrics::store_retry("write");
-                    if attempt == 1 || attempt.is_power_of_two() {
-                        tracing::warn!(
-                            run_id = %self.inner.id,
-                            %error,
-                            attempt,
-                            "store write failed; retrying until the store answers"
-                        );
-                    }
-                    // Real time: the store's recovery is not run timing.
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(5));
-                    attempt += 1;
+        // An outage never fails the run by itself: the write is retried for as long as it
+        // takes. The claim stays this executor's until the store answers another's recovery
+        // (after which the revision fence refuses the write, and the run is lost to this
+        // executor, not failed).
+        crate::resend::resent(
+            || op(store.clone()),
+            |error, attempt| {
+                crate::metrics::store_error("write", error);
+                crate::metrics::store_retry("write");
+                if attempt == 1 || attempt.is_power_of_two() {
+                    tracing::warn!(
+                        run_id = %self.inner.id,
+                        %error,
+                        attempt,
+                        "store write failed; retrying until the store answers"
+                    );
                 }
-                Err(error) => return Err(error),
-            }
-        }
+                true
+            },
+        )
+        .await
     }
 
     /// Writes a task entry, and keeps the manifest's copy of it current once it is durable.

@@ -14,6 +14,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn serve() -> anyhow::Result<()> {
+    aiki_tests::log_from_env();
     let url = std::env::var("AIKI_SERVER_STORE_URL")
         .map_err(|_| anyhow::anyhow!("set AIKI_SERVER_STORE_URL"))?;
     let listen = std::env::var("AIKI_SERVER_LISTEN").unwrap_or_else(|_| "127.0.0.1:0".to_owned());

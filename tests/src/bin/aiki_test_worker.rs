@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use aiki::{Worker, WorkerStore};
-use aiki_tests::crash::{Env, FiveSteps, Long, LongOnce};
+use aiki_tests::crash::{Env, FiveSteps, Long, LongOnce, TwoSteps, WithChildren};
 use aiki_tests::soak::{SideTable, Soak, SoakEnv, SoakStep};
 
 fn var(name: &str) -> anyhow::Result<String> {
@@ -34,6 +34,7 @@ fn millis(name: &str, default: u64) -> anyhow::Result<Duration> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    aiki_tests::log_from_env();
     let url = var("AIKI_WORKER_STORE_URL")?;
     let worker_id = var("AIKI_WORKER_ID")?;
     let crash = std::env::var("AIKI_SIDE_EFFECTS").ok();
@@ -85,6 +86,8 @@ async fn main() -> anyhow::Result<()> {
             .register(FiveSteps)
             .register(Long)
             .register(LongOnce)
+            .register(TwoSteps)
+            .register(WithChildren)
             .state(Env {
                 side_effects: side_effects.into(),
                 worker: worker_id.clone(),

@@ -231,8 +231,14 @@ impl World {
 
     /// Starts a worker process with more environment (`AIKI_POLL_MS`, say).
     pub fn spawn_with(&mut self, id: &str, long_task: Duration, env: &[(&str, &str)]) -> usize {
+        let command = self.worker_command(id, long_task, env);
+        self.workers.spawn(command)
+    }
+
+    /// The command of a worker process of this world; `env` is set last, so it may replace
+    /// what a remote worker is given by default (its claim timings).
+    pub fn worker_command(&self, id: &str, long_task: Duration, env: &[(&str, &str)]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_aiki_test_worker"));
-        command.envs(env.iter().copied());
         let url = match &self.server {
             Some(server) => {
                 command
@@ -251,7 +257,8 @@ impl World {
             .env("AIKI_SIDE_EFFECTS", &self.effects)
             .env("AIKI_WORKER_ID", id)
             .env("AIKI_LONG_TASK_MS", long_task.as_millis().to_string());
-        self.workers.spawn(command)
+        command.envs(env.iter().copied());
+        command
     }
 
     pub fn signal(&self, worker: usize, signal: &str) {
