@@ -48,3 +48,41 @@ pub(crate) async fn refuse_while_draining(
     headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    fn app(draining: Draining) -> Router {
+        Router::new()
+            .route("/", get(|| async { "served" }))
+            .route_layer(axum::middleware::from_fn_with_state(
+                draining,
+                refuse_while_draining,
+            ))
+    }
+
+    #[tokio::test]
+    async fn a_request_that_arrives_while_draining_is_refused_to_be_sent_again() {
+        let (drain, draining) = watch::channel(false);
+        let request = || Request::get("/").body(Body::empty()).unwrap();
+        let served = app(draining.clone()).oneshot(request()).await.unwrap();
+        assert_eq!(served.status(), StatusCode::OK);
+        drain.send_replace(true);
+        let refused = app(draining).oneshot(request()).await.unwrap();
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
+        assert_eq!(refused.headers()[header::CONNECTION], "close");
+        let body = axum::body::to_bytes(refused.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: aiki_store::ErrorBody = serde_json::from_slice(&body).unwrap();
+        assert!(StoreError::from_body(&body).is_transient(), "{body:?}");
+    }
+}

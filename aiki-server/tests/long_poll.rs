@@ -114,6 +114,52 @@ mod sqlite {
     }
 }
 
+/// A server asked to stop answers its waiting long polls at once (empty), and `serve` returns
+/// well within its grace period instead of waiting for the polls' end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_server_answers_its_long_polls_at_once() {
+    let store = aiki_store::connect("memory:").await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(aiki_server::serve(
+        listener,
+        store,
+        config().shutdown_grace(Duration::from_secs(10)),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let namespace = Namespace::new(format!("long-poll-{}", RunId::new()), "1.0.0");
+    let poller = HttpStore::new(&url)
+        .unwrap()
+        .long_poll(Duration::from_secs(15));
+    let request = claim_request(&namespace);
+    let claim = tokio::spawn(async move { poller.claim(request).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !claim.is_finished(),
+        "the claim waits while nothing is queued"
+    );
+    let asked = Instant::now();
+    stop.send(()).unwrap();
+    let claimed = claim.await.unwrap().expect("the waiting claim is answered");
+    assert!(claimed.runs.is_empty());
+    let answered = asked.elapsed();
+    serving.await.unwrap().expect("the server stops cleanly");
+    let stopped = asked.elapsed();
+    assert!(
+        answered < Duration::from_secs(1) && stopped < Duration::from_secs(2),
+        "answered {answered:?} and stopped {stopped:?} after the signal"
+    );
+    // Stopped: a new request finds nobody listening, which a client sends again.
+    let refused = HttpStore::new(&url).unwrap().runtime_config().await;
+    assert!(
+        matches!(&refused, Err(error) if error.is_transient()),
+        "{refused:?}"
+    );
+}
+
 /// The same worker and client code on a server as on a database: one `aiki::connect`, only
 /// the URL changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

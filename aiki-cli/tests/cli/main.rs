@@ -13,6 +13,7 @@ mod filters;
 mod migrate;
 mod outage;
 mod purge;
+mod push_dispatch;
 mod recovery;
 mod release;
 mod scenes;

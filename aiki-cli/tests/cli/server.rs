@@ -35,8 +35,14 @@ impl Server {
     /// Starts `aiki server` on the store at `url`, listening on `listen`, and waits for the
     /// line that says where.
     pub(crate) fn start(url: &str, listen: &str) -> Server {
+        Server::start_with(url, listen, &[])
+    }
+
+    /// [`start`](Server::start), with more arguments to `aiki server`.
+    pub(crate) fn start_with(url: &str, listen: &str, more: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aiki"))
             .args(["--url", url, "server", "--listen", listen])
+            .args(more)
             .env_remove("AIKI_URL")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
