@@ -58,7 +58,7 @@ pub mod reference {}
 pub use auth::KEY_CACHE_TTL;
 pub use config::{DEFAULT_SHUTDOWN_GRACE, ServerConfig};
 pub use error::ApiError;
-pub use replay::KEPT_FOR as REPLAYS_KEPT_FOR;
+pub use replay::{KEPT_BYTES as REPLAYS_KEPT_BYTES, KEPT_FOR as REPLAYS_KEPT_FOR};
 
 /// How long the catalog entries that starts and events are checked against are kept: a
 /// start costs its write, not two more reads (the catalog and the live workers) and the
@@ -109,7 +109,10 @@ fn draining_router(store: BoxStore, config: ServerConfig, draining: drain::Drain
         .route(path::WHOAMI, get(routes::whoami))
         .route(path::METRICS, get(routes::metrics))
         .route(path::RUNS, post(routes::create_run))
-        .route(path::RUNS_LIST, post(routes::list_runs))
+        .route(
+            path::RUNS_LIST,
+            get(routes::list_runs).post(routes::list_runs_posted),
+        )
         .route(path::RUNS_COUNTS, get(routes::run_counts))
         .route(path::RUN, get(routes::get_run))
         .route(path::HISTORY, get(routes::load_history))
@@ -139,15 +142,21 @@ fn draining_router(store: BoxStore, config: ServerConfig, draining: drain::Drain
             get(routes::catalog).post(routes::publish_catalog),
         )
         .route(path::CATALOG_TASKS, post(routes::add_catalog_tasks))
-        .route(path::CHANGES, post(routes::changes_since))
+        .route(
+            path::CHANGES,
+            get(routes::changes_since).post(routes::changes_since),
+        )
         .route(path::CONFIG, get(routes::runtime_config))
         .route(path::CONFIG_KEY, put(routes::set_config))
         .route(
             path::SCHEDULES,
             get(routes::schedules).post(routes::create_schedule),
         )
-        .route(path::SCHEDULE, post(routes::schedule))
-        .route(path::SCHEDULE_LOG, post(routes::schedule_log))
+        .route(path::SCHEDULE, get(routes::schedule).post(routes::schedule))
+        .route(
+            path::SCHEDULE_LOG,
+            get(routes::schedule_log).post(routes::schedule_log),
+        )
         .route(path::SCHEDULE_ACTIONS, post(routes::act_on_schedule))
         .route(path::SCHEDULES_DECLARED, post(routes::declare_schedules))
         .method_not_allowed_fallback(error::wrong_method)

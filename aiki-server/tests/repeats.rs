@@ -1,7 +1,8 @@
 //! Repeats of a write across servers: a resend under the same idempotency key, through the
 //! other of two servers in front of one store, gets the first answer and writes nothing (the
-//! store keeps the answer with the write); a malformed key or first-send mark is refused with
-//! 400 and writes nothing, never silently ignored.
+//! store keeps the answer with the write), and another request under the key is refused 422;
+//! only writes' answers are kept; a malformed key or first-send mark is refused with 400 and
+//! writes nothing, never silently ignored.
 
 use aiki_server::ServerConfig;
 use aiki_store::api::{FRESH_OPERATION, IDEMPOTENCY_KEY};
@@ -59,14 +60,24 @@ async fn a_resend_through_another_server_gets_the_first_answer() {
     assert_eq!(status, 200, "{created}");
     assert_eq!(created["run"]["id"], json!(first.id.to_string()));
 
-    // The resend carries another run id, as a client that rebuilt its request would: the key
-    // decides, and nothing more is written, even when it is wrongly marked as a first send.
+    // The same request through the other server: the first answer, and nothing more written,
+    // even when it is wrongly marked as a first send.
     for fresh in [None, Some("true")] {
+        let mut headers = vec![(IDEMPOTENCY_KEY, key.as_str())];
+        headers.extend(fresh.map(|mark| (FRESH_OPERATION, mark)));
+        let (status, answer) = start(&two, &first, &headers).await;
+        assert_eq!((status, &answer), (200, &created), "the first answer");
+    }
+    // Another request under the key (a client that rebuilt it with another run id): not a
+    // repeat, refused 422 through either server (the store keeps the request's digest with
+    // the answer), nothing written.
+    for (server, fresh) in [(&two, None), (&one, Some("true")), (&two, Some("true"))] {
         let again = new_run();
         let mut headers = vec![(IDEMPOTENCY_KEY, key.as_str())];
         headers.extend(fresh.map(|mark| (FRESH_OPERATION, mark)));
-        let (status, answer) = start(&two, &again, &headers).await;
-        assert_eq!((status, &answer), (200, &created), "the first answer");
+        let (status, answer) = start(server, &again, &headers).await;
+        assert_eq!(status, 422, "{answer}");
+        assert_eq!(answer["code"], "idempotency_key_reused", "{answer}");
         assert!(absent(&store, again.id).await, "no second run");
     }
     for suffix in ["", "-wal", "-shm"] {
@@ -99,4 +110,101 @@ async fn malformed_repeat_headers_are_refused_and_write_nothing() {
         );
         assert!(absent(&store, run.id).await, "{headers:?}: nothing written");
     }
+}
+
+/// Only writes' answers are kept for repeats: a read a previous release sends as `POST`
+/// (`READ_POSTS`) and a claim that claimed nothing are done again when repeated, and a key sent
+/// again with another body is refused 422 `idempotency_key_reused`, nothing written.
+#[tokio::test]
+async fn only_writes_are_kept_and_a_reused_key_is_refused() {
+    let store = aiki_store::connect("memory:").await.unwrap();
+    let base = serve(store.clone()).await;
+    let base = base.trim_end_matches("/runs").to_owned();
+    let client = reqwest::Client::new();
+    let post = |path: &str, body: Value, key: &str| {
+        client
+            .post(format!("{base}{path}"))
+            .header(IDEMPOTENCY_KEY, key)
+            .json(&body)
+    };
+    let run = new_run();
+    let namespace = run.namespace.clone();
+    let listing = serde_json::to_value(aiki_store::ListRuns::new(
+        aiki_store::RunFilter::default().workflow(namespace.workflow.clone()),
+        10,
+    ))
+    .unwrap();
+    let empty = post("/runs/list", listing.clone(), "list-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(empty.status(), 200);
+    let empty: Value = empty.json().await.unwrap();
+    assert_eq!(empty["runs"], json!([]));
+    let claim = serde_json::to_value(aiki_store::ClaimRequest::new(
+        "w1",
+        vec![namespace.clone()],
+        "default",
+        5,
+        0,
+    ))
+    .unwrap();
+    let nothing: Value = post("/claims", claim.clone(), "claim-1")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(nothing["runs"], json!([]));
+    let (status, created) = start(
+        &format!("{base}/runs"),
+        &run,
+        &[(IDEMPOTENCY_KEY, "start-1")],
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    // The listing repeated sees the run; the claim repeated claims it.
+    let again: Value = post("/runs/list", listing, "list-1")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["runs"][0]["id"], json!(run.id.to_string()), "{again}");
+    let claimed: Value = post("/claims", claim, "claim-1")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed["runs"][0]["id"],
+        json!(run.id.to_string()),
+        "{claimed}"
+    );
+    // The start repeated gets its first answer; with another body, a refusal.
+    let (status, first) = start(
+        &format!("{base}/runs"),
+        &run,
+        &[(IDEMPOTENCY_KEY, "start-1")],
+    )
+    .await;
+    assert_eq!((status, &first), (200, &created));
+    let other = new_run();
+    let (status, refused) = start(
+        &format!("{base}/runs"),
+        &other,
+        &[(IDEMPOTENCY_KEY, "start-1")],
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["code"], "idempotency_key_reused", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("start-1"),
+        "{refused}"
+    );
+    assert!(absent(&store, other.id).await, "nothing written");
 }

@@ -339,6 +339,9 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
         StoreError::Migration { message } => StoreError::Migration {
             message: message.clone(),
         },
+        StoreError::KeyReused { message } => StoreError::KeyReused {
+            message: message.clone(),
+        },
         StoreError::Schema { message } => StoreError::Schema {
             message: message.clone(),
         },

@@ -155,6 +155,14 @@ pub enum StoreError {
         /// The limit it is over, in bytes.
         limit: u64,
     },
+    /// An operation id (an idempotency key) sent again with a different request than the one
+    /// it first named: not a repeat, so neither done nor answered with the first answer. Send
+    /// each new operation with an id of its own.
+    #[error("idempotency key reused: {message}")]
+    KeyReused {
+        /// Which key, and what to do.
+        message: String,
+    },
     /// Any other backend error.
     #[error("store backend error: {source}")]
     Backend {

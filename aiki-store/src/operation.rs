@@ -100,6 +100,9 @@ struct Scope {
     id: OperationId,
     fresh: bool,
     recorded: bool,
+    /// The digest of the request that names the operation, if known: recorded with the
+    /// answer, and compared with a repeat's.
+    asked: Option<String>,
 }
 
 tokio::task_local! {
@@ -109,12 +112,7 @@ tokio::task_local! {
 /// Runs `work` as operation `id`: each write it makes to a store is done once per id (see the
 /// module's documentation). One scope is meant for one write.
 pub async fn scope<F: Future>(id: OperationId, work: F) -> F::Output {
-    let scope = Scope {
-        id,
-        fresh: false,
-        recorded: true,
-    };
-    CURRENT.scope(scope, work).await
+    request_scope(id, false, None, work).await
 }
 
 /// [`scope`], for an operation the caller knows to be new (an id it has just made, sent for
@@ -122,10 +120,24 @@ pub async fn scope<F: Future>(id: OperationId, work: F) -> F::Output {
 /// a repeat after all, a write it does is rolled back for the first answer; a write its own
 /// checks refuse is refused.
 pub async fn fresh_scope<F: Future>(id: OperationId, work: F) -> F::Output {
+    request_scope(id, true, None, work).await
+}
+
+/// Runs `work` as operation `id` as [`scope`] does ([`fresh_scope`] when `fresh`), for a
+/// request whose digest is `asked` (an aiki server's: a hash of the request's body): the store
+/// records it with the answer, and a later request under the same id with another digest is
+/// not a repeat: refused with [`StoreError::KeyReused`], nothing done. `None`: not checked.
+pub async fn request_scope<F: Future>(
+    id: OperationId,
+    fresh: bool,
+    asked: Option<String>,
+    work: F,
+) -> F::Output {
     let scope = Scope {
         id,
-        fresh: true,
+        fresh,
         recorded: true,
+        asked,
     };
     CURRENT.scope(scope, work).await
 }
@@ -141,6 +153,7 @@ pub async fn resend_scope<F: Future>(id: OperationId, resent: bool, work: F) -> 
         id,
         fresh: !resent,
         recorded: false,
+        asked: None,
     };
     CURRENT.scope(scope, work).await
 }
@@ -159,6 +172,26 @@ pub fn request_key() -> Option<(OperationId, bool)> {
     CURRENT
         .try_with(|scope| (scope.id.clone(), scope.fresh))
         .ok()
+}
+
+/// The digest of the request of the operation in scope, if known (see [`request_scope`]).
+pub(crate) fn asked() -> Option<String> {
+    CURRENT.try_with(|scope| scope.asked.clone()).ok().flatten()
+}
+
+/// Whether a recorded answer whose request had digest `recorded` answers the operation in
+/// scope: `Err` when both digests are known and differ (the id was reused for another
+/// request).
+pub(crate) fn same_request(id: &OperationId, recorded: Option<&str>) -> Result<(), StoreError> {
+    match (asked(), recorded) {
+        (Some(asked), Some(recorded)) if asked != recorded => Err(StoreError::KeyReused {
+            message: format!(
+                "operation {id} was answered for another request: a repeat sends the same \
+                 request, and a new operation an id (idempotency key) of its own"
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Whether the operation in scope is known to be new (see [`fresh_scope`]).

@@ -240,6 +240,7 @@ impl Dialect for SqliteDialect {
     const CONFIG: i64 = 16;
     const KEYS: i64 = 17;
     const ANSWERS: i64 = 18;
+    const ANSWER_DIGESTS: i64 = 24;
     const ENDPOINTS: i64 = 19;
     const SCHEDULES: i64 = 20;
     const ENDED_RUNS: i64 = 21;

@@ -51,6 +51,7 @@ impl StoreError {
         "forbidden",
         "rate_limited",
         "too_large",
+        "idempotency_key_reused",
         "backend_error",
     ];
 
@@ -74,6 +75,7 @@ impl StoreError {
             StoreError::Forbidden { .. } => "forbidden",
             StoreError::RateLimited { .. } => "rate_limited",
             StoreError::TooLarge { .. } => "too_large",
+            StoreError::KeyReused { .. } => "idempotency_key_reused",
             StoreError::Backend { .. } => "backend_error",
         }
     }
@@ -106,6 +108,7 @@ impl StoreError {
             | StoreError::Unauthorized { message }
             | StoreError::Forbidden { message }
             | StoreError::RateLimited { message }
+            | StoreError::KeyReused { message }
             | StoreError::Unavailable { message, .. } => json!({ "message": message }),
             StoreError::Backend { source } => json!({ "message": source.to_string() }),
         };
@@ -158,6 +161,7 @@ impl StoreError {
             "unauthorized" => Some(StoreError::Unauthorized { message: message() }),
             "forbidden" => Some(StoreError::Forbidden { message: message() }),
             "rate_limited" => Some(StoreError::RateLimited { message: message() }),
+            "idempotency_key_reused" => Some(StoreError::KeyReused { message: message() }),
             "store_unavailable" => Some(StoreError::Unavailable {
                 message: message(),
                 source: None,
@@ -286,6 +290,12 @@ mod tests {
                     limit: 2 << 20,
                 },
                 "too_large",
+            ),
+            (
+                StoreError::KeyReused {
+                    message: "key k".into(),
+                },
+                "idempotency_key_reused",
             ),
             (
                 StoreError::Backend {

@@ -24,6 +24,9 @@ use world::World;
 #[path = "processes/restarts.rs"]
 mod restarts;
 
+#[path = "processes/listings.rs"]
+mod listings;
+
 /// Process tests share the machine's two cores and, for one of them, the PostgreSQL server:
 /// run them one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -282,6 +285,11 @@ async fn starts_ride_out_a_server_restart(backend: Backend) {
     restarts::starts_ride_out_a_server_restart(backend).await;
 }
 
+/// [`listings`]: a read's answers are not kept.
+async fn listings_leave_a_servers_memory_as_it_was(backend: Backend) {
+    listings::listings_leave_a_servers_memory_as_it_was(backend).await;
+}
+
 macro_rules! on_sql_backends {
     ($($scenario:ident),* $(,)?) => {
         mod sqlite {
@@ -326,4 +334,5 @@ on_sql_backends!(
     remote_workers_ride_out_killed_servers,
     remote_workers_ride_out_graceful_restarts,
     starts_ride_out_a_server_restart,
+    listings_leave_a_servers_memory_as_it_was,
 );

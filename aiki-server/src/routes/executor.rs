@@ -19,6 +19,7 @@ use super::Answer;
 use crate::AppState;
 use crate::error::{ApiError, Body, QueryOf, RunPath, same_run};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 
 /// The entry stamped by the server's clock, a retry's time moved with it (see
 /// `ExecutorStore::put_entry`).
@@ -203,9 +204,20 @@ pub(crate) async fn claim_run(
     State(app): State<AppState>,
     RunPath(id): RunPath,
     Body(mut request): Body<ClaimRequest>,
-) -> Answer<Claimed> {
+) -> Result<Response, ApiError> {
     request.now = app.time.now();
-    Ok(Json(app.store.claim_run(request, id).await?))
+    Ok(claimed(app.store.claim_run(request, id).await?))
+}
+
+/// A claim's answer: one that claimed nothing is not kept for repeats (a repeat claims
+/// again), as the store records none for it.
+fn claimed(claimed: Claimed) -> Response {
+    let empty = claimed.runs.is_empty();
+    let mut response = Json(claimed).into_response();
+    if empty {
+        response.extensions_mut().insert(crate::replay::NotKept);
+    }
+    response
 }
 
 /// A claim; one that finds nothing and may wait (`?wait_ms=`) claims again each time a run
@@ -215,7 +227,7 @@ pub(crate) async fn claim(
     State(app): State<AppState>,
     QueryOf(wait): QueryOf<ClaimWait>,
     Body(request): Body<ClaimRequest>,
-) -> Answer<Claimed> {
+) -> Result<Response, ApiError> {
     let deadline = Instant::now() + Duration::from_millis(wait.wait_ms).min(app.max_wait);
     let mut draining = app.draining.clone();
     loop {
@@ -224,7 +236,7 @@ pub(crate) async fn claim(
         attempt.now = app.time.now();
         let claimed = app.store.claim(attempt).await?;
         if !claimed.runs.is_empty() || Instant::now() >= deadline || *draining.borrow() {
-            return Ok(Json(claimed));
+            return Ok(self::claimed(claimed));
         }
         tokio::select! {
             () = app.waiters.wait(&mut seen, deadline) => {}

@@ -1,16 +1,36 @@
 //! The read role's routes.
 
-use aiki_store::api::{ChangesSince, ScheduleQuery, WorkersQuery};
+use aiki_store::api::{ChangesSince, ListRunsQuery, ScheduleQuery, WorkersQuery};
 use aiki_store::{
     CatalogEntry, ChangePage, History, ListRuns, RunCounts, RunPage, RunRecord, RuntimeConfig,
     ScheduleLogEntry, ScheduleRecord, StatusChange, WorkerRecord,
 };
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::Method;
+use serde::de::DeserializeOwned;
 
 use super::Answer;
 use crate::AppState;
-use crate::error::{Body, QueryOf, RunPath};
+use crate::error::{ApiError, Body, QueryOf, RunPath};
+
+/// A read's request: the query string of a `GET`, or the body of a `POST`, the previous
+/// release's form (`aiki_store::api::READ_POSTS`).
+pub(crate) struct Asked<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Asked<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if request.method() == Method::GET {
+            let (mut parts, _) = request.into_parts();
+            let QueryOf(asked) = QueryOf::from_request_parts(&mut parts, state).await?;
+            return Ok(Asked(asked));
+        }
+        let Body(asked) = Body::from_request(request, state).await?;
+        Ok(Asked(asked))
+    }
+}
 
 pub(crate) async fn get_run(
     State(app): State<AppState>,
@@ -26,7 +46,17 @@ pub(crate) async fn load_history(
     Ok(Json(app.store.load_history(id).await?))
 }
 
+/// `GET`: the request in the query string.
 pub(crate) async fn list_runs(
+    State(app): State<AppState>,
+    QueryOf(query): QueryOf<ListRunsQuery>,
+) -> Answer<RunPage> {
+    let request = ListRuns::try_from(query)?;
+    Ok(Json(app.store.list_runs(request).await?))
+}
+
+/// `POST`, the previous release's form: the request as the body.
+pub(crate) async fn list_runs_posted(
     State(app): State<AppState>,
     Body(request): Body<ListRuns>,
 ) -> Answer<RunPage> {
@@ -58,7 +88,7 @@ pub(crate) async fn list_workers(
 
 pub(crate) async fn changes_since(
     State(app): State<AppState>,
-    Body(request): Body<ChangesSince>,
+    Asked(request): Asked<ChangesSince>,
 ) -> Answer<ChangePage> {
     Ok(Json(
         app.store
@@ -77,14 +107,14 @@ pub(crate) async fn schedules(State(app): State<AppState>) -> Answer<Vec<Schedul
 
 pub(crate) async fn schedule(
     State(app): State<AppState>,
-    Body(query): Body<ScheduleQuery>,
+    Asked(query): Asked<ScheduleQuery>,
 ) -> Answer<ScheduleRecord> {
     Ok(Json(app.store.schedule(&query.name).await?))
 }
 
 pub(crate) async fn schedule_log(
     State(app): State<AppState>,
-    Body(query): Body<ScheduleQuery>,
+    Asked(query): Asked<ScheduleQuery>,
 ) -> Answer<Vec<ScheduleLogEntry>> {
     let limit = query.limit.unwrap_or(100).min(10_000);
     Ok(Json(app.store.schedule_log(&query.name, limit).await?))

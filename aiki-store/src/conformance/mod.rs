@@ -208,6 +208,7 @@ macro_rules! conformance_tests {
                 check_a_refused_write_records_no_answer,
                 check_answers_are_forgotten_after_their_time,
                 check_a_repeat_sent_as_new_gets_the_first_answer,
+                check_an_operation_id_reused_for_another_request_is_refused,
             ]);
         $crate::conformance_tests!(@group $factory; keys: [
                 check_api_keys_are_kept_found_and_revoked,

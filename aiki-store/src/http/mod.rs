@@ -286,6 +286,14 @@ fn decode<R: DeserializeOwned>(
     })
 }
 
+/// `path` with `query` as its query string, for a read that is a `GET`.
+pub(crate) fn with_query<Q: Serialize>(path: &str, query: &Q) -> Result<String, StoreError> {
+    let query = serde_urlencoded::to_string(query).map_err(|error| StoreError::Invalid {
+        message: format!("the query of {path} does not serialize: {error}"),
+    })?;
+    Ok(format!("{path}?{query}"))
+}
+
 /// `body` as JSON, for a request to `path`.
 pub(crate) fn encode<B: Serialize + ?Sized>(path: &str, body: &B) -> Result<Vec<u8>, StoreError> {
     serde_json::to_vec(body).map_err(|error| StoreError::Invalid {

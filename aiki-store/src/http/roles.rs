@@ -28,7 +28,10 @@ impl ReadStore for HttpStore {
     }
 
     async fn list_runs(&self, request: ListRuns) -> Result<RunPage, StoreError> {
-        self.transport.post(path::RUNS_LIST, &request).await
+        let query = api::ListRunsQuery::from(&request);
+        self.transport
+            .get(&super::with_query(path::RUNS_LIST, &query)?)
+            .await
     }
 
     async fn run_counts(&self) -> Result<Vec<RunCounts>, StoreError> {
@@ -61,11 +64,13 @@ impl ReadStore for HttpStore {
         cursor: &ChangeCursor,
         limit: u32,
     ) -> Result<ChangePage, StoreError> {
-        let body = api::ChangesSince {
+        let query = api::ChangesSince {
             cursor: cursor.clone(),
             limit,
         };
-        self.transport.post(path::CHANGES, &body).await
+        self.transport
+            .get(&super::with_query(path::CHANGES, &query)?)
+            .await
     }
 
     async fn runtime_config(&self) -> Result<RuntimeConfig, StoreError> {
@@ -81,7 +86,9 @@ impl ReadStore for HttpStore {
             name: name.to_owned(),
             limit: None,
         };
-        self.transport.post(path::SCHEDULE, &query).await
+        self.transport
+            .get(&super::with_query(path::SCHEDULE, &query)?)
+            .await
     }
 
     async fn schedule_log(
@@ -93,7 +100,9 @@ impl ReadStore for HttpStore {
             name: name.to_owned(),
             limit: Some(limit),
         };
-        self.transport.post(path::SCHEDULE_LOG, &query).await
+        self.transport
+            .get(&super::with_query(path::SCHEDULE_LOG, &query)?)
+            .await
     }
 }
 

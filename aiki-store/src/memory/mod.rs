@@ -79,9 +79,12 @@ impl MemoryStore {
             return write(&mut state);
         };
         let key = operation::key(&id, kind);
-        if let Some((answer, _)) = state.answers.get(&key) {
-            return serde_json::from_value(answer.clone()).map_err(|error| StoreError::Corrupt {
-                message: format!("the recorded answer of operation {id} ({kind}): {error}"),
+        if let Some(recorded) = state.answers.get(&key) {
+            operation::same_request(&id, recorded.asked.as_deref())?;
+            return serde_json::from_value(recorded.answer.clone()).map_err(|error| {
+                StoreError::Corrupt {
+                    message: format!("the recorded answer of operation {id} ({kind}): {error}"),
+                }
             });
         }
         let answer = write(&mut state)?;
@@ -89,9 +92,12 @@ impl MemoryStore {
             return Ok(answer);
         }
         let recorded = serde_json::to_value(&answer).expect("BUG: an answer serializes");
-        state
-            .answers
-            .insert(key, (recorded, operation::wall_clock_ms()));
+        let kept = state::Answer {
+            answer: recorded,
+            at: operation::wall_clock_ms(),
+            asked: operation::asked(),
+        };
+        state.answers.insert(key, kept);
         Ok(answer)
     }
 }

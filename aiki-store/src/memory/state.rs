@@ -107,9 +107,8 @@ pub(super) struct State {
     pub(super) keys: Vec<crate::ApiKeyRecord>,
     /// The push endpoints, by workflow version.
     pub(super) endpoints: std::collections::BTreeMap<(String, String), crate::EndpointRecord>,
-    /// The first answers of operations (see [`crate::operation`]) by key: the answer and when
-    /// it was recorded.
-    pub(super) answers: HashMap<String, (serde_json::Value, Millis)>,
+    /// The first answers of operations (see [`crate::operation`]) by key.
+    pub(super) answers: HashMap<String, Answer>,
     /// The schedules, by name.
     pub(super) schedules: BTreeMap<String, crate::ScheduleRecord>,
     /// The schedules' logs, in order of writing.
@@ -456,4 +455,13 @@ pub(super) fn with_called_tasks(mut entry: CatalogEntry, called: &CalledTasks) -
         entry.add_called(tasks.values().cloned());
     }
     entry
+}
+
+/// A recorded first answer: the answer, when it was recorded, and the digest of the request
+/// it answered (if known).
+#[derive(Clone, Debug)]
+pub(super) struct Answer {
+    pub(super) answer: serde_json::Value,
+    pub(super) at: Millis,
+    pub(super) asked: Option<String>,
 }

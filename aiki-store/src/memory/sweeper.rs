@@ -192,8 +192,8 @@ impl Sweeper for MemoryStore {
         let mut old: Vec<(Millis, String)> = state
             .answers
             .iter()
-            .filter(|(_, (_, recorded_at))| *recorded_at < before)
-            .map(|(key, (_, recorded_at))| (*recorded_at, key.clone()))
+            .filter(|(_, answer)| answer.at < before)
+            .map(|(key, answer)| (answer.at, key.clone()))
             .collect();
         old.sort_unstable();
         old.truncate(usize::try_from(limit).unwrap_or(usize::MAX));

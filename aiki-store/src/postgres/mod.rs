@@ -197,10 +197,19 @@ impl Dialect for PgDialect {
             claim_idle_column(level)
         );
         // A claim that records what it claimed, if anything, as the answer of the operation
-        // whose key and time are `$key` and the parameter after it.
+        // whose key and time are `$key` and the parameter after it (and the request's digest,
+        // the parameter after the time, on a schema that keeps them).
         let answered = |claim: &str, key: u8| {
+            let (column, digest) = if level.answer_digests {
+                (", digest".to_owned(), format!(", ${}", key + 2))
+            } else {
+                (String::new(), String::new())
+            };
             format!(
-                "WITH claimed AS ({claim}), answered AS (INSERT INTO aiki_operation_answers                  (id, answer, recorded_at) SELECT ${key},                  json_agg(json_build_array(doc, idle))::text, ${time} FROM claimed                  HAVING count(*) > 0) SELECT doc, idle FROM claimed",
+                "WITH claimed AS ({claim}), answered AS (INSERT INTO aiki_operation_answers \
+                 (id, answer, recorded_at{column}) SELECT ${key}, \
+                 json_agg(json_build_array(doc, idle))::text, ${time}{digest} FROM claimed \
+                 HAVING count(*) > 0) SELECT doc, idle FROM claimed",
                 time = key + 1,
             )
         };
@@ -254,10 +263,15 @@ impl Dialect for PgDialect {
             claim_run: claim_named.clone(),
             transition: transition(""),
             transition_answered: level.answers.then(|| {
-                transition(
+                let (column, digest) = if level.answer_digests {
+                    (", digest", ", $25")
+                } else {
+                    ("", "")
+                };
+                transition(&format!(
                     ", answered AS (INSERT INTO aiki_operation_answers (id, answer, \
-                     recorded_at) SELECT $23, {run}::text, $24 FROM updated r) ",
-                )
+                     recorded_at{column}) SELECT $23, {{run}}::text, $24{digest} FROM updated r) ",
+                ))
             }),
             // The runs are locked `FOR SHARE` (in id order, so two batches never wait on each
             // other crosswise), as the single-row upsert locks its run: each check sees the
@@ -421,6 +435,7 @@ impl Dialect for PgDialect {
     const CONFIG: i64 = 17;
     const KEYS: i64 = 18;
     const ANSWERS: i64 = 19;
+    const ANSWER_DIGESTS: i64 = 28;
     const ENDPOINTS: i64 = 21;
     const SCHEDULES: i64 = 22;
     const ENDED_RUNS: i64 = 23;

@@ -15,12 +15,16 @@ use crate::{Lease, Millis, RunRecord, StoreError};
 /// The statements of the answers table, on a schema that has it.
 #[derive(Debug)]
 pub(crate) struct AnswerStatements {
-    /// The answer of id `$1`.
+    /// The answer of id `$1`, and the digest of the request it answered (`NULL` on a schema
+    /// without digests).
     first: String,
-    /// Records answer `$2` for id `$1` at `$3`, unless the id has one.
+    /// Records answer `$2` for id `$1` at `$3` (with digest `$4` on a schema that keeps them),
+    /// unless the id has one.
     record: String,
     /// Forgets up to `$3` answers recorded before `$1 - $2`, fenced by the lease from `$4` on.
     forget: String,
+    /// Whether the schema keeps the digests of requests (`Level::answer_digests`).
+    pub(crate) digests: bool,
 }
 
 impl AnswerStatements {
@@ -30,13 +34,20 @@ impl AnswerStatements {
             return None;
         }
         let render = |sql: String| (D::DRIVER.render)(&sql);
+        let (digest, digest_value) = if level.answer_digests {
+            ("digest", ", $4")
+        } else {
+            ("NULL", "")
+        };
         Some(Self {
-            first: render("SELECT answer FROM aiki_operation_answers WHERE id = $1".to_owned()),
-            record: render(
-                "INSERT INTO aiki_operation_answers (id, answer, recorded_at) \
-                 VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING"
-                    .to_owned(),
-            ),
+            first: render(format!(
+                "SELECT answer, {digest} FROM aiki_operation_answers WHERE id = $1"
+            )),
+            record: render(format!(
+                "INSERT INTO aiki_operation_answers (id, answer, recorded_at{columns}) \
+                 VALUES ($1, $2, $3{digest_value}) ON CONFLICT (id) DO NOTHING",
+                columns = if level.answer_digests { ", digest" } else { "" },
+            )),
             // By the caller's clock: answers are recorded by this machine's.
             forget: render(format!(
                 "DELETE FROM aiki_operation_answers WHERE id IN (SELECT id FROM \
@@ -44,7 +55,24 @@ impl AnswerStatements {
                  LIMIT $3){fence}",
                 fence = fence(dialect, level, "$1", 4),
             )),
+            digests: level.answer_digests,
         })
+    }
+
+    /// The parameters that record `answer` as operation `id`'s answer to a write of `kind`,
+    /// now: its key, the answer, the time, and where the schema keeps it the digest of the
+    /// request in scope.
+    pub(crate) fn record_params(
+        &self,
+        id: &OperationId,
+        kind: &str,
+        answer: String,
+    ) -> Vec<Param<'static>> {
+        let mut params = Vec::from(params![operation::key(id, kind), answer, wall_clock()]);
+        if self.digests {
+            params.push(Param::from(operation::asked()));
+        }
+        params
     }
 }
 
@@ -98,8 +126,7 @@ impl<D: Dialect> SqlStore<D> {
         sql: &AnswerStatements,
         kind: &str,
     ) -> Result<Option<T>, StoreError> {
-        let key = operation::key(id, kind);
-        let Some(answer) = self.fetch_text(On::Read, &sql.first, &params![key]).await? else {
+        let Some(answer) = self.recorded_text(id, sql, kind).await? else {
             return Ok(None);
         };
         serde_json::from_str(&answer)
@@ -107,6 +134,26 @@ impl<D: Dialect> SqlStore<D> {
             .map_err(|error| StoreError::Corrupt {
                 message: format!("the recorded answer of operation {id} ({kind}): {error}"),
             })
+    }
+
+    /// The text of the answer recorded for operation `id` and a write of `kind`, if any,
+    /// once it is known to answer the request in scope: [`StoreError::KeyReused`] when it
+    /// answered a request with another digest.
+    async fn recorded_text(
+        &self,
+        id: &OperationId,
+        sql: &AnswerStatements,
+        kind: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let key = operation::key(id, kind);
+        let Some(mut row) = self
+            .fetch_optional(On::Read, &sql.first, &params![key])
+            .await?
+        else {
+            return Ok(None);
+        };
+        operation::same_request(id, row.text(1)?.as_deref())?;
+        row.take_text(0)
     }
 
     /// Commits `tx`, and with it `answer` as the first answer of the operation in scope to a
@@ -120,7 +167,7 @@ impl<D: Dialect> SqlStore<D> {
     ) -> Result<T, StoreError> {
         if let Some((id, sql)) = in_scope(self) {
             let text = serde_json::to_string(&answer).expect("BUG: an answer serializes");
-            let params = params![operation::key(&id, kind), text, wall_clock()];
+            let params = sql.record_params(&id, kind, text);
             if self.execute(On::Tx(&mut tx), &sql.record, &params).await? == 0 {
                 drop(tx);
                 return self.recorded_answer(&id, sql, kind).await?.ok_or_else(|| {
@@ -191,6 +238,9 @@ impl<D: Dialect> SqlStore<D> {
         let (id, sql) = in_scope(self).expect("BUG: a transition answered out of scope");
         params.push(Param::from(operation::key(&id, TRANSITION_DOC)));
         params.push(wall_clock());
+        if sql.digests {
+            params.push(Param::from(operation::asked()));
+        }
         match self.fetch_text(On::Write, statement, params).await {
             Ok(doc) => doc.map(|doc| decode::run_from_json(&doc)).transpose(),
             Err(StoreError::AlreadyExists { what }) if what.contains("aiki_operation_answers") => {
@@ -213,8 +263,7 @@ impl<D: Dialect> SqlStore<D> {
         id: &OperationId,
         sql: &AnswerStatements,
     ) -> Result<Option<RunRecord>, StoreError> {
-        let key = operation::key(id, TRANSITION_DOC);
-        self.fetch_text(On::Read, &sql.first, &params![key])
+        self.recorded_text(id, sql, TRANSITION_DOC)
             .await?
             .map(|doc| decode::run_from_json(&doc))
             .transpose()

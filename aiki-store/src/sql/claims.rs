@@ -89,6 +89,14 @@ impl<D: Dialect> SqlStore<D> {
                 &claim_docs_kind(kind),
             )));
             params.push(Param::from(crate::operation::wall_clock_ms()));
+            if self
+                .sql
+                .answers
+                .as_ref()
+                .is_some_and(|answers| answers.digests)
+            {
+                params.push(Param::from(crate::operation::asked()));
+            }
             return match self.fetch(On::Write, answered, &params).await {
                 Ok(rows) => claimed(rows),
                 Err(StoreError::AlreadyExists { what })

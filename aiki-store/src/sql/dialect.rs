@@ -248,6 +248,8 @@ pub(crate) trait Dialect: Clone + Send + Sync + fmt::Debug + Sized + 'static {
     /// The version of the operation answers migration (see
     /// [`Level::answers`](super::statements::Level::answers)).
     const ANSWERS: i64;
+    /// The migration that keeps the digest of each answered request.
+    const ANSWER_DIGESTS: i64;
     /// The migration that adds push endpoints.
     const ENDPOINTS: i64;
     /// The migration that adds schedules and their log.

@@ -79,7 +79,10 @@ impl<D: Dialect> SqlStore<D> {
         // operation (which may find its answer) starts alone.
         let answer = match self.answered_operation() {
             Some(_) if !crate::operation::is_fresh() => return self.create_run_alone(run).await,
-            Some(id) => Some(crate::operation::key(&id, "create_run")),
+            Some(id) => Some((
+                crate::operation::key(&id, "create_run"),
+                crate::operation::asked(),
+            )),
             None => None,
         };
         let outcome = match self.starts.insert(run, answer).await? {

@@ -34,10 +34,10 @@ pub(crate) const MAX_STARTS: usize = 1 << (SIZES - 1);
 const SIZES: usize = 6;
 
 /// A start waiting for its batch: the run, the key of its operation's answer when it records
-/// one, and where its outcome goes.
+/// one (and the digest of the request it answers, if known), and where its outcome goes.
 struct Queued {
     run: NewRun,
-    answer: Option<String>,
+    answer: Option<(String, Option<String>)>,
     reply: oneshot::Sender<Result<Started, StoreError>>,
 }
 
@@ -95,11 +95,11 @@ impl<D: Dialect> StartBatcher<D> {
     }
 
     /// Inserts `run` with the starts queued beside it, and records `answer` (a serialized
-    /// [`CreateOutcome`] under this key) with it when set.
+    /// [`CreateOutcome`] under this key, with this request digest) with it when set.
     pub(crate) async fn insert(
         &self,
         run: NewRun,
-        answer: Option<String>,
+        answer: Option<(String, Option<String>)>,
     ) -> Result<Started, StoreError> {
         let (reply, outcome) = oneshot::channel();
         let queued = Queued { run, answer, reply };
@@ -154,15 +154,25 @@ impl<D: Dialect> Starts<D> {
     }
 
     /// The statement recording `rows` answers, a power of two: `$1` the time, then each id and
-    /// answer.
+    /// answer (and the digest of its request, on a schema that keeps them).
     fn answer_statement(&self, rows: usize) -> &str {
         self.answers[size_index(rows)].get_or_init(|| {
+            let digests = self.level.answer_digests;
+            let per_row = if digests { 3 } else { 2 };
             let values: Vec<String> = (0..rows)
-                .map(|row| format!("(${}, ${}, $1)", 2 * row + 2, 2 * row + 3))
+                .map(|row| {
+                    let first = per_row * row + 2;
+                    if digests {
+                        format!("(${first}, ${}, $1, ${})", first + 1, first + 2)
+                    } else {
+                        format!("(${first}, ${}, $1)", first + 1)
+                    }
+                })
                 .collect();
             (D::DRIVER.render)(&format!(
-                "INSERT INTO aiki_operation_answers (id, answer, recorded_at) VALUES {} \
+                "INSERT INTO aiki_operation_answers (id, answer, recorded_at{}) VALUES {} \
                  ON CONFLICT (id) DO NOTHING RETURNING id",
+                if digests { ", digest" } else { "" },
                 values.join(", ")
             ))
         })
@@ -212,12 +222,13 @@ impl<D: Dialect> Starts<D> {
                 }
             });
         }
-        let texts: Vec<(&str, String)> = runs
+        let texts: Vec<(&str, String, Option<&str>)> = runs
             .iter()
             .zip(&outcomes)
             .filter_map(|(queued, outcome)| {
                 let text = serde_json::to_string(outcome).expect("BUG: an answer serializes");
-                Some((queued.answer.as_deref()?, text))
+                let (key, asked) = queued.answer.as_ref()?;
+                Some((key.as_str(), text, asked.as_deref()))
             })
             .collect();
         // In sizes of a power of two, as the inserts.
@@ -227,9 +238,12 @@ impl<D: Dialect> Starts<D> {
             let (chunk, after) = rest.split_at(largest_size(rest.len()));
             rest = after;
             let mut params = vec![Param::from(crate::operation::wall_clock_ms())];
-            for (key, text) in chunk {
+            for (key, text, asked) in chunk {
                 params.push(Param::from(*key));
                 params.push(Param::from(text.as_str()));
+                if self.level.answer_digests {
+                    params.push(Param::from(*asked));
+                }
             }
             self.statements.add(1);
             let statement = self.answer_statement(chunk.len());

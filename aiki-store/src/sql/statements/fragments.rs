@@ -56,6 +56,9 @@ pub(crate) struct Level {
     /// The start hints migration (PostgreSQL 26; none on SQLite, which sends no hints): the
     /// store sends the ready hints of the runs it starts, after their commit.
     pub(crate) start_hints: bool,
+    /// The answer digests migration (SQLite 24, PostgreSQL 28): each first answer keeps the
+    /// digest of the request it answered, and a repeat with another is refused.
+    pub(crate) answer_digests: bool,
 }
 
 impl Level {
@@ -72,6 +75,7 @@ impl Level {
         ended_runs: true,
         continuation: true,
         start_hints: true,
+        answer_digests: true,
     };
 
     /// The schema at migration `version` of dialect `D`.
@@ -88,6 +92,7 @@ impl Level {
             ended_runs: version >= D::ENDED_RUNS,
             continuation: version >= D::CONTINUATION,
             start_hints: version >= D::START_HINTS,
+            answer_digests: version >= D::ANSWER_DIGESTS,
         }
     }
 }
