@@ -14,7 +14,15 @@ pub struct ServerConfig {
     pub(crate) request_timeout: Duration,
     pub(crate) auth: bool,
     pub(crate) rate_limit: Option<(std::num::NonZeroU32, std::num::NonZeroU32)>,
+    pub(crate) max_connections: usize,
+    pub(crate) header_read_timeout: Duration,
 }
+
+/// How many connections [`serve`](crate::serve) keeps open at most, by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4_096;
+
+/// How long [`serve`](crate::serve) waits for a request's head, by default.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The server's clock, which stamps every request: every `now` a request carries is replaced
 /// by it, so a remote machine's skewed clock never dates a run, an event or a claim.
@@ -29,6 +37,8 @@ impl Default for ServerConfig {
             request_timeout: Duration::from_secs(30),
             auth: true,
             rate_limit: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
         }
     }
 }
@@ -69,6 +79,23 @@ impl ServerConfig {
     /// the store with the same error. Raising the store's limit means raising this one too.
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
+        self
+    }
+
+    /// Keeps at most `connections` connections open (default [`DEFAULT_MAX_CONNECTIONS`]; fewer
+    /// when the process may not open that many descriptors). At the cap a new connection closes
+    /// the one idle the longest, or is closed itself when none is idle. Applies to
+    /// [`serve`](crate::serve), not to a [`router`](crate::router) mounted elsewhere.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// Closes a connection whose next request's head has not arrived within `timeout` (default
+    /// [`DEFAULT_HEADER_READ_TIMEOUT`]): a socket that sends nothing, or sends slowly, and an
+    /// idle keep-alive connection. Applies to [`serve`](crate::serve).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
         self
     }
 

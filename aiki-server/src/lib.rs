@@ -22,8 +22,9 @@
 //! shape), a body over the server's limit or a payload over the store's is `too_large` with
 //! 413, and nothing is written.
 //!
-//! Every route but health and readiness needs an API key ([`keys`]) holding the scope of the
-//! route's role, unless the server is built with [`ServerConfig::insecure_no_auth`]. Requests
+//! Health and readiness answer at the root (`GET /health`, `GET /ready`, as probes expect) as
+//! well as under the prefix, to anyone. Every other route needs an API key ([`keys`]) holding
+//! the scope of the route's role, unless the server is built with [`ServerConfig::insecure_no_auth`]. Requests
 //! are dated by the server's clock; a repeated write (same idempotency key) gets its first
 //! answer, through this server or any other in front of the same store; a claim may long-poll for work; starts and events are checked against the catalog.
 //! The [`reference`](mod@reference) lists every route. The daemons are not the router's: run them beside it
@@ -42,10 +43,13 @@ use tower_http::timeout::TimeoutLayer;
 
 mod auth;
 mod config;
+mod connections;
 #[cfg(feature = "push")]
 pub mod dispatch;
 mod error;
 pub mod keys;
+mod observe;
+mod owned;
 mod replay;
 mod routes;
 mod waiters;
@@ -55,7 +59,7 @@ mod waiters;
 pub mod reference {}
 
 pub use auth::KEY_CACHE_TTL;
-pub use config::ServerConfig;
+pub use config::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServerConfig};
 pub use error::ApiError;
 pub use replay::KEPT_FOR as REPLAYS_KEPT_FOR;
 
@@ -142,7 +146,7 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
         .route(path::SCHEDULE_ACTIONS, post(routes::act_on_schedule))
         .route(path::SCHEDULES_DECLARED, post(routes::declare_schedules))
         .method_not_allowed_fallback(error::wrong_method)
-        .with_state(state)
+        .with_state(state.clone())
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::new(replay::Replays::default()),
             replay::replay,
@@ -155,8 +159,17 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
     } else {
         api
     };
+    // Probes expect health and readiness at the root too: open to anyone, as under the prefix.
+    let probes = Router::new()
+        .route(path::HEALTH, get(routes::health))
+        .route(path::READY, get(routes::ready))
+        .with_state(state);
     Router::new()
-        .nest(PREFIX, api)
+        .nest(
+            PREFIX,
+            api.route_layer(axum::middleware::from_fn(observe::matched)),
+        )
+        .merge(probes.route_layer(axum::middleware::from_fn(observe::matched)))
         .fallback(error::no_route)
         // Every answer says the store's payload limit: a remote executor that knows it sends a
         // task's result with the next call's `running` record (`ExecutorStore::put_entries`).
@@ -177,17 +190,18 @@ pub fn router(store: BoxStore, config: ServerConfig) -> Router {
             axum::http::StatusCode::REQUEST_TIMEOUT,
             config.request_timeout,
         ))
+        .layer(axum::middleware::from_fn(observe::observe))
 }
 
 /// Serves [`router`] on `listener` until `shutdown` completes, then lets requests in flight
-/// finish.
+/// finish. Connections are limited as `config` says ([`ServerConfig::max_connections`],
+/// [`ServerConfig::header_read_timeout`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store: BoxStore,
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(store, config))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let (max, timeout) = (config.max_connections, config.header_read_timeout);
+    connections::serve(listener, router(store, config), max, timeout, shutdown).await
 }

@@ -293,7 +293,9 @@ mod workflow;
 pub mod __private;
 
 pub use address::{TaskAddress, canonical_json, child_address, input_hash, sha256_hex};
-pub use client::{Client, ConflictPolicy, NewSchedule, Start, StartJson, input_hash_json};
+pub use client::{
+    Client, ConflictPolicy, NewSchedule, Start, StartJson, input_hash_accepts, input_hash_json,
+};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connect::connect;
 pub use error::{ClientError, TaskError, WorkflowError};
