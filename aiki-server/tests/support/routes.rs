@@ -62,6 +62,8 @@ pub fn requests(run: &RunRecord, owner: &str, ended: Option<&History>) -> Vec<Re
         NOW,
     );
     entry.fingerprint = Some("fp".to_owned());
+    let mut second = entry.clone();
+    second.address = "task:fuzz-again".to_owned();
     let mut failed = entry.clone();
     failed.address = "task:failed".to_owned();
     failed.status = EntryStatus::AwaitingRetry;
@@ -134,7 +136,7 @@ pub fn requests(run: &RunRecord, owner: &str, ended: Option<&History>) -> Vec<Re
         post(path::ENTRIES, json!({"expected": revision, "entry": entry})),
         post(
             path::ENTRY_BATCH,
-            json!({"expected": revision, "entries": [entry, failed]}),
+            json!({"expected": revision, "entries": [entry, second]}),
         ),
         post(
             path::ENTRY_WRITES,
