@@ -65,7 +65,7 @@ async fn idle_sockets_leave_health_answering_and_memory_bounded() {
         .timeout(Duration::from_secs(1))
         .build()
         .unwrap();
-    let health = format!("http://{address}/health");
+    let health = format!("http://{address}/api/v1/health");
     for _ in 0..20 {
         assert!(
             http.get(&health)
