@@ -2,14 +2,15 @@
 
 use aiki_store::api::{Act, ActOnSchedule, CreateSchedule, ReleaseClaim, SetConfig};
 use aiki_store::{
-    AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord, RunStatus,
-    RuntimeConfig, ScheduleActed, ScheduleAction, ScheduleCreated, ScheduleDefinition,
+    AppendOutcome, ConfigKey, CreateOutcome, Move, Namespace, NewEvent, NewFork, NewRun, RunRecord,
+    RunStatus, RuntimeConfig, ScheduleActed, ScheduleAction, ScheduleCreated, ScheduleDefinition,
     ScheduleRecord,
 };
 use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use serde_json::Value;
 
 use super::Answer;
 use crate::AppState;
@@ -40,22 +41,29 @@ pub(crate) fn checked<T>(result: Result<T, aiki::ClientError>) -> Result<Option<
     }
 }
 
+/// Checks a start's input (at `at` in the body): against the catalog, and its input hash
+/// against it.
+async fn checked_start(
+    app: &AppState,
+    namespace: &Namespace,
+    input: &Value,
+    input_hash: &str,
+    at: &str,
+) -> Result<(), ApiError> {
+    let entry = checked(app.checks.check_start_json(namespace, input).await)?;
+    owned::hashed(entry.as_ref(), input, input_hash, at)
+}
+
 /// Checks a new run's input: against the store's payload limit (a payload over it is
-/// `too_large`, before anything hashes it), the catalog, and its input hash against it.
+/// `too_large`, before anything hashes it), then as [`checked_start`].
 pub(crate) async fn checked_input(app: &AppState, run: &NewRun, at: &str) -> Result<(), ApiError> {
     if let Some(limit) = app.store.payload_limit() {
         limit.check_new_run(run)?;
     }
-    let entry = checked(
-        app.checks
-            .check_start_json(&run.namespace, &run.input)
-            .await,
-    )?;
-    owned::hashed(entry.as_ref(), &run.input, &run.input_hash, at)
+    checked_start(app, &run.namespace, &run.input, &run.input_hash, at).await
 }
 
-/// Checks a schedule's input against the catalog and its input hash against its input, as a
-/// start's.
+/// Checks a schedule's input as a new run's.
 async fn checked_schedule(
     app: &AppState,
     name: &str,
@@ -65,17 +73,13 @@ async fn checked_schedule(
     if let Some(limit) = app.store.payload_limit() {
         limit.check_schedule(name, definition)?;
     }
-    let entry = checked(
-        app.checks
-            .check_start_json(&definition.namespace, &definition.input)
-            .await,
-    )?;
-    owned::hashed(
-        entry.as_ref(),
-        &definition.input,
-        &definition.input_hash,
-        at,
-    )
+    let ScheduleDefinition {
+        namespace,
+        input,
+        input_hash,
+        ..
+    } = definition;
+    checked_start(app, namespace, input, input_hash, at).await
 }
 
 pub(crate) async fn create_run(
