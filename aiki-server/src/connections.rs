@@ -255,23 +255,19 @@ async fn connection(
     let mut served = pin!(builder.serve_connection(TokioIo::new(stream), service));
     let connection = opened.connection.clone();
     let mut evicted = pin!(connection.evicted.notified());
-    loop {
-        tokio::select! {
-            result = served.as_mut() => {
-                if let Err(error) = result {
-                    tracing::trace!(%error, "a connection ended");
-                }
-                break;
+    tokio::select! {
+        result = served.as_mut() => {
+            if let Err(error) = result {
+                tracing::trace!(%error, "a connection ended");
             }
-            () = evicted.as_mut() => break,
-            changed = stopped.changed() => {
-                if changed.is_ok() {
-                    served.as_mut().graceful_shutdown();
-                }
-                // Served to its end from here.
-                let _ = served.as_mut().await;
-                break;
+        }
+        () = evicted.as_mut() => {}
+        changed = stopped.changed() => {
+            if changed.is_ok() {
+                served.as_mut().graceful_shutdown();
             }
+            // Served to its end from here.
+            let _ = served.as_mut().await;
         }
     }
     drop(opened);

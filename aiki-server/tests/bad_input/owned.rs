@@ -114,12 +114,15 @@ async fn ended_run(remote: &Remote) -> aiki_store::History {
     store.load_history(run.id).await.unwrap()
 }
 
+/// A change that spoils a fork.
+type Spoil = Box<dyn Fn(&mut NewFork)>;
+
 #[tokio::test]
 async fn a_fork_carries_only_what_its_run_recorded() {
     let remote = server().await;
     let source = ended_run(&remote).await;
     let namespace = source.run.namespace.clone();
-    let spoilt: Vec<(&str, Box<dyn Fn(&mut NewFork)>)> = vec![
+    let spoilt: Vec<(&str, Spoil)> = vec![
         (
             "entries[0]",
             Box::new(|fork: &mut NewFork| {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::support::remote::Remote;
 use super::support::routes::{
-    NOW, Request, Step, at_mut, integer_fields, new_run, requests, text_fields,
+    Fields, NOW, Request, at_mut, integer_fields, new_run, requests, text_fields,
 };
 
 /// A server with keys in front of `store`, a running run to aim at and an ended one to fork.
@@ -125,7 +125,7 @@ impl World {
     /// the store as it was.
     async fn spoil(
         &self,
-        fields: fn(&Value) -> Vec<(Vec<Step>, String)>,
+        fields: fn(&Value) -> Fields,
         spoilt: &dyn Fn(&Value) -> Vec<Value>,
         check: &dyn Fn(&str, &str, u16, &Value),
     ) -> usize {

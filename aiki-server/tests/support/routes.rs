@@ -265,9 +265,12 @@ pub fn fork_of(source: &History) -> NewFork {
     )
 }
 
-/// The text fields of `body` outside its payloads, as (JSON path, path in the body's own
-/// words: `entries[0].address`).
-pub fn text_fields(body: &Value) -> Vec<(Vec<Step>, String)> {
+/// Fields of a body: each one's path, and the path in the body's own words
+/// (`entries[0].address`).
+pub type Fields = Vec<(Vec<Step>, String)>;
+
+/// The text fields of `body` outside its payloads.
+pub fn text_fields(body: &Value) -> Fields {
     let mut found = Vec::new();
     walk(body, &mut Vec::new(), &mut found, &|value| {
         value.is_string()
@@ -276,7 +279,7 @@ pub fn text_fields(body: &Value) -> Vec<(Vec<Step>, String)> {
 }
 
 /// The integer fields of `body` outside its payloads.
-pub fn integer_fields(body: &Value) -> Vec<(Vec<Step>, String)> {
+pub fn integer_fields(body: &Value) -> Fields {
     let mut found = Vec::new();
     walk(body, &mut Vec::new(), &mut found, &|value| {
         value.is_i64() || value.is_u64()
@@ -291,12 +294,7 @@ pub enum Step {
     Index(usize),
 }
 
-fn walk(
-    value: &Value,
-    at: &mut Vec<Step>,
-    found: &mut Vec<(Vec<Step>, String)>,
-    wanted: &dyn Fn(&Value) -> bool,
-) {
+fn walk(value: &Value, at: &mut Vec<Step>, found: &mut Fields, wanted: &dyn Fn(&Value) -> bool) {
     match value {
         Value::Object(map) => {
             for (key, inner) in map {
