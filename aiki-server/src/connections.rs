@@ -79,15 +79,7 @@ impl Registry {
 
     /// `connection` is busy with a request until the guard drops.
     fn busy(self: &Arc<Self>, connection: &Arc<Connection>) -> Busy {
-        let mut inner = self.lock();
-        if let Some(at) = connection
-            .idle_since
-            .lock()
-            .expect("BUG: connection poisoned")
-            .take()
-        {
-            inner.idle.remove(&at);
-        }
+        busy(&mut self.lock(), connection);
         Busy {
             registry: self.clone(),
             connection: connection.clone(),
@@ -109,6 +101,18 @@ fn idle(inner: &mut Inner, connection: &Arc<Connection>) {
         .expect("BUG: connection poisoned") = Some(at);
 }
 
+/// Marks `connection` busy (or closing): no longer among the idle.
+fn busy(inner: &mut Inner, connection: &Connection) {
+    if let Some(at) = connection
+        .idle_since
+        .lock()
+        .expect("BUG: connection poisoned")
+        .take()
+    {
+        inner.idle.remove(&at);
+    }
+}
+
 /// An open connection's place; dropped when it closes.
 #[derive(Debug)]
 struct Opened {
@@ -119,15 +123,7 @@ struct Opened {
 impl Drop for Opened {
     fn drop(&mut self) {
         let mut inner = self.registry.lock();
-        if let Some(at) = self
-            .connection
-            .idle_since
-            .lock()
-            .expect("BUG: connection poisoned")
-            .take()
-        {
-            inner.idle.remove(&at);
-        }
+        busy(&mut inner, &self.connection);
         if !self
             .connection
             .gone

@@ -20,7 +20,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
 use support::remote::Remote;
-use support::routes::requests;
+use support::routes::{fingerprint, requests};
 
 const NOW: Millis = 4_000_000_000_000;
 const BODY_LIMIT: usize = 32 * 1024;
@@ -97,36 +97,6 @@ fn wrong_value(value: &Value, kind: u8) -> Value {
         (_, 1) => Value::Null,
         (_, 2) => json!([1, "two", {}]),
         _ => json!({"unexpected": true}),
-    }
-}
-
-/// What the store holds: every run's status and revision, and its history's row counts.
-async fn fingerprint(
-    store: &BoxStore,
-) -> BTreeMap<RunId, (RunStatus, u64, usize, usize, usize, usize)> {
-    let mut all = BTreeMap::new();
-    let mut request = ListRuns::new(RunFilter::default(), 500);
-    loop {
-        let page = store.list_runs(request.clone()).await.expect("list_runs");
-        for run in &page.runs {
-            let history = store.load_history(run.id).await.expect("history");
-            let timeline = store.timeline(run.id).await.expect("timeline");
-            all.insert(
-                run.id,
-                (
-                    run.status,
-                    run.revision,
-                    history.entries.len(),
-                    history.sleeps.len(),
-                    history.events.len(),
-                    timeline.len(),
-                ),
-            );
-        }
-        match page.next {
-            Some(next) => request = request.after(Some(next)),
-            None => return all,
-        }
     }
 }
 
@@ -256,7 +226,7 @@ async fn every_route_answers_mutated_requests_as_documented() {
             Mutation::NoContentType => content_type = None,
             _ => {}
         }
-        let before = fingerprint(&store).await;
+        let before = fingerprint(&store, RunFilter::default()).await;
         let url = format!(
             "{}/api/v1{}",
             remote.url(),
@@ -299,7 +269,7 @@ async fn every_route_answers_mutated_requests_as_documented() {
             });
             assert!(!error.code.is_empty() && !error.message.is_empty());
             assert_eq!(
-                fingerprint(&store).await,
+                fingerprint(&store, RunFilter::default()).await,
                 before,
                 "{status} {} changed the store ({mutation:?} on {} {})",
                 error.code,

@@ -66,15 +66,12 @@ async fn idle_sockets_leave_health_answering_and_memory_bounded() {
         .build()
         .unwrap();
     let health = format!("http://{address}/api/v1/health");
+    let healthy = || async {
+        let answer = http.get(&health).send().await;
+        answer.is_ok_and(|answer| answer.status().is_success())
+    };
     for _ in 0..20 {
-        assert!(
-            http.get(&health)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .is_success()
-        );
+        assert!(healthy().await);
     }
     let before = resident_mib(pid);
 
@@ -128,14 +125,7 @@ async fn idle_sockets_leave_health_answering_and_memory_bounded() {
             .unwrap_or(0);
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(
-        http.get(&health)
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .is_success()
-    );
+    assert!(healthy().await, "/health after the flood");
     let after = resident_mib(pid);
     eprintln!(
         "connections: {held} idle sockets held from {} helpers; {probes} /health probes, the \

@@ -3,8 +3,6 @@
 //! index row holds, integers out of range, lists over their caps; and what a caller is told
 //! never holds a driver's text or a constraint's name.
 
-use std::collections::BTreeMap;
-
 use aiki_server::ServerConfig;
 use aiki_server::keys::generate;
 use aiki_store::*;
@@ -13,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::support::remote::Remote;
 use super::support::routes::{
-    Fields, NOW, Request, at_mut, integer_fields, new_run, requests, text_fields,
+    Fields, Fingerprint, NOW, Request, at_mut, fingerprint, integer_fields, new_run, requests,
+    text_fields,
 };
 
 /// A server with keys in front of `store`, a running run to aim at and an ended one to fork.
@@ -71,30 +70,9 @@ impl World {
     }
 
     /// Every run of the namespace: status, revision and its history's counts.
-    async fn fingerprint(&self) -> BTreeMap<RunId, (RunStatus, u64, usize, usize, usize, usize)> {
+    async fn fingerprint(&self) -> Fingerprint {
         let filter = RunFilter::default().workflow(self.namespace.workflow.clone());
-        let page = self
-            .store
-            .list_runs(ListRuns::new(filter, 1_000))
-            .await
-            .unwrap();
-        let mut all = BTreeMap::new();
-        for run in page.runs {
-            let history = self.store.load_history(run.id).await.unwrap();
-            let timeline = self.store.timeline(run.id).await.unwrap();
-            all.insert(
-                run.id,
-                (
-                    run.status,
-                    run.revision,
-                    history.entries.len(),
-                    history.sleeps.len(),
-                    history.events.len(),
-                    timeline.len(),
-                ),
-            );
-        }
-        all
+        fingerprint(&self.store, filter).await
     }
 
     /// Sends `body` to the route of `request` about `run`: the status and the answer.

@@ -345,3 +345,36 @@ pub fn at_mut<'a>(body: &'a mut Value, path: &[Step]) -> &'a mut Value {
     }
     node
 }
+
+/// What the store holds of each run `filter` passes: its status and revision, and the row
+/// counts of its history and timeline (to compare before and after a refused request).
+pub type Fingerprint =
+    std::collections::BTreeMap<RunId, (RunStatus, u64, usize, usize, usize, usize)>;
+
+/// The [`Fingerprint`] of the runs `filter` passes.
+pub async fn fingerprint(store: &BoxStore, filter: RunFilter) -> Fingerprint {
+    let mut all = Fingerprint::new();
+    let mut request = ListRuns::new(filter, 500);
+    loop {
+        let page = store.list_runs(request.clone()).await.expect("list_runs");
+        for run in &page.runs {
+            let history = store.load_history(run.id).await.expect("history");
+            let timeline = store.timeline(run.id).await.expect("timeline");
+            all.insert(
+                run.id,
+                (
+                    run.status,
+                    run.revision,
+                    history.entries.len(),
+                    history.sleeps.len(),
+                    history.events.len(),
+                    timeline.len(),
+                ),
+            );
+        }
+        match page.next {
+            Some(next) => request = request.after(Some(next)),
+            None => return all,
+        }
+    }
+}

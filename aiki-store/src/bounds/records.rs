@@ -171,7 +171,7 @@ impl Bounded for Move {
     }
 }
 
-/// The moves of `POST /transitions`: at most [`MAX_MOVES`](super::MAX_MOVES).
+/// The moves of `POST /transitions`: at most [`MAX_MOVES`].
 impl Bounded for Vec<Move> {
     fn check_bounds(&self, at: Field<'_>) -> Checked {
         at.list(self.len(), MAX_MOVES, "moves")?;
