@@ -23,7 +23,12 @@ pub(crate) async fn serve(
     }
     // A server migrates the schema as a worker does.
     let store = aiki::store::connect(url).await?;
-    let mut config = ServerConfig::default().shutdown_grace(args.shutdown_grace);
+    let mut config = ServerConfig::default()
+        .shutdown_grace(args.shutdown_grace)
+        .max_connections(args.max_connections.get())
+        .header_read_timeout(std::time::Duration::from_secs(
+            args.header_read_timeout.get(),
+        ));
     if let Some(per_second) = args.rate_limit {
         config = config.rate_limit(per_second, per_second.saturating_mul(2.try_into()?));
     }

@@ -21,7 +21,7 @@ use crate::keys;
 /// within this.
 pub const KEY_CACHE_TTL: Duration = Duration::from_secs(5);
 
-/// The key a request was made with: its id is the actor of what the request does.
+/// The key a request was made with: it is the actor of what the request does.
 #[derive(Clone, Debug)]
 pub(crate) struct Caller {
     pub(crate) key_id: String,
@@ -30,13 +30,29 @@ pub(crate) struct Caller {
 }
 
 impl Caller {
-    /// The actor recorded for an operator's request that named `actor` (unchecked: the key is
-    /// who acted).
-    pub(crate) fn actor(caller: Option<&Caller>, actor: Option<String>) -> Option<String> {
+    /// The key as the timeline shows it: `key:<id> (<name>)`.
+    pub(crate) fn who(&self) -> String {
+        format!("key:{} ({})", self.key_id, self.name)
+    }
+
+    /// The actor recorded for an operator's request that named `actor` (unchecked, so kept
+    /// only as the name the key acted as): `key:<id> (<name>) as <actor>`. Without keys, the
+    /// name the request gave.
+    pub(crate) fn operator(caller: Option<&Caller>, actor: Option<String>) -> Option<String> {
         match (caller, actor) {
-            (Some(caller), Some(actor)) => Some(format!("key:{} as {actor}", caller.key_id)),
-            (Some(caller), None) => Some(format!("key:{}", caller.key_id)),
+            (Some(caller), Some(actor)) => Some(format!("{} as {actor}", caller.who())),
+            (Some(caller), None) => Some(caller.who()),
             (None, actor) => actor,
+        }
+    }
+
+    /// The actor recorded for an executor's request: the key, whatever the request named (a
+    /// leaked executor key cannot write another key's name on the timeline). Without keys,
+    /// the name the request gave.
+    pub(crate) fn executor(caller: Option<&Caller>, actor: Option<String>) -> Option<String> {
+        match caller {
+            Some(caller) => Some(caller.who()),
+            None => actor,
         }
     }
 }
@@ -174,43 +190,87 @@ fn unauthorized(message: &str) -> Response {
     response
 }
 
+/// The most of a refused request's body the server reads before answering: what it reads,
+/// the connection keeps (its client's next request goes on it); past this, the answer says
+/// `Connection: close`.
+const DRAINED: usize = 256 * 1024;
+
+/// `response` to a request refused before its body was read, once the body is drained (up to
+/// [`DRAINED`]): a client that sent the body before reading the answer, as HTTP/1 clients do,
+/// then reads the answer instead of meeting a reset connection.
+async fn drained(request: Request, mut response: Response) -> Response {
+    if axum::body::to_bytes(request.into_body(), DRAINED)
+        .await
+        .is_err()
+    {
+        response.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
+}
+
 /// The middleware: checks the request's key against the route's scope.
 pub(crate) async fn require_key(
-    State((store, keys)): State<(BoxStore, Arc<Keys>)>,
-    mut request: Request,
+    State(keys): State<(BoxStore, Arc<Keys>)>,
+    request: Request,
     next: Next,
 ) -> Response {
+    match checked(keys, request).await {
+        Ok((request, caller)) => {
+            let mut request = request;
+            if let Some(caller) = caller {
+                request.extensions_mut().insert(caller);
+            }
+            next.run(request).await
+        }
+        Err((request, refusal)) => drained(request, refusal).await,
+    }
+}
+
+/// The request and the caller its key names (`None`: a route open to anyone), or the request
+/// and its refusal.
+async fn checked(
+    (store, keys): (BoxStore, Arc<Keys>),
+    request: Request,
+) -> Result<(Request, Option<Caller>), (Request, Response)> {
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map(|matched| matched.as_str().to_owned())
         .unwrap_or_default();
     let Some(needed) = scope_of(request.method(), &route) else {
-        return next.run(request).await;
+        return Ok((request, None));
     };
     let token = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::to_owned);
     let Some(token) = token else {
-        return unauthorized(
+        let refusal = unauthorized(
             "this route needs an API key: send `Authorization: Bearer aiki_<id>_<secret>` (create \
              one with `aiki keys create`)",
         );
+        return Err((request, refusal));
     };
     let Some((id, secret)) = keys::parse(token.trim()) else {
-        return unauthorized("the API key is not shaped `aiki_<id>_<secret>`");
+        let refusal = unauthorized("the API key is not shaped `aiki_<id>_<secret>`");
+        return Err((request, refusal));
     };
     let key = match keys.get(&store, id).await {
         Ok(key) => key,
-        Err(error) => return error.into_response(),
+        Err(error) => return Err((request, error.into_response())),
     };
     let Some(key) = key.filter(|key| keys::verify(key, secret)) else {
-        return unauthorized("the API key is not one this store knows");
+        let refusal = unauthorized("the API key is not one this store knows");
+        return Err((request, refusal));
     };
     if key.revoked_at.is_some() {
-        return unauthorized("the API key was revoked");
+        let refusal = unauthorized("the API key was revoked");
+        return Err((request, refusal));
     }
     if !admits(&key, needed) {
         let message = format!(
@@ -226,7 +286,10 @@ pub(crate) async fn require_key(
             "needed": needed,
             "holds": key.scopes,
         });
-        return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
+        return Err((
+            request,
+            (StatusCode::FORBIDDEN, axum::Json(body)).into_response(),
+        ));
     }
     if let Err(wait) = keys.admit(&key.id) {
         let body = StoreError::RateLimited {
@@ -242,14 +305,14 @@ pub(crate) async fn require_key(
         if let Ok(value) = seconds.parse() {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
-        return response;
+        return Err((request, response));
     }
-    request.extensions_mut().insert(Caller {
+    let caller = Caller {
         key_id: key.id,
         name: key.name,
         scopes: key.scopes,
-    });
-    next.run(request).await
+    };
+    Ok((request, Some(caller)))
 }
 
 #[cfg(test)]

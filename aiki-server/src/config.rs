@@ -15,10 +15,18 @@ pub struct ServerConfig {
     pub(crate) auth: bool,
     pub(crate) rate_limit: Option<(std::num::NonZeroU32, std::num::NonZeroU32)>,
     pub(crate) shutdown_grace: Duration,
+    pub(crate) max_connections: usize,
+    pub(crate) header_read_timeout: Duration,
 }
 
 /// How long a server shutting down lets its requests in flight finish, by default.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How many connections [`serve`](crate::serve) keeps open at most, by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4_096;
+
+/// How long [`serve`](crate::serve) waits for a request's head, by default.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The server's clock, which stamps every request: every `now` a request carries is replaced
 /// by it, so a remote machine's skewed clock never dates a run, an event or a claim.
@@ -34,6 +42,8 @@ impl Default for ServerConfig {
             auth: true,
             rate_limit: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
         }
     }
 }
@@ -83,6 +93,23 @@ impl ServerConfig {
     /// refused with 503 and `Retry-After`, whatever the grace.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// Keeps at most `connections` connections open (default [`DEFAULT_MAX_CONNECTIONS`]; fewer
+    /// when the process may not open that many descriptors). At the cap a new connection closes
+    /// the one idle the longest, or is closed itself when none is idle. Applies to
+    /// [`serve`](crate::serve), not to a [`router`](crate::router) mounted elsewhere.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// Closes a connection whose next request's head has not arrived within `timeout` (default
+    /// [`DEFAULT_HEADER_READ_TIMEOUT`]): a socket that sends nothing, or sends slowly, and an
+    /// idle keep-alive connection. Applies to [`serve`](crate::serve).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
         self
     }
 

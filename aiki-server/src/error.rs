@@ -3,6 +3,7 @@
 //! rejection.
 
 use aiki_store::api::status_of;
+use aiki_store::bounds::{Bounded, Field, OutOfBounds};
 use aiki_store::{ErrorBody, RunId, StoreError};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
@@ -46,11 +47,22 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         self.status
     }
+
+    /// A request with a field out of the store's bounds (400 `invalid_request`, the field in
+    /// `details.field`).
+    pub(crate) fn out_of_bounds(error: OutOfBounds) -> Self {
+        let mut refused = ApiError::invalid(
+            StatusCode::BAD_REQUEST,
+            StoreError::from(error.clone()).to_string(),
+        );
+        refused.body.details["field"] = json!(error.field);
+        refused
+    }
 }
 
 impl ApiError {
     /// `error`'s answer, as the store's errors are answered, for an error of the server's own
-    /// (not a failure of the store: nothing is logged).
+    /// whose message is the server's (nothing is logged, no driver text).
     pub(crate) fn answering(error: &StoreError) -> Self {
         ApiError {
             status: StatusCode::from_u16(status_of(error))
@@ -61,12 +73,35 @@ impl ApiError {
 }
 
 impl From<StoreError> for ApiError {
+    /// The error's body, but for a failure of the server's own (5xx): its cause (a driver's
+    /// text, a table's name) goes to the log, and the caller gets the code with a message that
+    /// says what to do.
     fn from(error: StoreError) -> Self {
-        let answer = ApiError::answering(&error);
-        if answer.status.is_server_error() {
-            tracing::warn!(%error, "a request failed in the store");
+        let status =
+            StatusCode::from_u16(status_of(&error)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if !status.is_server_error() {
+            return ApiError {
+                status,
+                body: error.to_body(),
+            };
         }
-        answer
+        let code = error.code();
+        tracing::warn!(%error, code, "a request failed in the store");
+        let message = match error {
+            StoreError::Unavailable { .. } => {
+                "the server cannot reach its store right now: send the request again in a \
+                 moment"
+                    .to_owned()
+            }
+            _ => format!(
+                "the server's store failed to do this request ({code}); the server's log says \
+                 why"
+            ),
+        };
+        ApiError {
+            status,
+            body: ErrorBody::new(code, message.clone(), json!({ "message": message })),
+        }
     }
 }
 
@@ -76,14 +111,15 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON request body of type `T`; a body that is not one is answered with the error body:
-/// 400 for JSON that does not parse, 422 for JSON of the wrong shape, 415 without a JSON
-/// content type, 413 over the body limit (`too_large`, as a payload over the store's limit is,
-/// when the request says its length).
+/// A JSON request body of type `T` within the store's bounds
+/// ([`aiki_store::bounds`]); a body that is not one is answered with the error body: 400 for
+/// JSON that does not parse or a field out of bounds (naming it), 422 for JSON of the wrong
+/// shape, 415 without a JSON content type, 413 over the body limit (`too_large`, as a payload
+/// over the store's limit is, when the request says its length).
 #[derive(Debug)]
 pub(crate) struct Body<T>(pub(crate) T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+impl<S: Send + Sync, T: DeserializeOwned + Bounded> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
@@ -94,7 +130,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
             .and_then(|value| value.parse::<u64>().ok());
         let limit = request.extensions().get::<BodyLimit>().copied();
         match axum::Json::<T>::from_request(request, state).await {
-            Ok(axum::Json(value)) => Ok(Body(value)),
+            Ok(axum::Json(value)) => {
+                value
+                    .check_bounds(Field::ROOT)
+                    .map_err(ApiError::out_of_bounds)?;
+                Ok(Body(value))
+            }
             Err(rejection) => match (rejection.status(), length, limit) {
                 (StatusCode::PAYLOAD_TOO_LARGE, Some(bytes), Some(BodyLimit(limit))) => {
                     Err(StoreError::TooLarge {
@@ -134,12 +175,17 @@ fn rejected(rejection: JsonRejection) -> ApiError {
 #[derive(Debug)]
 pub(crate) struct QueryOf<T>(pub(crate) T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryOf<T> {
+impl<S: Send + Sync, T: DeserializeOwned + Bounded> FromRequestParts<S> for QueryOf<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(value)) => Ok(QueryOf(value)),
+            Ok(axum::extract::Query(value)) => {
+                value
+                    .check_bounds(Field::ROOT)
+                    .map_err(ApiError::out_of_bounds)?;
+                Ok(QueryOf(value))
+            }
             Err(rejection) => Err(ApiError::invalid(
                 StatusCode::BAD_REQUEST,
                 format!(

@@ -22,8 +22,9 @@
 //! shape), a body over the server's limit or a payload over the store's is `too_large` with
 //! 413, and nothing is written.
 //!
-//! Every route but health and readiness needs an API key ([`keys`]) holding the scope of the
-//! route's role, unless the server is built with [`ServerConfig::insecure_no_auth`]. Requests
+//! Health and readiness answer at the root (`GET /health`, `GET /ready`, as probes expect) as
+//! well as under the prefix, to anyone. Every other route needs an API key ([`keys`]) holding
+//! the scope of the route's role, unless the server is built with [`ServerConfig::insecure_no_auth`]. Requests
 //! are dated by the server's clock; a repeated write (same idempotency key) gets its first
 //! answer, through this server or any other in front of the same store; a claim may long-poll for work; starts and events are checked against the catalog.
 //! The [`reference`](mod@reference) lists every route. The daemons are not the router's: run them beside it
@@ -42,11 +43,14 @@ use tower_http::timeout::TimeoutLayer;
 
 mod auth;
 mod config;
+mod connections;
 #[cfg(feature = "push")]
 pub mod dispatch;
 mod drain;
 mod error;
 pub mod keys;
+mod observe;
+mod owned;
 mod replay;
 mod routes;
 mod waiters;
@@ -56,7 +60,9 @@ mod waiters;
 pub mod reference {}
 
 pub use auth::KEY_CACHE_TTL;
-pub use config::{DEFAULT_SHUTDOWN_GRACE, ServerConfig};
+pub use config::{
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_SHUTDOWN_GRACE, ServerConfig,
+};
 pub use error::ApiError;
 pub use replay::{KEPT_BYTES as REPLAYS_KEPT_BYTES, KEPT_FOR as REPLAYS_KEPT_FOR};
 
@@ -164,7 +170,7 @@ fn draining_router(store: BoxStore, config: ServerConfig, draining: drain::Drain
             draining,
             drain::refuse_while_draining,
         ))
-        .with_state(state)
+        .with_state(state.clone())
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::new(replay::Replays::default()),
             replay::replay,
@@ -177,8 +183,17 @@ fn draining_router(store: BoxStore, config: ServerConfig, draining: drain::Drain
     } else {
         api
     };
+    // Probes expect health and readiness at the root too: open to anyone, as under the prefix.
+    let probes = Router::new()
+        .route(path::HEALTH, get(routes::health))
+        .route(path::READY, get(routes::ready))
+        .with_state(state);
     Router::new()
-        .nest(PREFIX, api)
+        .nest(
+            PREFIX,
+            api.route_layer(axum::middleware::from_fn(observe::matched)),
+        )
+        .merge(probes.route_layer(axum::middleware::from_fn(observe::matched)))
         .fallback(error::no_route)
         // Every answer says the store's payload limit: a remote executor that knows it sends a
         // task's result with the next call's `running` record (`ExecutorStore::put_entries`).
@@ -199,40 +214,31 @@ fn draining_router(store: BoxStore, config: ServerConfig, draining: drain::Drain
             axum::http::StatusCode::REQUEST_TIMEOUT,
             config.request_timeout,
         ))
+        .layer(axum::middleware::from_fn(observe::observe))
 }
 
 /// Serves [`router`] on `listener` until `shutdown` completes, then shuts down gracefully:
 /// it stops accepting connections, answers waiting long polls at once, refuses requests that
 /// still arrive (503, `Retry-After`), and lets the requests in flight finish within
 /// [`ServerConfig::shutdown_grace`], after which it drops the connections left and returns.
+/// Connections are limited as `config` says ([`ServerConfig::max_connections`],
+/// [`ServerConfig::header_read_timeout`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store: BoxStore,
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let grace = config.shutdown_grace;
+    let limits = connections::Limits {
+        max: config.max_connections,
+        header_read_timeout: config.header_read_timeout,
+        grace: config.shutdown_grace,
+    };
     let (drain, draining) = tokio::sync::watch::channel(false);
-    let mut stopping = draining.clone();
-    let serving = axum::serve(listener, draining_router(store, config, draining))
-        .with_graceful_shutdown(async move {
-            let _ = stopping.wait_for(|draining| *draining).await;
-        })
-        .into_future();
-    tokio::pin!(serving);
-    tokio::select! {
-        served = &mut serving => return served,
-        () = shutdown => {}
-    }
-    drain.send_replace(true);
-    match tokio::time::timeout(grace, serving).await {
-        Ok(served) => served,
-        Err(_) => {
-            tracing::warn!(
-                ?grace,
-                "requests still in flight after the shutdown grace period; dropping them"
-            );
-            Ok(())
-        }
-    }
+    let app = draining_router(store, config, draining);
+    let stopping = async move {
+        shutdown.await;
+        drain.send_replace(true);
+    };
+    connections::serve(listener, app, limits, stopping).await
 }

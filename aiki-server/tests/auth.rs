@@ -4,6 +4,9 @@
 
 mod support;
 
+#[path = "auth/edges.rs"]
+mod edges;
+
 use aiki_server::ServerConfig;
 use aiki_server::keys::{NewKey, generate};
 use aiki_store::http::HttpStore;
@@ -35,7 +38,7 @@ fn new_run() -> NewRun {
     NewRun::new(
         Namespace::new(format!("auth-{}", RunId::new()), "1.0.0"),
         json!({}),
-        "0".repeat(64),
+        support::routes::hash(&json!({})),
         NOW,
     )
 }
@@ -229,8 +232,8 @@ async fn health_needs_no_key_and_an_operators_key_is_the_actor() {
     assert_eq!(
         actors,
         [
-            Some(format!("key:{id}")),
-            Some(format!("key:{id} as alice"))
+            Some(format!("key:{id} (test)")),
+            Some(format!("key:{id} (test) as alice"))
         ],
         "{timeline:?}"
     );
@@ -325,7 +328,7 @@ async fn continuing_a_run_needs_the_executor_scope() {
     let run = claimed(&remote, &executor).await;
     let namespace = run.namespace.clone();
     let continuation = || {
-        let successor = NewRun::new(namespace.clone(), json!({"n": 2}), "1".repeat(64), NOW);
+        let successor = support::routes::new_run(&namespace, json!({"n": 2}));
         aiki_store::Continuation::new(successor, Default::default(), NOW)
     };
     let body = json!({"expected": run.revision, "continuation": continuation()});

@@ -3,6 +3,11 @@
 
 mod support;
 
+#[path = "bad_input/owned.rs"]
+mod owned;
+#[path = "bad_input/values.rs"]
+mod values;
+
 use std::time::Duration;
 
 use aiki::ManualClock;
@@ -89,12 +94,7 @@ async fn payloads_over_the_limits_are_too_large_and_write_nothing() {
     let namespace = Namespace::new(format!("too-large-{}", RunId::new()), "1.0.0");
 
     // A run's input one byte over the store's limit.
-    let big = NewRun::new(
-        namespace.clone(),
-        text_of(DEFAULT_PAYLOAD_LIMIT + 1),
-        "0".repeat(64),
-        NOW,
-    );
+    let big = support::routes::new_run(&namespace, text_of(DEFAULT_PAYLOAD_LIMIT + 1));
     let id = big.id;
     let (status, body) = post_json(&remote, "/runs", &serde_json::to_string(&big).unwrap()).await;
     assert_eq!((status, body.code.as_str()), (413, "too_large"), "{body:?}");
@@ -115,12 +115,7 @@ async fn payloads_over_the_limits_are_too_large_and_write_nothing() {
     );
 
     // At the limit: one request carries it, and the store keeps it.
-    let fits = NewRun::new(
-        namespace,
-        text_of(DEFAULT_PAYLOAD_LIMIT),
-        "0".repeat(64),
-        NOW,
-    );
+    let fits = support::routes::new_run(&namespace, text_of(DEFAULT_PAYLOAD_LIMIT));
     let run = match remote
         .create_run(fits)
         .await
@@ -272,7 +267,7 @@ async fn the_servers_clock_dates_what_a_caller_writes() {
     let run = NewRun::new(
         Namespace::new(format!("clock-{}", RunId::new()), "1.0.0"),
         json!(null),
-        "0".repeat(64),
+        support::routes::hash(&json!(null)),
         behind,
     );
     let CreateOutcome::Created(run) = remote.create_run(run).await.unwrap() else {
@@ -337,7 +332,7 @@ async fn starts_and_events_are_checked_against_the_catalog() {
     )];
     remote.backing().publish_catalog(entry, NOW).await.unwrap();
     let start = |input: Value| {
-        let mut run = NewRun::new(namespace.clone(), input, "0".repeat(64), NOW);
+        let mut run = support::routes::new_run(&namespace, input);
         run.id = RunId::new();
         serde_json::to_string(&run).unwrap()
     };
@@ -392,7 +387,7 @@ async fn starts_and_events_are_checked_against_the_catalog() {
     let unknown = NewRun::new(
         Namespace::new(format!("unpublished-{}", RunId::new()), "1"),
         json!("anything"),
-        "0".repeat(64),
+        support::routes::hash(&json!("anything")),
         NOW,
     );
     assert!(matches!(
@@ -435,7 +430,7 @@ async fn a_continuation_that_cannot_apply_is_refused_and_writes_nothing() {
     let successor = NewRun::new(
         run.namespace.clone(),
         json!({"order": 2}),
-        "1".repeat(64),
+        support::routes::hash(&json!({"order": 2})),
         NOW,
     );
     let successor_id = successor.id;

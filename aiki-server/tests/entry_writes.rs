@@ -200,8 +200,7 @@ async fn runs(store: &BoxStore, n: usize) -> Vec<RunRecord> {
     let namespace = aiki_store::Namespace::new(format!("writes-{}", RunId::new()), "1.0.0");
     let mut runs = Vec::new();
     for i in 0..n {
-        let mut new =
-            aiki_store::NewRun::new(namespace.clone(), json!({ "i": i }), "0".repeat(64), NOW);
+        let mut new = support::routes::new_run(&namespace, json!({ "i": i }));
         new.reference_id = Some(format!("run-{i}"));
         match store.create_run(new).await.expect("create_run") {
             aiki_store::CreateOutcome::Created(run) => runs.push(run),

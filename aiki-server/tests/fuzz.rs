@@ -20,6 +20,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
 use support::remote::Remote;
+use support::routes::{fingerprint, requests};
 
 const NOW: Millis = 4_000_000_000_000;
 const BODY_LIMIT: usize = 32 * 1024;
@@ -60,131 +61,6 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     ]
 }
 
-/// A well-formed request: method, path (with `{id}`), body.
-struct Request {
-    method: reqwest::Method,
-    path: &'static str,
-    body: Option<Value>,
-}
-
-fn post(path: &'static str, body: Value) -> Request {
-    Request {
-        method: reqwest::Method::POST,
-        path,
-        body: Some(body),
-    }
-}
-
-fn get(path: &'static str) -> Request {
-    Request {
-        method: reqwest::Method::GET,
-        path,
-        body: None,
-    }
-}
-
-/// Every route's well-formed request about `run` (running, owned by `owner`).
-fn requests(run: &RunRecord, owner: &str) -> Vec<Request> {
-    use aiki_store::api::path;
-    let id = run.id;
-    let namespace = run.namespace.clone();
-    let entry = EntryRecord::new(
-        id,
-        "task:fuzz",
-        0,
-        EntryKind::Task,
-        EntryStatus::Running,
-        NOW,
-    );
-    let mut child = NewRun::new(namespace.clone(), json!({"n": 1}), "0".repeat(64), NOW);
-    child.parent = Some(ParentLink::new(id, "child:1:fuzz"));
-    let mut child_entry = EntryRecord::new(
-        id,
-        "child:1:fuzz",
-        0,
-        EntryKind::Child,
-        EntryStatus::Completed,
-        NOW,
-    );
-    child_entry.attempts = 1;
-    let claim = ClaimRequest::new(owner, vec![namespace.clone()], "default", 1, NOW);
-    let new_run = NewRun::new(namespace.clone(), json!({"order": 7}), "0".repeat(64), NOW);
-    let revision = run.revision;
-    vec![
-        post(path::RUNS, json!(new_run)),
-        post(
-            path::RUNS_LIST,
-            json!(ListRuns::new(RunFilter::default(), 10)),
-        ),
-        get(path::RUNS_COUNTS),
-        get(path::RUN),
-        get(path::HISTORY),
-        get(path::TIMELINE),
-        post(path::ENTRIES, json!({"expected": revision, "entry": entry})),
-        post(
-            path::CHILDREN,
-            json!({"expected": revision, "entry": child_entry, "child": child}),
-        ),
-        post(
-            path::SLEEPS,
-            json!({"expected": revision, "sleep": SleepRecord::new(id, "nap", 0, 1_000, NOW + 1_000)}),
-        ),
-        post(
-            path::EVENT_SLOTS,
-            json!({"expected": revision, "slot": EventRecord::timeout(id, "go", 0, NOW)}),
-        ),
-        post(path::CLAIM_RUN, json!(claim)),
-        post(
-            path::REFRESH,
-            json!({"owner": owner, "expected": revision, "now": NOW}),
-        ),
-        post(
-            path::TRANSITION,
-            json!({"expected": revision, "transition": Transition::to(RunStatus::Completed, NOW)}),
-        ),
-        post(
-            path::EVENTS,
-            json!(NewEvent::new(id, "go", json!({"ok": true}), NOW)),
-        ),
-        post(
-            path::ACTIONS,
-            json!({"action": "pause", "actor": "fuzz", "now": NOW}),
-        ),
-        post(
-            path::RELEASE,
-            json!({"expected": revision, "now": NOW, "confirm_ms": 1_000, "actor": "fuzz"}),
-        ),
-        post(
-            path::TRANSITIONS,
-            json!([Move::new(
-                id,
-                revision,
-                Transition::to(RunStatus::Cancelled, NOW)
-            )]),
-        ),
-        post(path::CLAIMS, json!(claim)),
-        get(path::WORKERS),
-        post(
-            path::WORKERS,
-            json!({"worker": WorkerRecord::new(owner, "host", 1, vec![namespace.clone()], "default", NOW), "now": NOW}),
-        ),
-        get(path::CATALOG),
-        post(
-            path::CATALOG_TASKS,
-            json!({"namespace": namespace, "fingerprint": "f", "tasks": []}),
-        ),
-        post(path::CHANGES, json!({"cursor": "", "limit": 5})),
-        get(path::CONFIG),
-        Request {
-            method: reqwest::Method::PUT,
-            path: path::CONFIG_KEY,
-            body: Some(json!({"value": 500, "now": NOW})),
-        },
-        get(path::WHOAMI),
-        get(path::METRICS),
-    ]
-}
-
 /// The fields of a body, in order, with a path to each (one level into objects).
 fn field_paths(body: &Value) -> Vec<Vec<String>> {
     let mut paths = Vec::new();
@@ -221,36 +97,6 @@ fn wrong_value(value: &Value, kind: u8) -> Value {
         (_, 1) => Value::Null,
         (_, 2) => json!([1, "two", {}]),
         _ => json!({"unexpected": true}),
-    }
-}
-
-/// What the store holds: every run's status and revision, and its history's row counts.
-async fn fingerprint(
-    store: &BoxStore,
-) -> BTreeMap<RunId, (RunStatus, u64, usize, usize, usize, usize)> {
-    let mut all = BTreeMap::new();
-    let mut request = ListRuns::new(RunFilter::default(), 500);
-    loop {
-        let page = store.list_runs(request.clone()).await.expect("list_runs");
-        for run in &page.runs {
-            let history = store.load_history(run.id).await.expect("history");
-            let timeline = store.timeline(run.id).await.expect("timeline");
-            all.insert(
-                run.id,
-                (
-                    run.status,
-                    run.revision,
-                    history.entries.len(),
-                    history.sleeps.len(),
-                    history.events.len(),
-                    timeline.len(),
-                ),
-            );
-        }
-        match page.next {
-            Some(next) => request = request.after(Some(next)),
-            None => return all,
-        }
     }
 }
 
@@ -321,7 +167,7 @@ async fn every_route_answers_mutated_requests_as_documented() {
             .next()
             .map_or(target.id, |run| run.id);
         let (mutation, route, salt) = strategy.new_tree(&mut runner).unwrap().current();
-        let mut routes = requests(&target, owner);
+        let mut routes = requests(&target, owner, None);
         let request = routes.swap_remove(route % routes.len());
         let mut body = request.body.clone();
         let mut id = target.id.to_string();
@@ -380,7 +226,7 @@ async fn every_route_answers_mutated_requests_as_documented() {
             Mutation::NoContentType => content_type = None,
             _ => {}
         }
-        let before = fingerprint(&store).await;
+        let before = fingerprint(&store, RunFilter::default()).await;
         let url = format!(
             "{}/api/v1{}",
             remote.url(),
@@ -423,7 +269,7 @@ async fn every_route_answers_mutated_requests_as_documented() {
             });
             assert!(!error.code.is_empty() && !error.message.is_empty());
             assert_eq!(
-                fingerprint(&store).await,
+                fingerprint(&store, RunFilter::default()).await,
                 before,
                 "{status} {} changed the store ({mutation:?} on {} {})",
                 error.code,
@@ -441,7 +287,12 @@ async fn every_route_answers_mutated_requests_as_documented() {
     eprintln!(
         "fuzz: {total} requests over {} routes; statuses {seen:?}; {ok} answered 2xx; \
          0 panics, 0 5xx; the store compared unchanged after each of the {unchanged_checked} 4xx",
-        requests(&store.get_run(running.unwrap().id).await.unwrap(), owner).len()
+        requests(
+            &store.get_run(running.unwrap().id).await.unwrap(),
+            owner,
+            None
+        )
+        .len()
     );
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));

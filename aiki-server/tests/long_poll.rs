@@ -35,7 +35,12 @@ async fn a_waiting_claim_is_answered_when_another_server_queues_a_run(store: Box
         !claim.is_finished(),
         "the claim waits while nothing is queued"
     );
-    let run = NewRun::new(namespace.clone(), json!({}), "0".repeat(64), 0);
+    let run = NewRun::new(
+        namespace.clone(),
+        json!({}),
+        support::routes::hash(&json!({})),
+        0,
+    );
     let id = run.id;
     HttpStore::new(&second.url())
         .unwrap()

@@ -22,7 +22,7 @@ fn new_run() -> NewRun {
     NewRun::new(
         Namespace::new(format!("repeats-{}", RunId::new()), "1.0.0"),
         json!({"order": 1}),
-        "0".repeat(64),
+        aiki::input_hash(&json!({"order": 1})).unwrap(),
         4_000_000_000_000,
     )
 }

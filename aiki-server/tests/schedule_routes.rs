@@ -39,7 +39,7 @@ fn schedule(origin: ScheduleOrigin) -> ScheduleRecord {
         spec: ScheduleSpec::cron_in("0 9 * * *", "Europe/Berlin"),
         namespace: Namespace::new(format!("routes-{}", RunId::new()), "1"),
         input: json!({}),
-        input_hash: "0".repeat(64),
+        input_hash: support::routes::hash(&json!({})),
         pool: "default".to_owned(),
         overlap: OverlapPolicy::Skip,
         catchup_window_ms: None,

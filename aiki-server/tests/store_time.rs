@@ -37,7 +37,7 @@ async fn claimed_run(owner: &str) -> (Remote, HttpStore, RunRecord) {
     http.create_run(NewRun::new(
         namespace.clone(),
         json!({}),
-        "0".repeat(64),
+        support::routes::hash(&json!({})),
         skewed,
     ))
     .await

@@ -19,6 +19,7 @@
 
 pub mod api;
 pub mod batch;
+pub mod bounds;
 mod connect;
 mod error;
 #[cfg(feature = "http")]

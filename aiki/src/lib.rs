@@ -295,7 +295,8 @@ pub mod __private;
 
 pub use address::{TaskAddress, canonical_json, child_address, input_hash, sha256_hex};
 pub use client::{
-    Client, ConflictPolicy, DEFAULT_RIDE_OUT, NewSchedule, Start, StartJson, input_hash_json,
+    Client, ConflictPolicy, DEFAULT_RIDE_OUT, NewSchedule, Start, StartJson, input_hash_accepts,
+    input_hash_json,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connect::connect;

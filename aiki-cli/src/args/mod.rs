@@ -215,6 +215,14 @@ pub struct ServerArgs {
     /// over it, requests are answered 429 and clients retry after a pause. Default: no limit.
     #[arg(long, value_name = "PER_SECOND")]
     pub rate_limit: Option<std::num::NonZeroU32>,
+    /// Keep at most this many connections open (fewer when `ulimit -n` allows fewer). At the
+    /// cap a new connection closes the one idle the longest, or is closed when none is idle.
+    #[arg(long, value_name = "N", default_value_t = std::num::NonZeroUsize::new(aiki_server::DEFAULT_MAX_CONNECTIONS).expect("BUG: a cap above 0"))]
+    pub max_connections: std::num::NonZeroUsize,
+    /// Close a connection whose next request's head has not arrived within this many seconds
+    /// (an idle keep-alive connection too).
+    #[arg(long, value_name = "SECONDS", default_value_t = std::num::NonZeroU64::new(aiki_server::DEFAULT_HEADER_READ_TIMEOUT.as_secs()).expect("BUG: a timeout above 0"))]
+    pub header_read_timeout: std::num::NonZeroU64,
     /// Publish every queued run into this Redis (`redis://host:port/db`), a sorted set per
     /// workflow version and pool, for workers with a `RedisSubscriber`.
     #[cfg(feature = "redis")]

@@ -38,11 +38,11 @@ impl Server {
         Server::start_with(url, listen, &[])
     }
 
-    /// [`start`](Server::start), with more arguments to `aiki server`.
-    pub(crate) fn start_with(url: &str, listen: &str, more: &[&str]) -> Server {
+    /// [`start`](Server::start) with more flags of `aiki server`.
+    pub(crate) fn start_with(url: &str, listen: &str, flags: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aiki"))
             .args(["--url", url, "server", "--listen", listen])
-            .args(more)
+            .args(flags)
             .env_remove("AIKI_URL")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -164,6 +164,10 @@ async fn keys_are_created_listed_revoked_and_bad_input_refused(backend: Backend)
         ["server", "--listen", "nowhere"],
         ["server", "--redis-url", "http://127.0.0.1:6379"],
         ["server", "--redis-url", "redis://"],
+        ["server", "--max-connections", "0"],
+        ["server", "--max-connections", "lots"],
+        ["server", "--header-read-timeout", "0"],
+        ["server", "--header-read-timeout", "-1"],
     ] {
         let refused = aiki(&url, &bad);
         assert_eq!(refused.code, 2, "{bad:?}: {}", refused.stderr);
@@ -287,6 +291,48 @@ aiki_tests::on_sql_backends!(
     keys_are_created_listed_revoked_and_bad_input_refused,
     remote_workers_ride_out_a_killed_server,
 );
+
+/// `aiki server --header-read-timeout 1` closes a connection that sends nothing within about a
+/// second, and `--max-connections` is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_connection_limits_are_its_flags() {
+    use std::io::Read;
+    let url = Backend::Sqlite.fresh_url().await;
+    let server = Server::start_with(
+        &url,
+        "127.0.0.1:0",
+        &[
+            "--insecure-no-auth",
+            "--header-read-timeout",
+            "1",
+            "--max-connections",
+            "64",
+        ],
+    );
+    let address = server.address.trim_start_matches("http://").to_owned();
+    let closed = tokio::task::spawn_blocking(move || {
+        let mut silent = std::net::TcpStream::connect(&address).unwrap();
+        silent
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let started = std::time::Instant::now();
+        let mut buffer = [0u8; 1024];
+        // The server closes it (an end of stream, or a reset), answering nothing or a 408.
+        loop {
+            match silent.read(&mut buffer) {
+                Ok(0) | Err(_) => return started.elapsed(),
+                Ok(_) => continue,
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        closed < Duration::from_secs(5),
+        "a silent connection stayed open {closed:?}"
+    );
+    drop(server);
+}
 
 /// Two server processes on one PostgreSQL database, a worker on each, runs started through
 /// the first: every run completes, both workers take runs (a run queued through one server

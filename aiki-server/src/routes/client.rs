@@ -2,31 +2,37 @@
 
 use aiki_store::api::{Act, ActOnSchedule, CreateSchedule, ReleaseClaim, SetConfig};
 use aiki_store::{
-    AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord, RunStatus,
-    RuntimeConfig, ScheduleActed, ScheduleCreated, ScheduleRecord,
+    AppendOutcome, ConfigKey, CreateOutcome, Move, Namespace, NewEvent, NewFork, NewRun, RunRecord,
+    RunStatus, RuntimeConfig, ScheduleActed, ScheduleAction, ScheduleCreated, ScheduleDefinition,
+    ScheduleRecord,
 };
 use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use serde_json::Value;
 
 use super::Answer;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, Body, RunPath, same_run};
+use crate::owned;
 
 /// The key a request came with, if the server checks keys.
-type Key = Option<Extension<Caller>>;
+pub(crate) type Key = Option<Extension<Caller>>;
 
+/// The actor of an operator's request that named `actor`: the key, as that name.
 fn actor(key: &Key, actor: Option<String>) -> Option<String> {
-    Caller::actor(key.as_ref().map(|Extension(caller)| caller), actor)
+    Caller::operator(key.as_ref().map(|Extension(caller)| caller), actor)
 }
 
 /// Refuses what the catalog refuses (422), as the JSON starts and sends of `aiki::Client` do;
-/// a version no worker has published yet cannot be checked, and passes.
-fn checked(result: Result<(), aiki::ClientError>) -> Result<(), ApiError> {
+/// a version no worker has published yet cannot be checked, and passes (`None`: no entry to
+/// check by). The catalog entry that accepts the input, if any.
+pub(crate) fn checked<T>(result: Result<T, aiki::ClientError>) -> Result<Option<T>, ApiError> {
     match result {
-        Ok(()) | Err(aiki::ClientError::NotInCatalog { .. }) => Ok(()),
+        Ok(accepted) => Ok(Some(accepted)),
+        Err(aiki::ClientError::NotInCatalog { .. }) => Ok(None),
         Err(aiki::ClientError::Store(error)) => Err(error.into()),
         Err(refused) => Err(ApiError::refused(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -35,18 +41,54 @@ fn checked(result: Result<(), aiki::ClientError>) -> Result<(), ApiError> {
     }
 }
 
+/// Checks a start's input (at `at` in the body): against the catalog, and its input hash
+/// against it.
+async fn checked_start(
+    app: &AppState,
+    namespace: &Namespace,
+    input: &Value,
+    input_hash: &str,
+    at: &str,
+) -> Result<(), ApiError> {
+    let entry = checked(app.checks.check_start_json(namespace, input).await)?;
+    owned::hashed(entry.as_ref(), input, input_hash, at)
+}
+
+/// Checks a new run's input: against the store's payload limit (a payload over it is
+/// `too_large`, before anything hashes it), then as [`checked_start`].
+pub(crate) async fn checked_input(app: &AppState, run: &NewRun, at: &str) -> Result<(), ApiError> {
+    if let Some(limit) = app.store.payload_limit() {
+        limit.check_new_run(run)?;
+    }
+    checked_start(app, &run.namespace, &run.input, &run.input_hash, at).await
+}
+
+/// Checks a schedule's input as a new run's.
+async fn checked_schedule(
+    app: &AppState,
+    name: &str,
+    definition: &ScheduleDefinition,
+    at: &str,
+) -> Result<(), ApiError> {
+    if let Some(limit) = app.store.payload_limit() {
+        limit.check_schedule(name, definition)?;
+    }
+    let ScheduleDefinition {
+        namespace,
+        input,
+        input_hash,
+        ..
+    } = definition;
+    checked_start(app, namespace, input, input_hash, at).await
+}
+
 pub(crate) async fn create_run(
     State(app): State<AppState>,
     key: Key,
     Body(mut run): Body<NewRun>,
 ) -> Answer<CreateOutcome> {
-    if run.parent.is_none() {
-        let check = app
-            .checks
-            .check_start_json(&run.namespace, &run.input)
-            .await;
-        checked(check.map(drop))?;
-    }
+    owned::client_start(&run)?;
+    checked_input(&app, &run, "").await?;
     run.now = app.time.now();
     run.actor = actor(&key, run.actor);
     let outcome = app.store.create_run(run).await?;
@@ -56,11 +98,25 @@ pub(crate) async fn create_run(
     Ok(Json(outcome))
 }
 
+/// A fork, checked against the run it forks: what it carries, its input and its lineage are
+/// that run's (see `owned::fork_of`).
 pub(crate) async fn fork_run(
     State(app): State<AppState>,
     key: Key,
     Body(mut fork): Body<NewFork>,
 ) -> Answer<CreateOutcome> {
+    let Some(lineage) = fork.run.lineage else {
+        return Err(ApiError::invalid(
+            StatusCode::BAD_REQUEST,
+            "`run.lineage` is missing: a fork names the run it forks (`forked_from`) and its \
+             lineage's first run (`root`)",
+        ));
+    };
+    if let Some(limit) = app.store.payload_limit() {
+        limit.check_fork(&fork)?;
+    }
+    let source = app.store.load_history(lineage.forked_from).await?;
+    owned::fork_of(&fork, &source)?;
     fork.run.now = app.time.now();
     fork.run.actor = actor(&key, fork.run.actor);
     let outcome = app.store.fork_run(fork).await?;
@@ -155,12 +211,7 @@ pub(crate) async fn create_schedule(
     Body(body): Body<CreateSchedule>,
 ) -> Answer<ScheduleCreated> {
     let given = body.schedule;
-    checked(
-        app.checks
-            .check_start_json(&given.definition.namespace, &given.definition.input)
-            .await
-            .map(drop),
-    )?;
+    checked_schedule(&app, &given.name, &given.definition, "schedule.definition.").await?;
     // Made again at the server's time: its creation and first occurrence.
     // A client's schedule: a schedule in code is declared by a worker (executor scope).
     let schedule = ScheduleRecord::new(
@@ -179,6 +230,9 @@ pub(crate) async fn act_on_schedule(
     key: Key,
     Body(body): Body<ActOnSchedule>,
 ) -> Answer<ScheduleActed> {
+    if let ScheduleAction::Redefine { definition, .. } = &body.action {
+        checked_schedule(&app, &body.name, definition, "action.definition.").await?;
+    }
     let now = app.time.now();
     let actor = actor(&key, body.actor);
     let acted = app

@@ -9,15 +9,24 @@ use aiki_store::api::{
 };
 use aiki_store::{
     CatalogEntry, ClaimRequest, ClaimState, Claimed, Continued, EntryRecord, ErrorBody,
-    EventRecord, RunRecord, SleepRecord, WorkerRecord,
+    EventRecord, ParentLink, RunRecord, SleepRecord, WorkerRecord,
 };
 use axum::Json;
 use axum::extract::State;
 use tokio::time::Instant;
 
 use super::Answer;
+use super::client::{Key, checked_input};
 use crate::AppState;
+use crate::auth::Caller;
 use crate::error::{ApiError, Body, QueryOf, RunPath, same_run};
+use crate::owned;
+use axum::Extension;
+
+/// The actor of an executor's request: its key, whatever it named.
+fn executor(key: &Key, actor: Option<String>) -> Option<String> {
+    Caller::executor(key.as_ref().map(|Extension(caller)| caller), actor)
+}
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
@@ -154,13 +163,20 @@ async fn group_outcomes(
     }
 }
 
+/// A child start, checked as a client's start is (input, input hash, what the store owns);
+/// its parent is the path's run, at the entry's address, whatever the body says.
 pub(crate) async fn start_child(
     State(app): State<AppState>,
     RunPath(id): RunPath,
+    key: Key,
     Body(mut body): Body<StartChild>,
 ) -> Answer<RunRecord> {
     same_run(id, body.entry.run_id)?;
+    owned::child_start(&body.child)?;
+    checked_input(&app, &body.child, "child.").await?;
+    body.child.parent = Some(ParentLink::new(id, body.entry.address.clone()));
     body.child.now = app.time.now();
+    body.child.actor = executor(&key, body.child.actor);
     let child = app
         .store
         .start_child(body.expected, body.entry, body.child)
@@ -190,9 +206,13 @@ pub(crate) async fn put_sleep(
 pub(crate) async fn record_event_slot(
     State(app): State<AppState>,
     RunPath(id): RunPath,
-    Body(body): Body<RecordEventSlot>,
+    key: Key,
+    Body(mut body): Body<RecordEventSlot>,
 ) -> Answer<EventRecord> {
     same_run(id, body.slot.run_id)?;
+    if body.slot.sent_by.is_some() {
+        body.slot.sent_by = executor(&key, body.slot.sent_by);
+    }
     Ok(Json(
         app.store
             .record_event_slot(body.expected, body.slot)
@@ -258,12 +278,15 @@ pub(crate) async fn refresh_claim(
     ))
 }
 
+/// A transition, whose actor is the caller's key whatever the body names.
 pub(crate) async fn transition(
     State(app): State<AppState>,
     RunPath(id): RunPath,
+    key: Key,
     Body(mut body): Body<TransitionRun>,
 ) -> Answer<RunRecord> {
     body.transition.rebase(app.time.now());
+    body.transition.actor = executor(&key, body.transition.actor.take());
     let run = app
         .store
         .transition(id, body.expected, body.transition)
@@ -277,6 +300,14 @@ pub(crate) async fn continue_run(
     RunPath(id): RunPath,
     Body(mut body): Body<ContinueRun>,
 ) -> Answer<Continued> {
+    let successor = &body.continuation.successor;
+    if successor.id.as_uuid().is_nil() {
+        return Err(ApiError::invalid(
+            StatusCode::BAD_REQUEST,
+            "`continuation.successor.id` is the nil UUID: send a fresh run id (a random UUID)",
+        ));
+    }
+    checked_input(&app, successor, "continuation.successor.").await?;
     body.continuation.now = app.time.now();
     let continued = app
         .store
@@ -313,10 +344,16 @@ pub(crate) async fn add_catalog_tasks(
     ))
 }
 
+/// Schedules declared in code; the worker named on their log is the caller's key, with the
+/// worker id it sent.
 pub(crate) async fn declare_schedules(
     State(app): State<AppState>,
-    Body(body): Body<aiki_store::api::DeclareSchedules>,
+    key: Key,
+    Body(mut body): Body<aiki_store::api::DeclareSchedules>,
 ) -> Answer<Vec<aiki_store::schedule::Declared>> {
+    if let Some(Extension(caller)) = &key {
+        body.worker = format!("{} ({})", body.worker, caller.who());
+    }
     let now = app.time.now();
     // Made again at the server's time: a new one's creation and first occurrence.
     let declared = body

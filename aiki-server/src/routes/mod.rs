@@ -1,6 +1,6 @@
 //! The handlers, one per operation of the contract, by role; each is one call to the store.
 
-mod client;
+pub(crate) mod client;
 mod executor;
 mod read;
 

@@ -18,7 +18,9 @@ use crate::error::{ApiError, Body, QueryOf, RunPath};
 /// release's form (`aiki_store::api::READ_POSTS`).
 pub(crate) struct Asked<T>(T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Asked<T> {
+impl<S: Send + Sync, T: DeserializeOwned + aiki_store::bounds::Bounded> FromRequest<S>
+    for Asked<T>
+{
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {

@@ -6,4 +6,5 @@
 pub mod postgres;
 pub mod remote;
 pub mod requests;
+pub mod routes;
 pub mod shared_time;

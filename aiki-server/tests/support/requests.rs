@@ -38,7 +38,7 @@ pub async fn queued_run(remote: &Remote) -> RunRecord {
     let run = NewRun::new(
         Namespace::new(format!("bad-input-{}", RunId::new()), "1.0.0"),
         json!({"order": 1}),
-        "0".repeat(64),
+        super::routes::hash(&json!({"order": 1})),
         NOW,
     );
     match remote.create_run(run).await.expect("create_run") {

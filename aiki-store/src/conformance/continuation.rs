@@ -30,7 +30,7 @@ fn continuation(
     let successor = NewRun::new(
         run.namespace.clone(),
         json!({ "month": month }),
-        "1".repeat(64),
+        super::input_hash(&json!({ "month": month })),
         now,
     );
     let consumed: BTreeMap<String, u32> = consumed

@@ -154,7 +154,7 @@ pub async fn check_client_writes_over_the_payload_limit_are_refused(store: &dyn 
     );
     let mut fits = new_run(&ns, RunStatus::Queued, now);
     fits.input = at_limit();
-    let run = create(store, fits).await;
+    let run = create(store, super::rehashed(fits)).await;
     assert_eq!(
         store.get_run(run.id).await.expect("run").input,
         at_limit(),

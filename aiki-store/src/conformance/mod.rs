@@ -260,12 +260,27 @@ fn namespace() -> Namespace {
     Namespace::new(format!("conformance-{}", RunId::new()), "1.0.0")
 }
 
+/// The input hash of `input`, as `aiki::address` computes it and a server checks it:
+/// `hex(sha256(canonical({"input": input})))`.
+pub(crate) fn input_hash(input: &serde_json::Value) -> String {
+    use sha2::Digest;
+    let canonical = serde_json_canonicalizer::to_string(&json!({ "input": input }))
+        .expect("BUG: JSON canonicalizes");
+    hex::encode(sha2::Sha256::digest(canonical.as_bytes()))
+}
+
+/// `run` with the input hash of its input (after a check changed the input).
+pub(crate) fn rehashed(mut run: NewRun) -> NewRun {
+    run.input_hash = input_hash(&run.input);
+    run
+}
+
 fn new_run(namespace: &Namespace, status: RunStatus, now: Millis) -> NewRun {
     NewRun {
         id: RunId::new(),
         namespace: namespace.clone(),
         input: json!({"order": 1}),
-        input_hash: "0".repeat(64),
+        input_hash: input_hash(&json!({"order": 1})),
         reference_id: None,
         pool: "default".to_owned(),
         status,

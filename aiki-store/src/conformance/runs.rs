@@ -60,6 +60,7 @@ pub async fn check_create_run_dedupes_by_reference(store: &dyn Store) {
     let mut second = new_run(&namespace, RunStatus::Scheduled, now + 1);
     second.reference_id = Some(reference.clone());
     second.input = json!({"order": 2});
+    let second = super::rehashed(second);
     let second_id = second.id;
     match store.create_run(second).await.expect("create_run") {
         CreateOutcome::Existing(existing) => assert_eq!(existing, first),
@@ -365,7 +366,7 @@ pub async fn check_values_round_trip(store: &dyn Store) {
     new.input = unicode.clone();
     new.reference_id = Some("réf-🚀".to_owned());
     new.pool = "pöol".to_owned();
-    let run = create(store, new).await;
+    let run = create(store, super::rehashed(new)).await;
     assert_eq!(run.input, unicode);
     assert_eq!(store.get_run(run.id).await.expect("get_run").input, unicode);
 

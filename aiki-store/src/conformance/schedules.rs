@@ -28,7 +28,7 @@ pub(super) fn definition(namespace: &Namespace, spec: ScheduleSpec) -> ScheduleD
         spec,
         namespace: namespace.clone(),
         input: json!({"order": 1}),
-        input_hash: "0".repeat(64),
+        input_hash: super::input_hash(&json!({"order": 1})),
         pool: "default".to_owned(),
         overlap: OverlapPolicy::Skip,
         catchup_window_ms: None,

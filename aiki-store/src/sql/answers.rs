@@ -243,7 +243,7 @@ impl<D: Dialect> SqlStore<D> {
         }
         match self.fetch_text(On::Write, statement, params).await {
             Ok(doc) => doc.map(|doc| decode::run_from_json(&doc)).transpose(),
-            Err(StoreError::AlreadyExists { what }) if what.contains("aiki_operation_answers") => {
+            Err(StoreError::AlreadyExists { what }) if what == super::error::ANSWER_TAKEN => {
                 match self.recorded_doc(&id, sql).await? {
                     Some(run) => Ok(Some(run)),
                     None => Err(StoreError::Corrupt {

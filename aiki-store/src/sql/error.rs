@@ -3,8 +3,28 @@
 
 use crate::StoreError;
 
+/// What a unique violation on the table of operation answers says: a repeat of the operation
+/// recorded its answer first (see `answers.rs`).
+pub(crate) const ANSWER_TAKEN: &str = "the answer of this operation (a repeat recorded it first)";
+
+/// The tables whose unique violations a caller can meet, and what each says was taken: the
+/// database's message (which names its constraint) stays in the log.
+const TAKEN: &[(&str, &str)] = &[
+    ("aiki_operation_answers", ANSWER_TAKEN),
+    ("aiki_runs", "a run with this id (or this reference id)"),
+    ("aiki_api_keys", "an API key with this id"),
+    ("aiki_schedules", "a schedule with this name"),
+    ("aiki_endpoints", "an endpoint for this workflow version"),
+    ("aiki_events", "an event with this reference id"),
+];
+
 /// Maps a driver error onto a [`StoreError`] kind; `is_transient` is the database's rule for
-/// its error codes (see [`sqlite_code_is_transient`], [`postgres_code_is_transient`]).
+/// its error codes (see [`sqlite_code_is_transient`], [`postgres_code_is_transient`]). Only a
+/// failure to reach the database, or a database error its rule calls transient, is
+/// [`StoreError::Unavailable`] (which callers retry): a protocol error (a statement the driver
+/// cannot send, such as one with more than 65,535 parameters) is not. A value the database
+/// refuses (PostgreSQL's data exceptions, class `22`, and program limits, class `54`) is
+/// [`StoreError::Invalid`], with the SQLSTATE and not the database's text.
 pub(crate) fn map_error(error: sqlx::Error, is_transient: fn(&str) -> bool) -> StoreError {
     use sqlx::Error;
     match error {
@@ -12,8 +32,7 @@ pub(crate) fn map_error(error: sqlx::Error, is_transient: fn(&str) -> bool) -> S
         | Error::Tls(_)
         | Error::PoolTimedOut
         | Error::PoolClosed
-        | Error::WorkerCrashed
-        | Error::Protocol(_) => StoreError::Unavailable {
+        | Error::WorkerCrashed => StoreError::Unavailable {
             message: error.to_string(),
             source: Some(Box::new(error)),
         },
@@ -26,11 +45,27 @@ pub(crate) fn map_error(error: sqlx::Error, is_transient: fn(&str) -> bool) -> S
         },
         Error::Database(ref database) => {
             if database.is_unique_violation() {
+                let message = database.message();
+                tracing::debug!(%message, "a unique violation");
+                let what = TAKEN
+                    .iter()
+                    .find(|(table, _)| message.contains(table))
+                    .map_or("a record with the same key", |(_, what)| what);
                 return StoreError::AlreadyExists {
-                    what: database.message().to_owned(),
+                    what: what.to_owned(),
                 };
             }
             let code = database.code().map(|code| code.into_owned());
+            if let Some(code) = code.as_deref().filter(|code| refuses_a_value(code)) {
+                tracing::warn!(%error, "the database refused a value of a request");
+                return StoreError::Invalid {
+                    message: format!(
+                        "the database refused a value this request holds (SQLSTATE {code}): \
+                         check its text for NUL characters, its names for length and its \
+                         numbers for range"
+                    ),
+                };
+            }
             if code.as_deref().is_some_and(is_transient) {
                 StoreError::Unavailable {
                     message: error.to_string(),
@@ -46,6 +81,13 @@ pub(crate) fn map_error(error: sqlx::Error, is_transient: fn(&str) -> bool) -> S
             source: Box::new(other),
         },
     }
+}
+
+/// PostgreSQL's SQLSTATEs of a value it refuses: data exceptions (class `22`: a NUL in text,
+/// a number out of range, …) and program limits (class `54`: an index row too large, too many
+/// parameters).
+fn refuses_a_value(code: &str) -> bool {
+    code.len() == 5 && (code.starts_with("22") || code.starts_with("54"))
 }
 
 /// SQLite's transient codes: the `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6) families, extended
@@ -144,6 +186,18 @@ mod tests {
         ("57014", false, false), // query_canceled
         ("XX000", false, false),
     ];
+
+    #[test]
+    fn a_protocol_error_is_not_an_outage() {
+        let error = sqlx::Error::Protocol("too many arguments for query: 70000".to_owned());
+        let mapped = map_error(error, |_| true);
+        assert!(
+            !matches!(mapped, StoreError::Unavailable { .. }),
+            "{mapped:?}"
+        );
+        assert!(refuses_a_value("22021") && refuses_a_value("54000"));
+        assert!(!refuses_a_value("23505") && !refuses_a_value("08006"));
+    }
 
     #[test]
     fn transient_codes_are_classified_per_database() {

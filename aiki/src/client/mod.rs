@@ -18,7 +18,7 @@ mod schedule;
 mod start;
 
 pub use schedule::NewSchedule;
-pub use start::{ConflictPolicy, Start, StartJson, input_hash_json};
+pub use start::{ConflictPolicy, Start, StartJson, input_hash_accepts, input_hash_json};
 
 /// Starts workflow runs and hands out [`RunHandle`]s.
 ///

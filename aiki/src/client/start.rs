@@ -64,6 +64,22 @@ pub fn input_hash_json(
     }
 }
 
+/// Whether `hash` is the input hash of a start of `input`: the one [`input_hash_json`] computes
+/// for the version `entry` describes or, without an entry (a version no worker has published
+/// yet), the hash of `input`, or, for a `null` input, that of [`NoInput`] (what a typed start
+/// of an input-less workflow sends). A server checks every start it is sent with this, since
+/// the input hash is what a repeated start with the same reference id is compared by.
+pub fn input_hash_accepts(
+    entry: Option<&aiki_store::CatalogEntry>,
+    input: &Value,
+    hash: &str,
+) -> Result<bool, crate::WorkflowError> {
+    Ok(match entry {
+        Some(entry) => input_hash_json(entry, input)? == hash,
+        None => input_hash(input)? == hash || (input.is_null() && input_hash(&NoInput)? == hash),
+    })
+}
+
 /// The error of an input that does not match the schema of `namespace`'s input (the same for a
 /// typed start and one validated against the catalog).
 pub(in crate::client) fn invalid_input(namespace: &Namespace, message: String) -> ClientError {

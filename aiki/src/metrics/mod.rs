@@ -16,6 +16,8 @@
 //! | `aiki_runs` | workflow, version, status | runs in each status, read from the store at scrape time |
 //! | `aiki_queue_depth` | workflow, version | queued runs (0 for a version with runs but none queued) |
 //! | `aiki_queue_oldest_age_seconds` | workflow, version | how long the oldest of them has waited |
+//! | `aiki_http_requests_total` | method, route, status | requests an `aiki-server` in this process answered, by route template |
+//! | `aiki_http_request_seconds` | method, route, status | how long it took to answer them (histogram) |
 //!
 //! The queue gauges come from one store read ([`ReadStore::run_counts`]) per scrape: serve them
 //! from one process (a scrape of every worker would count the same queue once per worker).
@@ -108,6 +110,13 @@ struct OutcomeLabels {
     outcome: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// Seconds, from 1 ms to about 9 hours, doubling.
@@ -115,8 +124,15 @@ fn seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 25))
 }
 
+/// Seconds, from 1 ms to about 30 s, doubling: what an HTTP request takes.
+fn request_seconds() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
 /// This process's metrics.
 struct Metrics {
+    http_requests: Family<HttpLabels, Counter>,
+    http_seconds: Histograms<HttpLabels>,
     registry: Registry,
     runs_started: Family<VersionLabels, Counter>,
     runs_ended: Family<EndLabels, Counter>,
@@ -143,6 +159,19 @@ fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let mut r = Registry::default();
     Metrics {
+        http_requests: registered(
+            &mut r,
+            "aiki_http_requests",
+            "Requests an aiki-server in this process answered, by route template and status",
+            Family::default(),
+        ),
+        http_seconds: registered(
+            &mut r,
+            "aiki_http_request_seconds",
+            "How long an aiki-server in this process took to answer requests, by route \
+             template and status",
+            Family::new_with_constructor(request_seconds),
+        ),
         runs_started: registered(
             &mut r,
             "aiki_runs_started",
@@ -319,6 +348,23 @@ pub(crate) fn schedule_occurrences(outcome: &'static str, count: u64) {
             })
             .inc_by(count);
     }
+}
+
+/// An HTTP server answered a request to `route` with `status` after `elapsed`. `route` is a
+/// route template (`/api/v1/runs/{id}`), never a raw path, and `method` one the server
+/// routes: every distinct label value is a series of its own, so a caller keeps them few
+/// (`aiki-server` names a path no route matches `unmatched`).
+pub fn http_request(method: &str, route: &str, status: u16, elapsed: Duration) {
+    let labels = HttpLabels {
+        method: method.to_owned(),
+        route: route.to_owned(),
+        status,
+    };
+    METRICS.http_requests.get_or_create(&labels).inc();
+    METRICS
+        .http_seconds
+        .get_or_create(&labels)
+        .observe(elapsed.as_secs_f64());
 }
 
 /// The daemons purged `count` ended runs past their retention.
