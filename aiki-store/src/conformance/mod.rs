@@ -54,6 +54,7 @@ mod pause;
 mod purge;
 mod recovery;
 mod runs;
+mod schedule_code;
 mod schedule_dst;
 mod schedule_sweeps;
 mod schedules;
@@ -86,6 +87,7 @@ pub use pause::*;
 pub use purge::*;
 pub use recovery::*;
 pub use runs::*;
+pub use schedule_code::*;
 pub use schedule_dst::*;
 pub use schedule_sweeps::*;
 pub use schedules::*;
@@ -222,6 +224,7 @@ macro_rules! conformance_tests {
                 check_daylight_saving_changes,
                 check_a_repeated_schedule_action_is_done_once,
                 check_schedules_in_code_are_reconciled_forward_only,
+                check_a_paused_schedule_no_longer_declared_is_removed_for_good,
                 check_stale_writes_and_backfills_are_refused_or_kept_apart,
                 check_schedule_writes_over_the_payload_limit_are_refused,
             ]);

@@ -131,7 +131,8 @@ pub enum ScheduleStatus {
     /// Paused by an operator: nothing fires until it is resumed, and the occurrences meanwhile
     /// are not caught up.
     Paused,
-    /// Declared in code once and no longer: kept and listed, never fired.
+    /// Declared in code once and no longer (whether it was active or paused then): kept and
+    /// listed, never fired, never resumed; only a declaration or a redefinition revives it.
     Inactive,
 }
 
@@ -206,6 +207,10 @@ pub struct ScheduleRecord {
     pub generation: i64,
     /// Whether it fires.
     pub status: ScheduleStatus,
+    /// An inactive schedule in code that was paused when its declaration went away: declared
+    /// again, it comes back paused (the operator's pause stands) instead of active.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub was_paused: bool,
     /// The time of the next occurrence not decided yet; `None` when it has none left.
     pub next_at: Option<Millis>,
     /// The time of the latest occurrence decided (fired, skipped, buffered or missed): no
@@ -255,6 +260,7 @@ impl ScheduleRecord {
             origin,
             generation,
             status: ScheduleStatus::Active,
+            was_paused: false,
             next_at,
             buffered_at: None,
             last_run: None,

@@ -78,6 +78,16 @@ pub(crate) fn plan_action(
             plan.status(ScheduleStatus::Paused, reason, actor.clone());
         }
         ScheduleAction::Resume => {
+            if due.record.status == ScheduleStatus::Inactive {
+                return Err(StoreError::Invalid {
+                    message: format!(
+                        "schedule `{}` is inactive: no worker serving its workflow version \
+                         declares it any more, so it is not resumed; declare it again in the \
+                         worker's code, or redefine it (`ScheduleAction::Redefine`)",
+                        due.record.name
+                    ),
+                });
+            }
             if due.record.status != ScheduleStatus::Paused {
                 return Err(not_active(&due.record, "resumed (only a paused one is)"));
             }
@@ -168,6 +178,7 @@ pub(crate) fn plan_action(
             // An inactive one is active again; neither it nor a new timing catches up.
             if due.record.status == ScheduleStatus::Inactive {
                 record.status = ScheduleStatus::Active;
+                record.was_paused = false;
             }
             if retimed || due.record.status == ScheduleStatus::Inactive {
                 record.next_at = next_from(record, now)?;
