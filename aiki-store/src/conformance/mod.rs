@@ -221,6 +221,7 @@ macro_rules! conformance_tests {
                 check_racing_sweepers_fire_each_occurrence_once,
                 check_a_frozen_leader_and_a_version_move_fire_each_occurrence_once,
                 check_an_outage_under_each_policy_and_window,
+                check_an_occurrence_buffered_across_a_pause_keeps_its_window,
                 check_daylight_saving_changes,
                 check_a_repeated_schedule_action_is_done_once,
                 check_schedules_in_code_are_reconciled_forward_only,

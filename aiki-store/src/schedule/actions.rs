@@ -91,8 +91,10 @@ pub(crate) fn plan_action(
             if due.record.status != ScheduleStatus::Paused {
                 return Err(not_active(&due.record, "resumed (only a paused one is)"));
             }
-            // The occurrences while paused are not caught up: the next one after now.
+            // The occurrences while paused are not caught up: the next one after now. One
+            // buffered before the pause waits on only within its catch-up window.
             plan.write.record.next_at = next_from(&due.record, now)?;
+            plan.drop_late_buffered();
             plan.status(ScheduleStatus::Active, "resumed".to_owned(), actor.clone());
         }
         ScheduleAction::Trigger => {

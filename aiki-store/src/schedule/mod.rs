@@ -33,7 +33,9 @@
 //! An occurrence found at most its catch-up window late starts (by default one interval: the
 //! time to the occurrence after it, so of a gap only the last one starts); older ones are
 //! recorded as one `missed` row per gap (first, last, count). A paused schedule's occurrences
-//! are neither caught up nor recorded: resuming starts from the next one.
+//! are neither caught up nor recorded: resuming starts from the next one. An occurrence
+//! buffered before the pause (`buffer_one`) waits on after the resume only if the resume
+//! comes within its catch-up window; later, it is recorded as missed.
 
 mod actions;
 mod cron;
