@@ -316,7 +316,7 @@ pub async fn check_stale_writes_and_backfills_are_refused_or_kept_apart(store: &
         let backfill = ScheduleAction::Backfill {
             from: start - 2 * MINUTE + 30_000,
             to: start + 30_000,
-            overlap: None,
+            overlap: Some(OverlapPolicy::BufferOne),
         };
         let done = store
             .act_on_schedule(&first.name, backfill, None, now)

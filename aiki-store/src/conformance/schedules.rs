@@ -202,15 +202,15 @@ pub async fn check_schedule_actions(store: &dyn Store) {
     let run = store.get_run(triggered.runs[0]).await.expect("run");
     assert_eq!(run.namespace, ns);
     assert_eq!(run.status, RunStatus::Queued);
-    // The triggered run is open: a backfill under the schedule's `skip` starts nothing, one
-    // told `allow` starts every occurrence in range.
+    // The triggered run is open: a backfill told `skip` starts nothing, one told `allow`
+    // starts every occurrence in range.
     let skipped = store
         .act_on_schedule(
             name,
             ScheduleAction::Backfill {
                 from: now - 3 * HOUR,
                 to: now - HOUR,
-                overlap: None,
+                overlap: Some(OverlapPolicy::Skip),
             },
             None,
             now + 5 * HOUR + 3,
@@ -355,5 +355,37 @@ pub async fn check_a_repeated_schedule_action_is_done_once(store: &dyn Store) {
         2,
         "created, paused"
     );
+    delete(store, name).await;
+}
+
+/// A backfill starts one run per occurrence in its range whatever the schedule's overlap
+/// policy (`skip` here): the policy governs occurrences that come while a run is open, not a
+/// request for past ones. An overlap policy given to the backfill applies among its runs.
+pub async fn check_a_backfill_starts_one_run_per_occurrence(store: &dyn Store) {
+    let ns = namespace();
+    let now = LOCAL_TIME;
+    let record = create(store, definition(&ns, every(HOUR)), now).await;
+    assert_eq!(record.definition.overlap, OverlapPolicy::Skip);
+    let name = record.name.as_str();
+    let range = |overlap| ScheduleAction::Backfill {
+        from: now - 4 * HOUR,
+        to: now - HOUR,
+        overlap,
+    };
+    let all = store
+        .act_on_schedule(name, range(None), None, now + 1)
+        .await
+        .expect("backfill");
+    assert_eq!(all.runs.len(), 4, "one run per occurrence: {:?}", all.log);
+    assert_eq!(of_kind(&all.log, ScheduleLogKind::Backfilled).len(), 4);
+    assert!(of_kind(&all.log, ScheduleLogKind::Skipped).is_empty());
+    // Told `skip`, a backfill while those runs are open starts nothing.
+    let told = store
+        .act_on_schedule(name, range(Some(OverlapPolicy::Skip)), None, now + 2)
+        .await
+        .expect("backfill");
+    assert!(told.runs.is_empty(), "{:?}", told.log);
+    assert_eq!(of_kind(&told.log, ScheduleLogKind::Skipped).len(), 4);
+    assert_eq!(runs_of(store, &ns).await.len(), 4);
     delete(store, name).await;
 }

@@ -429,15 +429,17 @@ pub enum ScheduleAction {
     /// Start a run now, with a key of its own (never an occurrence's), whatever the overlap
     /// policy.
     Trigger,
-    /// Start runs for the occurrences in `[from, to]` (at most
-    /// [`MAX_BACKFILL`](crate::schedule::MAX_BACKFILL)), exempt from the catch-up window, under
-    /// the overlap policy unless `overlap` names another.
+    /// Start one run per occurrence in `[from, to]` (at most
+    /// [`MAX_BACKFILL`](crate::schedule::MAX_BACKFILL)), exempt from the catch-up window and
+    /// from the schedule's overlap policy (which governs occurrences that come while a run is
+    /// open), unless `overlap` names a policy to apply among the backfill's runs.
     Backfill {
         /// The first time (ms), inclusive.
         from: Millis,
         /// The last time (ms), inclusive.
         to: Millis,
-        /// The policy the backfill is run under instead of the schedule's.
+        /// A policy applied among the backfill's runs (and the schedule's open run); `None`:
+        /// `allow`, one run per occurrence.
         #[serde(default)]
         overlap: Option<OverlapPolicy>,
     },

@@ -6,8 +6,8 @@ use super::MAX_BACKFILL;
 use super::plan::next_from;
 use super::plan::{Builder, entry};
 use crate::{
-    DueSchedule, Millis, ScheduleActed, ScheduleAction, ScheduleLogKind, ScheduleRecord,
-    ScheduleStatus, ScheduleWrite, StoreError,
+    DueSchedule, Millis, OverlapPolicy, ScheduleActed, ScheduleAction, ScheduleLogKind,
+    ScheduleRecord, ScheduleStatus, ScheduleWrite, StoreError,
 };
 
 /// How often an operator's action reads and writes again after losing a race.
@@ -131,7 +131,9 @@ pub(crate) fn plan_action(
                 });
             }
             let id = uuid::Uuid::new_v4().simple().to_string();
-            let policy = overlap.unwrap_or(due.record.definition.overlap);
+            // One run per occurrence unless told otherwise: the schedule's policy is for
+            // occurrences that come while a run is open, not for a request of past ones.
+            let policy = overlap.unwrap_or(OverlapPolicy::Allow);
             // The backfill's buffer is its own: the schedule's waiting occurrence stays.
             let buffered = plan.write.record.buffered_at.take();
             for at in times {
