@@ -219,6 +219,7 @@ macro_rules! conformance_tests {
                 check_schedules_are_created_once_and_checked,
                 check_schedule_actions,
                 check_a_backfill_starts_one_run_per_occurrence,
+                check_a_schedule_log_keeps_its_newest_rows,
                 check_racing_sweepers_fire_each_occurrence_once,
                 check_a_frozen_leader_and_a_version_move_fire_each_occurrence_once,
                 check_an_outage_under_each_policy_and_window,

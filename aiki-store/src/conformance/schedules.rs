@@ -389,3 +389,46 @@ pub async fn check_a_backfill_starts_one_run_per_occurrence(store: &dyn Store) {
     assert_eq!(runs_of(store, &ns).await.len(), 4);
     delete(store, name).await;
 }
+
+/// A schedule's log keeps its newest [`MAX_LOG_ROWS`](crate::schedule::MAX_LOG_ROWS) rows: the
+/// write that passes the bound removes the oldest, whatever their kind.
+pub async fn check_a_schedule_log_keeps_its_newest_rows(store: &dyn Store) {
+    use crate::schedule::MAX_LOG_ROWS;
+    let ns = namespace();
+    let now = LOCAL_TIME;
+    let record = create(store, definition(&ns, every(MINUTE)), now).await;
+    let name = record.name.as_str();
+    let triggered = store
+        .act_on_schedule(name, ScheduleAction::Trigger, None, now + 1)
+        .await
+        .expect("trigger");
+    // Skipped while the triggered run is open: one row per occurrence, no run.
+    let mut last = Vec::new();
+    for (round, count) in [(0, MAX_LOG_ROWS as Millis), (1, 10)] {
+        let backfill = ScheduleAction::Backfill {
+            from: now - (count - 1) * MINUTE,
+            to: now,
+            overlap: Some(OverlapPolicy::Skip),
+        };
+        let done = store
+            .act_on_schedule(name, backfill, None, now + 2 + round)
+            .await
+            .expect("backfill");
+        assert_eq!(done.log.len(), count as usize, "the answer keeps every row");
+        last = done.log;
+    }
+    let rows = log(store, name).await;
+    assert_eq!(rows.len(), MAX_LOG_ROWS, "bounded");
+    assert_eq!(
+        rows[MAX_LOG_ROWS - last.len()..],
+        last[..],
+        "the newest rows kept, in order"
+    );
+    assert!(
+        rows.iter().all(|row| row.kind != ScheduleLogKind::Triggered
+            && row.reason.as_deref() != Some("created")),
+        "the oldest rows removed"
+    );
+    assert_eq!(runs_of(store, &ns).await.len(), triggered.runs.len());
+    delete(store, name).await;
+}

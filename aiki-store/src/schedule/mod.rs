@@ -54,6 +54,11 @@ pub use plan::plan_due;
 pub use sweep::{Fired, fire_due};
 pub use time::{catchup_window, check, jitter_offset, next_after, occurrences, words};
 
+/// The most rows a schedule's log keeps: the write that passes it removes the oldest rows,
+/// whatever their kind (an occurrence's row is not what keeps it from firing twice: the
+/// schedule's `decided_to` and the runs' reference ids are).
+pub const MAX_LOG_ROWS: usize = 1_000;
+
 /// The most runs one backfill starts (a longer range is refused: split it).
 pub const MAX_BACKFILL: usize = 1_000;
 
