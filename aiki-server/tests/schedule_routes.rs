@@ -219,3 +219,48 @@ async fn bad_schedule_requests_are_refused_and_change_nothing() {
     assert_eq!(remote.backing().schedules().await.unwrap(), before);
     assert_eq!(remote.backing().run_counts().await.unwrap(), vec![]);
 }
+
+/// The catalog's build of `typed-input@1` takes an integer; the client's code below a string.
+#[aiki::workflow(name = "typed-input", version = "1")]
+async fn typed_input(_run: &aiki::Run, _team: String) -> Result<(), aiki::WorkflowError> {
+    Ok(())
+}
+
+/// Publishes `namespace` in the catalog, its input as `input` (a JSON schema) says.
+async fn publish(remote: &Remote, namespace: &Namespace, input: serde_json::Value) {
+    let schema = |value| aiki_store::SchemaRecord::new(value, "f");
+    let entry = aiki_store::CatalogEntry::new(namespace.clone(), schema(input), schema(json!({})));
+    remote.backing().publish_catalog(entry, NOW).await.unwrap();
+}
+
+/// A schedule, and a start, whose input the server's catalog refuses come back to a client as
+/// the typed `ClientError::InvalidInput` naming the input, as they do on a store without a
+/// server, never as a backend error; nothing is written.
+#[tokio::test]
+async fn an_input_the_catalog_refuses_comes_back_to_a_client_typed() {
+    let remote = server().await;
+    let namespace = Namespace::new("typed-input", "1");
+    publish(&remote, &namespace, json!({"type": "integer"})).await;
+    let operator = client(&remote, &[Scope::Operator]).await;
+    let client = aiki::Client::new(std::sync::Arc::new(operator));
+    let every_hour = ScheduleSpec::every(std::time::Duration::from_secs(3600));
+    let refused = client
+        .schedule::<TypedInput>("typed", every_hour, "ops".to_owned())
+        .await
+        .expect_err("the catalog takes an integer");
+    assert!(
+        matches!(&refused, aiki::ClientError::InvalidInput { what, .. }
+            if what.contains("typed-input@1")),
+        "{refused:?}"
+    );
+    let refused = client
+        .start::<TypedInput>("ops".to_owned())
+        .await
+        .expect_err("the catalog takes an integer");
+    assert!(
+        matches!(&refused, aiki::ClientError::InvalidInput { .. }),
+        "{refused:?}"
+    );
+    assert!(remote.backing().schedules().await.unwrap().is_empty());
+    assert_eq!(remote.backing().run_counts().await.unwrap(), vec![]);
+}
