@@ -18,9 +18,17 @@ use support::remote::Remote;
 
 const NOW: i64 = 4_000_000_000_000;
 
+/// The workflow version the schedules of these tests start, published in the catalog.
+fn routes() -> Namespace {
+    Namespace::new("routes", "1")
+}
+
+/// A server on a fresh store whose catalog holds [`routes`] (any input).
 async fn server() -> Remote {
     let config = ServerConfig::default().clock(aiki::ManualClock::new(NOW));
-    Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
+    let remote = Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await;
+    publish(&remote, &routes(), json!({})).await;
+    remote
 }
 
 /// A client on the server with a new key of `scopes`.
@@ -37,7 +45,7 @@ async fn client(remote: &Remote, scopes: &[Scope]) -> HttpStore {
 fn schedule(origin: ScheduleOrigin) -> ScheduleRecord {
     let definition = ScheduleDefinition {
         spec: ScheduleSpec::cron_in("0 9 * * *", "Europe/Berlin"),
-        namespace: Namespace::new(format!("routes-{}", RunId::new()), "1"),
+        namespace: routes(),
         input: json!({}),
         input_hash: "0".repeat(64),
         pool: "default".to_owned(),
@@ -263,4 +271,93 @@ async fn an_input_the_catalog_refuses_comes_back_to_a_client_typed() {
     );
     assert!(remote.backing().schedules().await.unwrap().is_empty());
     assert_eq!(remote.backing().run_counts().await.unwrap(), vec![]);
+}
+
+/// A schedule of a workflow version no worker has published yet is refused (422
+/// `not_in_catalog`, read back by a client as `ClientError::NotInCatalog`), and so is a
+/// redefinition onto one: its input cannot be checked, and its runs would fail later with no
+/// one watching. Nothing is written. Once a worker has published the version the same schedule
+/// is created, its input hash the server's own (not the caller's).
+#[tokio::test]
+async fn a_schedule_of_a_version_no_worker_published_is_refused() {
+    let remote = server().await;
+    let operator = client(&remote, &[Scope::Operator]).await;
+    let mut unpublished = schedule(ScheduleOrigin::Client);
+    unpublished.definition.namespace = Namespace::new(format!("later-{}", RunId::new()), "1");
+    unpublished.definition.input = json!({"team": "ops"});
+    let body = serde_json::to_string(&json!({"schedule": unpublished})).unwrap();
+    let key = generate("raw", vec![Scope::Operator], NOW);
+    remote
+        .backing()
+        .create_key(key.record.clone())
+        .await
+        .unwrap();
+    let (status, error) = post(
+        &remote,
+        "/schedules",
+        &body,
+        Some(&format!("Bearer {}", key.token)),
+    )
+    .await;
+    let error = error.expect("an error body");
+    assert_eq!(
+        (status, error.code.as_str()),
+        (422, "not_in_catalog"),
+        "{error:?}"
+    );
+    assert!(
+        error.message.contains("start a worker"),
+        "{}",
+        error.message
+    );
+    let client = aiki::Client::new(std::sync::Arc::new(operator));
+    let refused = client
+        .store()
+        .create_schedule(unpublished.clone(), None)
+        .await
+        .map(drop)
+        .map_err(aiki::ClientError::from);
+    assert!(
+        matches!(&refused, Err(aiki::ClientError::NotInCatalog { namespace, .. })
+            if *namespace == unpublished.definition.namespace.to_string()),
+        "{refused:?}"
+    );
+    assert!(remote.backing().schedules().await.unwrap().is_empty());
+    // Published: created, with the input hash of a start of it.
+    publish(
+        &remote,
+        &unpublished.definition.namespace,
+        json!({"type": "object"}),
+    )
+    .await;
+    let created = client
+        .store()
+        .create_schedule(unpublished.clone(), None)
+        .await
+        .expect("created once published");
+    let hash = aiki::input_hash(&json!({"team": "ops"})).unwrap();
+    assert_eq!(created.record().definition.input_hash, hash);
+    assert_ne!(unpublished.definition.input_hash, hash, "not the caller's");
+    // A redefinition onto a version no worker has published: refused, nothing changed.
+    let before = remote.backing().schedule(&unpublished.name).await.unwrap();
+    let mut onto = before.definition.clone();
+    onto.namespace = Namespace::new(format!("later-{}", RunId::new()), "2");
+    let redefine = ScheduleAction::Redefine {
+        definition: Box::new(onto),
+        generation: 2,
+    };
+    let refused = client
+        .store()
+        .act_on_schedule(&unpublished.name, redefine, None, NOW)
+        .await
+        .map(drop)
+        .map_err(aiki::ClientError::from);
+    assert!(
+        matches!(refused, Err(aiki::ClientError::NotInCatalog { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        remote.backing().schedule(&unpublished.name).await.unwrap(),
+        before
+    );
 }

@@ -3,7 +3,7 @@
 use aiki_store::api::{Act, ActOnSchedule, CreateSchedule, ReleaseClaim, SetConfig};
 use aiki_store::{
     AppendOutcome, ConfigKey, CreateOutcome, Move, NewEvent, NewFork, NewRun, RunRecord, RunStatus,
-    RuntimeConfig, ScheduleActed, ScheduleCreated, ScheduleRecord,
+    RuntimeConfig, ScheduleActed, ScheduleAction, ScheduleCreated, ScheduleRecord,
 };
 use axum::Extension;
 use axum::Json;
@@ -27,11 +27,16 @@ fn actor(key: &Key, actor: Option<String>) -> Option<String> {
 fn checked(result: Result<(), aiki::ClientError>) -> Result<(), ApiError> {
     match result {
         Ok(()) | Err(aiki::ClientError::NotInCatalog { .. }) => Ok(()),
-        Err(aiki::ClientError::Store(error)) => Err(error.into()),
-        Err(refused) => Err(ApiError::refused(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &refused,
-        )),
+        Err(refused) => Err(refusal(refused)),
+    }
+}
+
+/// The answer to a check the runtime refused: 422 with its body (a store error as the
+/// store's).
+fn refusal(error: aiki::ClientError) -> ApiError {
+    match error {
+        aiki::ClientError::Store(error) => error.into(),
+        refused => ApiError::refused(StatusCode::UNPROCESSABLE_ENTITY, &refused),
     }
 }
 
@@ -155,21 +160,22 @@ pub(crate) async fn create_schedule(
     Body(body): Body<CreateSchedule>,
 ) -> Answer<ScheduleCreated> {
     let given = body.schedule;
-    checked(
-        app.checks
-            .check_start_json(&given.definition.namespace, &given.definition.input)
-            .await
-            .map(drop),
-    )?;
     // Made again at the server's time: its creation and first occurrence.
     // A client's schedule: a schedule in code is declared by a worker (executor scope).
-    let schedule = ScheduleRecord::new(
+    let mut schedule = ScheduleRecord::new(
         given.name,
         given.definition,
         aiki_store::ScheduleOrigin::Client,
         1,
         app.time.now(),
     )?;
+    // Checked against the catalog, its input hash the server's; a version no worker has
+    // published is refused.
+    schedule.definition = app
+        .checks
+        .check_schedule_json(schedule.definition)
+        .await
+        .map_err(refusal)?;
     let actor = actor(&key, body.actor);
     Ok(Json(app.store.create_schedule(schedule, actor).await?))
 }
@@ -177,8 +183,13 @@ pub(crate) async fn create_schedule(
 pub(crate) async fn act_on_schedule(
     State(app): State<AppState>,
     key: Key,
-    Body(body): Body<ActOnSchedule>,
+    Body(mut body): Body<ActOnSchedule>,
 ) -> Answer<ScheduleActed> {
+    if let ScheduleAction::Redefine { definition, .. } = &mut body.action {
+        // Checked as a new schedule's is.
+        let checked = app.checks.check_schedule_json((**definition).clone()).await;
+        **definition = checked.map_err(refusal)?;
+    }
     let now = app.time.now();
     let actor = actor(&key, body.actor);
     let acted = app

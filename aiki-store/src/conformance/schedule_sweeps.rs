@@ -3,7 +3,8 @@
 //! Each holds [`SWEEPS`](super::SWEEPS) (see [`super::schedules`] for the times they use).
 
 use super::schedules::{
-    HOUR, MINUTE, SCHEDULE_TIME, create, definition, delete, every, lease, log, of_kind, runs_of,
+    HOUR, MINUTE, SCHEDULE_TIME, create, definition, delete, every, lease, log, of_kind, published,
+    runs_of,
 };
 use super::{SWEEPS, namespace};
 use crate::schedule::{Fired, fire_due, plan_due};
@@ -133,6 +134,7 @@ pub async fn check_a_frozen_leader_and_a_version_move_fire_each_occurrence_once(
     let mut replay = crate::ScheduleWrite::new(read.clone(), Some(read.revision));
     let mut moved_def = def.clone();
     moved_def.namespace = Namespace::new(ns.workflow.clone(), "2.0.0");
+    published(store, &moved_def.namespace).await;
     replay.record.definition = moved_def.clone();
     let mut row = of_kind(&log(store, &record.name).await, ScheduleLogKind::Fired)[0].clone();
     row.revision = read.revision + 1;

@@ -47,11 +47,24 @@ pub(super) fn cron(expression: &str, timezone: &str) -> ScheduleSpec {
     }
 }
 
+/// Publishes `namespace` in the catalog, taking any input: an aiki server checks a schedule's
+/// workflow version and input against the catalog, and refuses a version no worker has
+/// published (a store itself checks neither).
+pub(super) async fn published(store: &dyn Store, namespace: &Namespace) {
+    let schema = |value| crate::SchemaRecord::new(value, "conformance");
+    let entry = crate::CatalogEntry::new(namespace.clone(), schema(json!({})), schema(json!({})));
+    store
+        .publish_catalog(entry, LOCAL_TIME)
+        .await
+        .expect("publish");
+}
+
 pub(super) async fn create(
     store: &dyn Store,
     definition: ScheduleDefinition,
     now: Millis,
 ) -> ScheduleRecord {
+    published(store, &definition.namespace).await;
     let name = format!("schedule-{}", RunId::new());
     let record =
         ScheduleRecord::new(name, definition, ScheduleOrigin::Client, 1, now).expect("valid");
@@ -276,6 +289,7 @@ pub async fn check_schedule_actions(store: &dyn Store) {
         Err(StoreError::Invalid { .. })
     ));
     let newer = definition(&Namespace::new(ns.workflow.clone(), "2.0.0"), every(HOUR));
+    published(store, &newer.namespace).await;
     let stale = ScheduleAction::Redefine {
         definition: Box::new(newer.clone()),
         generation: 1,
