@@ -331,7 +331,7 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
             message,
             details,
         } => StoreError::Refused {
-            code: *code,
+            code,
             message: message.clone(),
             details: details.clone(),
         },

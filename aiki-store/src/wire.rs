@@ -63,7 +63,7 @@ impl StoreError {
     /// runtime's.
     pub fn code(&self) -> &'static str {
         match self {
-            StoreError::Refused { code, .. } => *code,
+            StoreError::Refused { code, .. } => code,
             StoreError::NotFound { .. } => "not_found",
             StoreError::RevisionConflict { .. } => "revision_conflict",
             StoreError::PauseRequested { .. } => "pause_requested",
