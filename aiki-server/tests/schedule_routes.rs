@@ -31,15 +31,21 @@ async fn server() -> Remote {
     remote
 }
 
-/// A client on the server with a new key of `scopes`.
-async fn client(remote: &Remote, scopes: &[Scope]) -> HttpStore {
+/// The token of a new key of `scopes` on the server's store.
+async fn token(remote: &Remote, scopes: &[Scope]) -> String {
     let key = generate("test", scopes.to_vec(), NOW);
     remote
         .backing()
         .create_key(key.record.clone())
         .await
         .unwrap();
-    HttpStore::new(&remote.url()).unwrap().with_key(key.token)
+    key.token
+}
+
+/// A client on the server with a new key of `scopes`.
+async fn client(remote: &Remote, scopes: &[Scope]) -> HttpStore {
+    let token = token(remote, scopes).await;
+    HttpStore::new(&remote.url()).unwrap().with_key(token)
 }
 
 fn schedule(origin: ScheduleOrigin) -> ScheduleRecord {
@@ -167,13 +173,7 @@ async fn bad_schedule_requests_are_refused_and_change_nothing() {
     let kept = schedule(ScheduleOrigin::Client);
     operator.create_schedule(kept.clone(), None).await.unwrap();
     let before = remote.backing().schedules().await.unwrap();
-    let key = generate("raw", vec![Scope::Operator], NOW);
-    remote
-        .backing()
-        .create_key(key.record.clone())
-        .await
-        .unwrap();
-    let bearer = format!("Bearer {}", key.token);
+    let bearer = format!("Bearer {}", token(&remote, &[Scope::Operator]).await);
     let mut invalid = schedule(ScheduleOrigin::Client);
     invalid.definition.spec = ScheduleSpec::cron("0 25 * * *");
     let invalid = serde_json::to_string(&json!({ "schedule": invalid })).unwrap();
@@ -286,19 +286,8 @@ async fn a_schedule_of_a_version_no_worker_published_is_refused() {
     unpublished.definition.namespace = Namespace::new(format!("later-{}", RunId::new()), "1");
     unpublished.definition.input = json!({"team": "ops"});
     let body = serde_json::to_string(&json!({"schedule": unpublished})).unwrap();
-    let key = generate("raw", vec![Scope::Operator], NOW);
-    remote
-        .backing()
-        .create_key(key.record.clone())
-        .await
-        .unwrap();
-    let (status, error) = post(
-        &remote,
-        "/schedules",
-        &body,
-        Some(&format!("Bearer {}", key.token)),
-    )
-    .await;
+    let bearer = format!("Bearer {}", token(&remote, &[Scope::Operator]).await);
+    let (status, error) = post(&remote, "/schedules", &body, Some(&bearer)).await;
     let error = error.expect("an error body");
     assert_eq!(
         (status, error.code.as_str()),
