@@ -6,9 +6,9 @@
 //! deploy) leaves it. A schedule in code that a worker serving its workflow version no longer
 //! declares becomes inactive (kept, listed, never fired, never resumed), whether it was active
 //! or paused by an operator; declared again at its generation or a higher one, it is active
-//! again, or paused again if it was paused. During a rolling deploy that adds or removes a schedule, an
-//! old worker starting may flip it until the next new worker starts; each new worker's start
-//! restores what its code declares.
+//! again, or paused again if it was paused. During a rolling deploy that adds or removes a
+//! schedule, an old worker starting may flip it until the next new worker starts; each new
+//! worker's start restores what its code declares.
 
 use serde::{Deserialize, Serialize};
 
