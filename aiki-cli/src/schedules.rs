@@ -153,16 +153,16 @@ fn definition(args: &CreateArgs) -> Result<ScheduleDefinition, Failure> {
 }
 
 /// Checks the workflow version and the input against the catalog as `runs start` does, hashes
-/// the input as a start of it would, and creates the schedule.
+/// the input as a start of it would (`Client::check_schedule_json`), and creates the schedule.
 async fn create(
     cli: &Cli,
     client: &Client,
     args: &CreateArgs,
-    mut definition: ScheduleDefinition,
+    definition: ScheduleDefinition,
     now: Millis,
 ) -> Result<ScheduleCreated, Failure> {
-    let entry = client
-        .check_start_json(&definition.namespace, &definition.input)
+    let definition = client
+        .check_schedule_json(definition)
         .await
         .map_err(|error| match error {
             ClientError::NotInCatalog { .. } | ClientError::InvalidInput { .. } => {
@@ -170,7 +170,6 @@ async fn create(
             }
             other => Failure::from(other),
         })?;
-    definition.input_hash = aiki::input_hash_json(&entry, &definition.input)?;
     let record = ScheduleRecord::new(
         args.name.clone(),
         definition,

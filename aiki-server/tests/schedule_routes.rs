@@ -18,26 +18,40 @@ use support::remote::Remote;
 
 const NOW: i64 = 4_000_000_000_000;
 
-async fn server() -> Remote {
-    let config = ServerConfig::default().clock(aiki::ManualClock::new(NOW));
-    Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await
+/// The workflow version the schedules of these tests start, published in the catalog.
+fn routes() -> Namespace {
+    Namespace::new("routes", "1")
 }
 
-/// A client on the server with a new key of `scopes`.
-async fn client(remote: &Remote, scopes: &[Scope]) -> HttpStore {
+/// A server on a fresh store whose catalog holds [`routes`] (any input).
+async fn server() -> Remote {
+    let config = ServerConfig::default().clock(aiki::ManualClock::new(NOW));
+    let remote = Remote::start(aiki_store::connect("memory:").await.unwrap(), config).await;
+    publish(&remote, &routes(), json!({})).await;
+    remote
+}
+
+/// The token of a new key of `scopes` on the server's store.
+async fn token(remote: &Remote, scopes: &[Scope]) -> String {
     let key = generate("test", scopes.to_vec(), NOW);
     remote
         .backing()
         .create_key(key.record.clone())
         .await
         .unwrap();
-    HttpStore::new(&remote.url()).unwrap().with_key(key.token)
+    key.token
+}
+
+/// A client on the server with a new key of `scopes`.
+async fn client(remote: &Remote, scopes: &[Scope]) -> HttpStore {
+    let token = token(remote, scopes).await;
+    HttpStore::new(&remote.url()).unwrap().with_key(token)
 }
 
 fn schedule(origin: ScheduleOrigin) -> ScheduleRecord {
     let definition = ScheduleDefinition {
         spec: ScheduleSpec::cron_in("0 9 * * *", "Europe/Berlin"),
-        namespace: Namespace::new(format!("routes-{}", RunId::new()), "1"),
+        namespace: routes(),
         input: json!({}),
         input_hash: support::routes::hash(&json!({})),
         pool: "default".to_owned(),
@@ -159,13 +173,7 @@ async fn bad_schedule_requests_are_refused_and_change_nothing() {
     let kept = schedule(ScheduleOrigin::Client);
     operator.create_schedule(kept.clone(), None).await.unwrap();
     let before = remote.backing().schedules().await.unwrap();
-    let key = generate("raw", vec![Scope::Operator], NOW);
-    remote
-        .backing()
-        .create_key(key.record.clone())
-        .await
-        .unwrap();
-    let bearer = format!("Bearer {}", key.token);
+    let bearer = format!("Bearer {}", token(&remote, &[Scope::Operator]).await);
     let mut invalid = schedule(ScheduleOrigin::Client);
     invalid.definition.spec = ScheduleSpec::cron("0 25 * * *");
     let invalid = serde_json::to_string(&json!({ "schedule": invalid })).unwrap();
@@ -218,4 +226,127 @@ async fn bad_schedule_requests_are_refused_and_change_nothing() {
     }
     assert_eq!(remote.backing().schedules().await.unwrap(), before);
     assert_eq!(remote.backing().run_counts().await.unwrap(), vec![]);
+}
+
+/// The catalog's build of `typed-input@1` takes an integer; the client's code below a string.
+#[aiki::workflow(name = "typed-input", version = "1")]
+async fn typed_input(_run: &aiki::Run, _team: String) -> Result<(), aiki::WorkflowError> {
+    Ok(())
+}
+
+/// Publishes `namespace` in the catalog, its input as `input` (a JSON schema) says.
+async fn publish(remote: &Remote, namespace: &Namespace, input: serde_json::Value) {
+    let schema = |value| aiki_store::SchemaRecord::new(value, "f");
+    let entry = aiki_store::CatalogEntry::new(namespace.clone(), schema(input), schema(json!({})));
+    remote.backing().publish_catalog(entry, NOW).await.unwrap();
+}
+
+/// A schedule, and a start, whose input the server's catalog refuses come back to a client as
+/// the typed `ClientError::InvalidInput` naming the input, as they do on a store without a
+/// server, never as a backend error; nothing is written.
+#[tokio::test]
+async fn an_input_the_catalog_refuses_comes_back_to_a_client_typed() {
+    let remote = server().await;
+    let namespace = Namespace::new("typed-input", "1");
+    publish(&remote, &namespace, json!({"type": "integer"})).await;
+    let operator = client(&remote, &[Scope::Operator]).await;
+    let client = aiki::Client::new(std::sync::Arc::new(operator));
+    let every_hour = ScheduleSpec::every(std::time::Duration::from_secs(3600));
+    let refused = client
+        .schedule::<TypedInput>("typed", every_hour, "ops".to_owned())
+        .await
+        .expect_err("the catalog takes an integer");
+    assert!(
+        matches!(&refused, aiki::ClientError::InvalidInput { what, .. }
+            if what.contains("typed-input@1")),
+        "{refused:?}"
+    );
+    let refused = client
+        .start::<TypedInput>("ops".to_owned())
+        .await
+        .expect_err("the catalog takes an integer");
+    assert!(
+        matches!(&refused, aiki::ClientError::InvalidInput { .. }),
+        "{refused:?}"
+    );
+    assert!(remote.backing().schedules().await.unwrap().is_empty());
+    assert_eq!(remote.backing().run_counts().await.unwrap(), vec![]);
+}
+
+/// A schedule of a workflow version no worker has published yet is refused (422
+/// `not_in_catalog`, read back by a client as `ClientError::NotInCatalog`), and so is a
+/// redefinition onto one: its input cannot be checked, and its runs would fail later with no
+/// one watching. Nothing is written. Once a worker has published the version the same schedule
+/// is created, its input hash the server's own (not the caller's).
+#[tokio::test]
+async fn a_schedule_of_a_version_no_worker_published_is_refused() {
+    let remote = server().await;
+    let operator = client(&remote, &[Scope::Operator]).await;
+    let mut unpublished = schedule(ScheduleOrigin::Client);
+    unpublished.definition.namespace = Namespace::new(format!("later-{}", RunId::new()), "1");
+    unpublished.definition.input = json!({"team": "ops"});
+    let body = serde_json::to_string(&json!({"schedule": unpublished})).unwrap();
+    let bearer = format!("Bearer {}", token(&remote, &[Scope::Operator]).await);
+    let (status, error) = post(&remote, "/schedules", &body, Some(&bearer)).await;
+    let error = error.expect("an error body");
+    assert_eq!(
+        (status, error.code.as_str()),
+        (422, "not_in_catalog"),
+        "{error:?}"
+    );
+    assert!(
+        error.message.contains("start a worker"),
+        "{}",
+        error.message
+    );
+    let client = aiki::Client::new(std::sync::Arc::new(operator));
+    let refused = client
+        .store()
+        .create_schedule(unpublished.clone(), None)
+        .await
+        .map(drop)
+        .map_err(aiki::ClientError::from);
+    assert!(
+        matches!(&refused, Err(aiki::ClientError::NotInCatalog { namespace, .. })
+            if *namespace == unpublished.definition.namespace.to_string()),
+        "{refused:?}"
+    );
+    assert!(remote.backing().schedules().await.unwrap().is_empty());
+    // Published: created, with the input hash of a start of it.
+    publish(
+        &remote,
+        &unpublished.definition.namespace,
+        json!({"type": "object"}),
+    )
+    .await;
+    let created = client
+        .store()
+        .create_schedule(unpublished.clone(), None)
+        .await
+        .expect("created once published");
+    let hash = aiki::input_hash(&json!({"team": "ops"})).unwrap();
+    assert_eq!(created.record().definition.input_hash, hash);
+    assert_ne!(unpublished.definition.input_hash, hash, "not the caller's");
+    // A redefinition onto a version no worker has published: refused, nothing changed.
+    let before = remote.backing().schedule(&unpublished.name).await.unwrap();
+    let mut onto = before.definition.clone();
+    onto.namespace = Namespace::new(format!("later-{}", RunId::new()), "2");
+    let redefine = ScheduleAction::Redefine {
+        definition: Box::new(onto),
+        generation: 2,
+    };
+    let refused = client
+        .store()
+        .act_on_schedule(&unpublished.name, redefine, None, NOW)
+        .await
+        .map(drop)
+        .map_err(aiki::ClientError::from);
+    assert!(
+        matches!(refused, Err(aiki::ClientError::NotInCatalog { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        remote.backing().schedule(&unpublished.name).await.unwrap(),
+        before
+    );
 }

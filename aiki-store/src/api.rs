@@ -556,6 +556,7 @@ pub fn status_of(error: &StoreError) -> u16 {
         | StoreError::InvalidTransition { .. }
         | StoreError::AlreadyExists { .. } => 409,
         StoreError::Invalid { .. } => 400,
+        StoreError::Refused { .. } => 422,
         StoreError::Unauthorized { .. } => 401,
         StoreError::Forbidden { .. } => 403,
         StoreError::RateLimited { .. } => 429,

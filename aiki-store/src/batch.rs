@@ -326,6 +326,15 @@ pub(crate) fn duplicate(error: &StoreError) -> StoreError {
         StoreError::Invalid { message } => StoreError::Invalid {
             message: message.clone(),
         },
+        StoreError::Refused {
+            code,
+            message,
+            details,
+        } => StoreError::Refused {
+            code,
+            message: message.clone(),
+            details: details.clone(),
+        },
         StoreError::InvalidTransition { run_id, from, to } => StoreError::InvalidTransition {
             run_id: *run_id,
             from: *from,

@@ -163,6 +163,20 @@ pub enum StoreError {
         /// Which key, and what to do.
         message: String,
     },
+    /// An aiki server refused the request by a rule of the runtime's own, not the store's: an
+    /// input or an event payload its catalog refuses (`invalid_input`), an event the workflow
+    /// version does not declare (`unknown_event`), a version no worker has published
+    /// (`not_in_catalog`). Nothing was written; sending it again is refused again. `aiki`'s
+    /// `ClientError` reads it back as its own kind (see [`crate::RUNTIME_CODES`]).
+    #[error("{message}")]
+    Refused {
+        /// The runtime's code, one of [`crate::RUNTIME_CODES`].
+        code: &'static str,
+        /// What is wrong and what to do.
+        message: String,
+        /// The kind's fields, as the server sent them.
+        details: serde_json::Value,
+    },
     /// Any other backend error.
     #[error("store backend error: {source}")]
     Backend {

@@ -61,4 +61,4 @@ pub use roles::{
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::SqlStore;
 pub use status::{RunStatus, UnknownStatus};
-pub use wire::ErrorBody;
+pub use wire::{ErrorBody, RUNTIME_CODES};

@@ -31,6 +31,11 @@ impl ErrorBody {
     }
 }
 
+/// The codes of the runtime's own refusals (`aiki::ClientError`'s) that an aiki server answers
+/// (422): a body of one of them is read back as [`StoreError::Refused`], which `aiki` turns into
+/// the same `ClientError` kind. They are not store codes ([`StoreError::CODES`]).
+pub const RUNTIME_CODES: &[&str] = &["invalid_input", "unknown_event", "not_in_catalog"];
+
 impl StoreError {
     /// Every code a store error has (see [`code`](StoreError::code)), in declaration order.
     pub const CODES: &'static [&'static str] = &[
@@ -55,9 +60,11 @@ impl StoreError {
         "backend_error",
     ];
 
-    /// The error's stable code (see [`ErrorBody::code`]).
+    /// The error's stable code (see [`ErrorBody::code`]); a [`StoreError::Refused`] keeps the
+    /// runtime's.
     pub fn code(&self) -> &'static str {
         match self {
+            StoreError::Refused { code, .. } => code,
             StoreError::NotFound { .. } => "not_found",
             StoreError::RevisionConflict { .. } => "revision_conflict",
             StoreError::PauseRequested { .. } => "pause_requested",
@@ -111,6 +118,7 @@ impl StoreError {
             | StoreError::KeyReused { message }
             | StoreError::Unavailable { message, .. } => json!({ "message": message }),
             StoreError::Backend { source } => json!({ "message": source.to_string() }),
+            StoreError::Refused { details, .. } => details.clone(),
         };
         ErrorBody::new(self.code(), self.to_string(), details)
     }
@@ -169,7 +177,14 @@ impl StoreError {
             "backend_error" => Some(StoreError::Backend {
                 source: message().into(),
             }),
-            _ => None,
+            code => RUNTIME_CODES
+                .iter()
+                .find(|known| **known == code)
+                .map(|code| StoreError::Refused {
+                    code,
+                    message: body.message.clone(),
+                    details: d.clone(),
+                }),
         };
         known.unwrap_or_else(|| StoreError::Backend {
             source: body.message.clone().into(),
@@ -324,6 +339,29 @@ mod tests {
             let back = StoreError::from_body(&serde_json::from_str(&wire).unwrap());
             assert_eq!(back.code(), code, "{wire}");
             assert_eq!(back.to_string(), error.to_string(), "{wire}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_of_the_runtimes_own_comes_back_as_refused_with_its_code() {
+        for code in RUNTIME_CODES {
+            let details = json!({"what": "input of a@1", "message": "not an integer"});
+            let body = ErrorBody::new(*code, "invalid input of a@1: not an integer", details);
+            let error = StoreError::from_body(&body);
+            assert!(
+                matches!(&error, StoreError::Refused { code: got, .. } if got == code),
+                "{error:?}"
+            );
+            assert_eq!(error.code(), *code);
+            assert_eq!(error.to_body(), body, "the same body on the way out");
+            assert_eq!(crate::api::status_of(&error), 422);
+            assert!(!error.is_transient());
+        }
+        for code in RUNTIME_CODES {
+            assert!(
+                !StoreError::CODES.contains(code),
+                "`{code}` is a store code"
+            );
         }
     }
 

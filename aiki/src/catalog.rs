@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use aiki_store::{CatalogEntry, EventDeclaration, Namespace, SchemaRecord, TaskDeclaration};
+use aiki_store::{
+    CatalogEntry, EventDeclaration, Namespace, ScheduleDefinition, SchemaRecord, TaskDeclaration,
+};
 use serde_json::{Value, json};
 
 use crate::address::{canonical_json, sha256_hex};
@@ -237,6 +239,31 @@ impl Client {
                 })
         })?;
         Ok(entry.clone())
+    }
+
+    /// Checks a schedule's definition made without the workflow's code (by a server, or by
+    /// `aiki schedules create`) as [`start_json`](Client::start_json) checks a start of it, and
+    /// returns it with its input hash computed as such a start computes it (the hash it came
+    /// with is not trusted). [`ClientError::InvalidInput`] when no build of the version accepts
+    /// its input; [`ClientError::NotInCatalog`] when no worker has published the version: unlike
+    /// a start, whose run waits for a worker anyway, a schedule is refused then, since its runs
+    /// start later with nobody watching and would all fail on an input nobody checked. Deploy a
+    /// worker of the version first, or declare the schedule in that worker's code
+    /// ([`WorkerBuilder::schedule`](crate::WorkerBuilder::schedule)).
+    pub async fn check_schedule_json(
+        &self,
+        mut definition: ScheduleDefinition,
+    ) -> Result<ScheduleDefinition, ClientError> {
+        let namespace = &definition.namespace;
+        let entry = self.check_start_json(namespace, &definition.input).await?;
+        definition.input_hash =
+            crate::client::input_hash_json(&entry, &definition.input).map_err(|error| {
+                ClientError::InvalidInput {
+                    what: format!("input of {namespace}"),
+                    message: error.to_string(),
+                }
+            })?;
+        Ok(definition)
     }
 
     /// Checks event `name` with `data` for a run of `namespace` as

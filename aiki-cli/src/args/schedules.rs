@@ -46,8 +46,9 @@ pub enum SchedulesCommand {
         /// The schedule's name.
         name: String,
     },
-    /// Starts runs for the schedule's occurrences between two past times (both included),
-    /// whatever its catch-up window, under its overlap policy unless `--overlap` names another.
+    /// Starts one run per occurrence of the schedule between two past times (both included),
+    /// whatever its catch-up window and its overlap policy, unless `--overlap` names a policy to
+    /// apply among the backfill's runs.
     Backfill(BackfillArgs),
     /// Deletes a schedule and its log (the runs it started stay).
     Delete {
@@ -106,7 +107,8 @@ pub struct BackfillArgs {
     /// The last time, RFC 3339, included.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub to: Millis,
-    /// The overlap policy of the backfill's runs, instead of the schedule's.
+    /// An overlap policy to apply among the backfill's runs (`skip`, `buffer_one`,
+    /// `cancel_previous`); by default each occurrence starts a run (`allow`).
     #[arg(long, value_name = "POLICY", value_parser = schedule_overlap)]
     pub overlap: Option<OverlapPolicy>,
 }

@@ -241,8 +241,8 @@ async fn schedules_are_created_shown_acted_on_and_deleted(backend: Backend) {
     assert_eq!(shown["schedule"]["status"], "active");
     assert_eq!(last_row(&shown)["reason"], "resumed");
 
-    // Backfill: the triggered run is still queued, so under `skip` every occurrence is
-    // skipped; under `allow` each starts a run.
+    // Backfill: the triggered run is still queued, so told `skip` every occurrence is
+    // skipped; by default each starts a run.
     let range = [
         "--from",
         "2026-01-01T00:00:00Z",
@@ -251,7 +251,12 @@ async fn schedules_are_created_shown_acted_on_and_deleted(backend: Backend) {
     ];
     let skipped = schedules(
         url,
-        &[&["backfill", "nightly"][..], &range, &["-o", "json"]].concat(),
+        &[
+            &["backfill", "nightly"][..],
+            &range,
+            &["--overlap", "skip", "-o", "json"],
+        ]
+        .concat(),
         &[],
     )
     .json();
@@ -261,12 +266,7 @@ async fn schedules_are_created_shown_acted_on_and_deleted(backend: Backend) {
     );
     let started = schedules(
         url,
-        &[
-            &["backfill", "nightly"][..],
-            &range,
-            &["--overlap", "allow", "-o", "table"],
-        ]
-        .concat(),
+        &[&["backfill", "nightly"][..], &range, &["-o", "table"]].concat(),
         &[],
     )
     .stdout;

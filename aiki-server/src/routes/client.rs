@@ -33,11 +33,16 @@ pub(crate) fn checked<T>(result: Result<T, aiki::ClientError>) -> Result<Option<
     match result {
         Ok(accepted) => Ok(Some(accepted)),
         Err(aiki::ClientError::NotInCatalog { .. }) => Ok(None),
-        Err(aiki::ClientError::Store(error)) => Err(error.into()),
-        Err(refused) => Err(ApiError::refused(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &refused,
-        )),
+        Err(refused) => Err(refusal(refused)),
+    }
+}
+
+/// The answer to a check the runtime refused: 422 with its body (a store error as the
+/// store's).
+fn refusal(error: aiki::ClientError) -> ApiError {
+    match error {
+        aiki::ClientError::Store(error) => error.into(),
+        refused => ApiError::refused(StatusCode::UNPROCESSABLE_ENTITY, &refused),
     }
 }
 
@@ -63,23 +68,21 @@ pub(crate) async fn checked_input(app: &AppState, run: &NewRun, at: &str) -> Res
     checked_start(app, &run.namespace, &run.input, &run.input_hash, at).await
 }
 
-/// Checks a schedule's input as a new run's.
+/// A schedule's definition as the runtime checks a client's (`Client::check_schedule_json`:
+/// against the catalog, a version no worker has published refused, the input hash the
+/// server's), within the store's payload limit.
 async fn checked_schedule(
     app: &AppState,
     name: &str,
-    definition: &ScheduleDefinition,
-    at: &str,
-) -> Result<(), ApiError> {
+    definition: ScheduleDefinition,
+) -> Result<ScheduleDefinition, ApiError> {
     if let Some(limit) = app.store.payload_limit() {
-        limit.check_schedule(name, definition)?;
+        limit.check_schedule(name, &definition)?;
     }
-    let ScheduleDefinition {
-        namespace,
-        input,
-        input_hash,
-        ..
-    } = definition;
-    checked_start(app, namespace, input, input_hash, at).await
+    app.checks
+        .check_schedule_json(definition)
+        .await
+        .map_err(refusal)
 }
 
 pub(crate) async fn create_run(
@@ -211,16 +214,18 @@ pub(crate) async fn create_schedule(
     Body(body): Body<CreateSchedule>,
 ) -> Answer<ScheduleCreated> {
     let given = body.schedule;
-    checked_schedule(&app, &given.name, &given.definition, "schedule.definition.").await?;
     // Made again at the server's time: its creation and first occurrence.
     // A client's schedule: a schedule in code is declared by a worker (executor scope).
-    let schedule = ScheduleRecord::new(
+    let mut schedule = ScheduleRecord::new(
         given.name,
         given.definition,
         aiki_store::ScheduleOrigin::Client,
         1,
         app.time.now(),
     )?;
+    // Checked against the catalog, its input hash the server's; a version no worker has
+    // published is refused.
+    schedule.definition = checked_schedule(&app, &schedule.name, schedule.definition).await?;
     let actor = actor(&key, body.actor);
     Ok(Json(app.store.create_schedule(schedule, actor).await?))
 }
@@ -228,10 +233,11 @@ pub(crate) async fn create_schedule(
 pub(crate) async fn act_on_schedule(
     State(app): State<AppState>,
     key: Key,
-    Body(body): Body<ActOnSchedule>,
+    Body(mut body): Body<ActOnSchedule>,
 ) -> Answer<ScheduleActed> {
-    if let ScheduleAction::Redefine { definition, .. } = &body.action {
-        checked_schedule(&app, &body.name, definition, "action.definition.").await?;
+    if let ScheduleAction::Redefine { definition, .. } = &mut body.action {
+        // Checked as a new schedule's is.
+        **definition = checked_schedule(&app, &body.name, (**definition).clone()).await?;
     }
     let now = app.time.now();
     let actor = actor(&key, body.actor);

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::schedules::{HOUR, definition, every};
+use super::schedules::{HOUR, definition, every, published};
 use super::{LOCAL_TIME, create, entry, event, namespace, new_run, running};
 use crate::limit::DEFAULT_PAYLOAD_LIMIT;
 use crate::{
@@ -241,6 +241,7 @@ pub async fn check_client_writes_over_the_payload_limit_are_refused(store: &dyn 
 /// declared in code (`declare_schedules`: none of the set is written).
 pub async fn check_schedule_writes_over_the_payload_limit_are_refused(store: &dyn Store) {
     let ns = namespace();
+    published(store, &ns).await;
     let mut big = definition(&ns, every(HOUR));
     big.input = over_limit();
     let name = format!("limits-{}", RunId::new());

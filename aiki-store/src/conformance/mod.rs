@@ -54,6 +54,7 @@ mod pause;
 mod purge;
 mod recovery;
 mod runs;
+mod schedule_code;
 mod schedule_dst;
 mod schedule_sweeps;
 mod schedules;
@@ -86,6 +87,7 @@ pub use pause::*;
 pub use purge::*;
 pub use recovery::*;
 pub use runs::*;
+pub use schedule_code::*;
 pub use schedule_dst::*;
 pub use schedule_sweeps::*;
 pub use schedules::*;
@@ -217,12 +219,16 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@group $factory; schedules: [
                 check_schedules_are_created_once_and_checked,
                 check_schedule_actions,
+                check_a_backfill_starts_one_run_per_occurrence,
+                check_a_schedule_log_keeps_its_newest_rows,
                 check_racing_sweepers_fire_each_occurrence_once,
                 check_a_frozen_leader_and_a_version_move_fire_each_occurrence_once,
                 check_an_outage_under_each_policy_and_window,
+                check_an_occurrence_buffered_across_a_pause_keeps_its_window,
                 check_daylight_saving_changes,
                 check_a_repeated_schedule_action_is_done_once,
                 check_schedules_in_code_are_reconciled_forward_only,
+                check_a_paused_schedule_no_longer_declared_is_removed_for_good,
                 check_stale_writes_and_backfills_are_refused_or_kept_apart,
                 check_schedule_writes_over_the_payload_limit_are_refused,
             ]);

@@ -3,7 +3,8 @@
 //! Each holds [`SWEEPS`](super::SWEEPS) (see [`super::schedules`] for the times they use).
 
 use super::schedules::{
-    HOUR, MINUTE, SCHEDULE_TIME, create, definition, delete, every, lease, log, of_kind, runs_of,
+    HOUR, MINUTE, SCHEDULE_TIME, create, definition, delete, every, lease, log, of_kind, published,
+    runs_of,
 };
 use super::{SWEEPS, namespace};
 use crate::schedule::{Fired, fire_due, plan_due};
@@ -133,6 +134,7 @@ pub async fn check_a_frozen_leader_and_a_version_move_fire_each_occurrence_once(
     let mut replay = crate::ScheduleWrite::new(read.clone(), Some(read.revision));
     let mut moved_def = def.clone();
     moved_def.namespace = Namespace::new(ns.workflow.clone(), "2.0.0");
+    published(store, &moved_def.namespace).await;
     replay.record.definition = moved_def.clone();
     let mut row = of_kind(&log(store, &record.name).await, ScheduleLogKind::Fired)[0].clone();
     row.revision = read.revision + 1;
@@ -316,7 +318,7 @@ pub async fn check_stale_writes_and_backfills_are_refused_or_kept_apart(store: &
         let backfill = ScheduleAction::Backfill {
             from: start - 2 * MINUTE + 30_000,
             to: start + 30_000,
-            overlap: None,
+            overlap: Some(OverlapPolicy::BufferOne),
         };
         let done = store
             .act_on_schedule(&first.name, backfill, None, now)
@@ -343,4 +345,87 @@ pub async fn check_stale_writes_and_backfills_are_refused_or_kept_apart(store: &
         start,
     );
     assert!(matches!(never, Err(StoreError::Invalid { .. })));
+}
+
+/// An occurrence buffered while the run before it was open, then held across a pause, is
+/// caught up after the resume only within its catch-up window: resumed later than that, it is
+/// logged as missed and starts nothing (a paused schedule catches nothing up); resumed within
+/// it, it starts once the run before it has ended.
+pub async fn check_an_occurrence_buffered_across_a_pause_keeps_its_window(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    // (minutes paused after the buffered occurrence's time, whether it starts)
+    for (index, (resumed_after, starts)) in [(51, false), (5, true)].into_iter().enumerate() {
+        let case = format!("resumed {resumed_after} min after the buffered occurrence");
+        let ns = namespace();
+        let start = SCHEDULE_TIME + 4_000 * HOUR + index as Millis * 10 * HOUR;
+        let mut def = definition(&ns, every(15 * MINUTE));
+        def.overlap = OverlapPolicy::BufferOne;
+        def.catchup_window_ms = Some(10 * MINUTE);
+        let record = create(store, def, start).await;
+        let name = record.name.as_str();
+        let lease = lease(store, "buffered", start).await;
+        fire_due(store, &lease, start + 15 * MINUTE, 1_000)
+            .await
+            .expect("first");
+        let first = store.schedule(name).await.expect("read").last_run;
+        let buffered_at = start + 30 * MINUTE;
+        fire_due(store, &lease, buffered_at, 1_000)
+            .await
+            .expect("buffer");
+        assert_eq!(
+            store.schedule(name).await.expect("read").buffered_at,
+            Some(buffered_at),
+            "{case}"
+        );
+        let pause = ScheduleAction::Pause { reason: None };
+        store
+            .act_on_schedule(name, pause, None, buffered_at + MINUTE)
+            .await
+            .expect("pause");
+        let first = first.expect("a run");
+        store
+            .act(first, RunAction::Cancel, None, buffered_at + 2 * MINUTE)
+            .await
+            .expect("the run before it ends while paused");
+        let back = buffered_at + resumed_after * MINUTE;
+        let resumed = store
+            .act_on_schedule(name, ScheduleAction::Resume, None, back)
+            .await
+            .expect("resume");
+        fire_due(store, &lease, back + 1, 1_000)
+            .await
+            .expect("after the resume");
+        let rows = log(store, name).await;
+        let fired: Vec<_> = of_kind(&rows, ScheduleLogKind::Fired)
+            .iter()
+            .map(|row| row.nominal_at)
+            .collect();
+        let missed: Vec<_> = of_kind(&rows, ScheduleLogKind::Missed)
+            .iter()
+            .map(|row| (row.nominal_at, row.count))
+            .collect();
+        if starts {
+            assert_eq!(
+                fired,
+                vec![Some(start + 15 * MINUTE), Some(buffered_at)],
+                "{case}: the buffered one fired"
+            );
+            assert!(missed.is_empty(), "{case}: {missed:?}");
+            assert_eq!(runs_of(store, &ns).await.len(), 2, "{case}");
+        } else {
+            assert_eq!(
+                fired,
+                vec![Some(start + 15 * MINUTE)],
+                "{case}: nothing fired after the resume"
+            );
+            assert_eq!(
+                missed,
+                vec![(Some(buffered_at), 1)],
+                "{case}: logged missed"
+            );
+            assert_eq!(resumed.schedule.buffered_at, None, "{case}");
+            assert_eq!(runs_of(store, &ns).await.len(), 1, "{case}");
+        }
+        delete(store, name).await;
+    }
 }

@@ -47,11 +47,24 @@ pub(super) fn cron(expression: &str, timezone: &str) -> ScheduleSpec {
     }
 }
 
+/// Publishes `namespace` in the catalog, taking any input: an aiki server checks a schedule's
+/// workflow version and input against the catalog, and refuses a version no worker has
+/// published (a store itself checks neither).
+pub(super) async fn published(store: &dyn Store, namespace: &Namespace) {
+    let schema = |value| crate::SchemaRecord::new(value, "conformance");
+    let entry = crate::CatalogEntry::new(namespace.clone(), schema(json!({})), schema(json!({})));
+    store
+        .publish_catalog(entry, LOCAL_TIME)
+        .await
+        .expect("publish");
+}
+
 pub(super) async fn create(
     store: &dyn Store,
     definition: ScheduleDefinition,
     now: Millis,
 ) -> ScheduleRecord {
+    published(store, &definition.namespace).await;
     let name = format!("schedule-{}", RunId::new());
     let record =
         ScheduleRecord::new(name, definition, ScheduleOrigin::Client, 1, now).expect("valid");
@@ -202,15 +215,15 @@ pub async fn check_schedule_actions(store: &dyn Store) {
     let run = store.get_run(triggered.runs[0]).await.expect("run");
     assert_eq!(run.namespace, ns);
     assert_eq!(run.status, RunStatus::Queued);
-    // The triggered run is open: a backfill under the schedule's `skip` starts nothing, one
-    // told `allow` starts every occurrence in range.
+    // The triggered run is open: a backfill told `skip` starts nothing, one told `allow`
+    // starts every occurrence in range.
     let skipped = store
         .act_on_schedule(
             name,
             ScheduleAction::Backfill {
                 from: now - 3 * HOUR,
                 to: now - HOUR,
-                overlap: None,
+                overlap: Some(OverlapPolicy::Skip),
             },
             None,
             now + 5 * HOUR + 3,
@@ -276,6 +289,7 @@ pub async fn check_schedule_actions(store: &dyn Store) {
         Err(StoreError::Invalid { .. })
     ));
     let newer = definition(&Namespace::new(ns.workflow.clone(), "2.0.0"), every(HOUR));
+    published(store, &newer.namespace).await;
     let stale = ScheduleAction::Redefine {
         definition: Box::new(newer.clone()),
         generation: 1,
@@ -358,133 +372,77 @@ pub async fn check_a_repeated_schedule_action_is_done_once(store: &dyn Store) {
     delete(store, name).await;
 }
 
-fn in_code(name: &str, namespace: &Namespace, generation: i64) -> ScheduleRecord {
-    let def = definition(namespace, every(HOUR));
-    ScheduleRecord::new(name, def, ScheduleOrigin::Code, generation, LOCAL_TIME).expect("valid")
+/// A backfill starts one run per occurrence in its range whatever the schedule's overlap
+/// policy (`skip` here): the policy governs occurrences that come while a run is open, not a
+/// request for past ones. An overlap policy given to the backfill applies among its runs.
+pub async fn check_a_backfill_starts_one_run_per_occurrence(store: &dyn Store) {
+    let ns = namespace();
+    let now = LOCAL_TIME;
+    let record = create(store, definition(&ns, every(HOUR)), now).await;
+    assert_eq!(record.definition.overlap, OverlapPolicy::Skip);
+    let name = record.name.as_str();
+    let range = |overlap| ScheduleAction::Backfill {
+        from: now - 4 * HOUR,
+        to: now - HOUR,
+        overlap,
+    };
+    let all = store
+        .act_on_schedule(name, range(None), None, now + 1)
+        .await
+        .expect("backfill");
+    assert_eq!(all.runs.len(), 4, "one run per occurrence: {:?}", all.log);
+    assert_eq!(of_kind(&all.log, ScheduleLogKind::Backfilled).len(), 4);
+    assert!(of_kind(&all.log, ScheduleLogKind::Skipped).is_empty());
+    // Told `skip`, a backfill while those runs are open starts nothing.
+    let told = store
+        .act_on_schedule(name, range(Some(OverlapPolicy::Skip)), None, now + 2)
+        .await
+        .expect("backfill");
+    assert!(told.runs.is_empty(), "{:?}", told.log);
+    assert_eq!(of_kind(&told.log, ScheduleLogKind::Skipped).len(), 4);
+    assert_eq!(runs_of(store, &ns).await.len(), 4);
+    delete(store, name).await;
 }
 
-/// Schedules declared in code are reconciled forward only: created when new, redefined by a
-/// higher generation and never by a lower one, made inactive when a worker serving their
-/// version no longer declares them (still listed), active again when declared again; a
-/// client's schedule of the same name is left alone; an invalid set writes nothing.
-pub async fn check_schedules_in_code_are_reconciled_forward_only(store: &dyn Store) {
-    use crate::schedule::Declared;
-    let (v1, v2) = (namespace(), namespace());
-    let a = format!("code-a-{}", RunId::new());
-    let b = format!("code-b-{}", RunId::new());
+/// A schedule's log keeps its newest [`MAX_LOG_ROWS`](crate::schedule::MAX_LOG_ROWS) rows: the
+/// write that passes the bound removes the oldest, whatever their kind.
+pub async fn check_a_schedule_log_keeps_its_newest_rows(store: &dyn Store) {
+    use crate::schedule::MAX_LOG_ROWS;
+    let ns = namespace();
     let now = LOCAL_TIME;
-    let first = store
-        .declare_schedules(
-            vec![in_code(&a, &v1, 1), in_code(&b, &v1, 1)],
-            vec![v1.clone()],
-            "w1",
-            now,
-        )
+    let record = create(store, definition(&ns, every(MINUTE)), now).await;
+    let name = record.name.as_str();
+    let triggered = store
+        .act_on_schedule(name, ScheduleAction::Trigger, None, now + 1)
         .await
-        .expect("declare");
-    assert_eq!(
-        first,
-        vec![
-            Declared::Created { name: a.clone() },
-            Declared::Created { name: b.clone() }
-        ]
-    );
-    // A newer binary moves `a` to another version at generation 2.
-    let newer = store
-        .declare_schedules(
-            vec![in_code(&a, &v2, 2), in_code(&b, &v1, 1)],
-            vec![v1.clone(), v2.clone()],
-            "w2",
-            now + 1,
-        )
-        .await
-        .expect("declare");
-    assert_eq!(
-        newer[0],
-        Declared::Redefined {
-            name: a.clone(),
-            from: 1,
-            to: 2
-        }
-    );
-    assert!(matches!(&newer[1], Declared::Kept { differs: false, .. }));
-    // An older binary still running declares generation 1: kept as stored.
-    let older = store
-        .declare_schedules(
-            vec![in_code(&a, &v1, 1), in_code(&b, &v1, 1)],
-            vec![v1.clone()],
-            "w-old",
-            now + 2,
-        )
-        .await
-        .expect("declare");
-    assert!(matches!(&older[0], Declared::Kept { stored: 2, .. }));
-    let stored = store.schedule(&a).await.expect("a");
-    assert_eq!(
-        stored.definition.namespace, v2,
-        "never overwritten by generation 1"
-    );
-    assert_eq!(stored.generation, 2);
-    // A binary without `b`: inactive, still listed.
-    let dropped = store
-        .declare_schedules(
-            vec![in_code(&a, &v2, 2)],
-            vec![v1.clone(), v2.clone()],
-            "w3",
-            now + 3,
-        )
-        .await
-        .expect("declare");
-    assert!(dropped.contains(&Declared::Deactivated { name: b.clone() }));
-    let listed = store.schedules().await.expect("list");
-    let b_now = listed.iter().find(|s| s.name == b).expect("still listed");
-    assert_eq!(b_now.status, ScheduleStatus::Inactive);
-    // Declared again: active.
-    let again = store
-        .declare_schedules(
-            vec![in_code(&a, &v2, 2), in_code(&b, &v1, 1)],
-            vec![v1.clone(), v2.clone()],
-            "w4",
-            now + 4,
-        )
-        .await
-        .expect("declare");
-    assert_eq!(again[1], Declared::Reactivated { name: b.clone() });
-    assert_eq!(
-        store.schedule(&b).await.expect("b").status,
-        ScheduleStatus::Active
-    );
-    // A client's schedule of a declared name is not the code's.
-    let client = create(store, definition(&v1, every(HOUR)), now).await;
-    let theirs = store
-        .declare_schedules(vec![in_code(&client.name, &v1, 5)], vec![], "w5", now + 5)
-        .await
-        .expect("declare");
-    assert_eq!(
-        theirs,
-        vec![Declared::NotOurs {
-            name: client.name.clone()
-        }]
-    );
-    assert_eq!(store.schedule(&client.name).await.expect("c").generation, 1);
-    // Declared twice: refused, nothing written.
-    let c = format!("code-c-{}", RunId::new());
-    assert!(matches!(
-        store
-            .declare_schedules(
-                vec![in_code(&c, &v1, 1), in_code(&c, &v1, 1)],
-                vec![],
-                "w6",
-                now
-            )
-            .await,
-        Err(StoreError::Invalid { .. })
-    ));
-    assert!(matches!(
-        store.schedule(&c).await,
-        Err(StoreError::NotFound { .. })
-    ));
-    for name in [&a, &b, &client.name] {
-        delete(store, name).await;
+        .expect("trigger");
+    // Skipped while the triggered run is open: one row per occurrence, no run.
+    let mut last = Vec::new();
+    for (round, count) in [(0, MAX_LOG_ROWS as Millis), (1, 10)] {
+        let backfill = ScheduleAction::Backfill {
+            from: now - (count - 1) * MINUTE,
+            to: now,
+            overlap: Some(OverlapPolicy::Skip),
+        };
+        let done = store
+            .act_on_schedule(name, backfill, None, now + 2 + round)
+            .await
+            .expect("backfill");
+        assert_eq!(done.log.len(), count as usize, "the answer keeps every row");
+        last = done.log;
     }
+    let rows = log(store, name).await;
+    assert_eq!(rows.len(), MAX_LOG_ROWS, "bounded");
+    assert_eq!(
+        rows[MAX_LOG_ROWS - last.len()..],
+        last[..],
+        "the newest rows kept, in order"
+    );
+    assert!(
+        rows.iter().all(|row| row.kind != ScheduleLogKind::Triggered
+            && row.reason.as_deref() != Some("created")),
+        "the oldest rows removed"
+    );
+    assert_eq!(runs_of(store, &ns).await.len(), triggered.runs.len());
+    delete(store, name).await;
 }

@@ -3,8 +3,8 @@
 use super::MemoryStore;
 use super::state::State;
 use crate::schedule::{
-    Declared, acted, check_declared, exists_otherwise, plan_absent, plan_action, plan_create,
-    plan_declared,
+    Declared, MAX_LOG_ROWS, acted, check_declared, exists_otherwise, plan_absent, plan_action,
+    plan_create, plan_declared,
 };
 use crate::{
     CreateOutcome, DueSchedule, Lease, Millis, RunAction, ScheduleActed, ScheduleAction,
@@ -84,6 +84,20 @@ impl State {
         }
         write.record.revision = write.expected.map_or(1, |revision| revision + 1);
         self.schedule_log.extend(write.log);
+        let held = self
+            .schedule_log
+            .iter()
+            .filter(|row| row.schedule == *name)
+            .count();
+        let mut over = held.saturating_sub(MAX_LOG_ROWS);
+        if over > 0 {
+            // The oldest rows go first: rows are kept in the order they were written.
+            self.schedule_log.retain(|row| {
+                let drop = over > 0 && row.schedule == *name;
+                over -= usize::from(drop);
+                !drop
+            });
+        }
         self.schedules
             .insert(write.record.name.clone(), write.record);
         true

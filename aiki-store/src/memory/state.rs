@@ -56,6 +56,7 @@ impl Change {
         let mut change = self.change.clone();
         change.reason = StatusChange::reason_for(change.from, change.to, &self.facts);
         change.cause = self.facts.cause;
+        change.error_kind = self.facts.error_kind.clone();
         change
     }
 }
@@ -162,6 +163,7 @@ impl State {
                     to: run.status,
                     reason: String::new(),
                     cause: None,
+                    error_kind: None,
                     actor,
                     at: run.created_at,
                 },
@@ -240,6 +242,7 @@ impl State {
                     to,
                     reason: String::new(),
                     cause: None,
+                    error_kind: None,
                     actor,
                     at: now,
                 },

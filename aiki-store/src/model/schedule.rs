@@ -131,7 +131,8 @@ pub enum ScheduleStatus {
     /// Paused by an operator: nothing fires until it is resumed, and the occurrences meanwhile
     /// are not caught up.
     Paused,
-    /// Declared in code once and no longer: kept and listed, never fired.
+    /// Declared in code once and no longer (whether it was active or paused then): kept and
+    /// listed, never fired, never resumed; only a declaration or a redefinition revives it.
     Inactive,
 }
 
@@ -206,6 +207,10 @@ pub struct ScheduleRecord {
     pub generation: i64,
     /// Whether it fires.
     pub status: ScheduleStatus,
+    /// An inactive schedule in code that was paused when its declaration went away: declared
+    /// again, it comes back paused (the operator's pause stands) instead of active.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub was_paused: bool,
     /// The time of the next occurrence not decided yet; `None` when it has none left.
     pub next_at: Option<Millis>,
     /// The time of the latest occurrence decided (fired, skipped, buffered or missed): no
@@ -255,6 +260,7 @@ impl ScheduleRecord {
             origin,
             generation,
             status: ScheduleStatus::Active,
+            was_paused: false,
             next_at,
             buffered_at: None,
             last_run: None,
@@ -423,15 +429,17 @@ pub enum ScheduleAction {
     /// Start a run now, with a key of its own (never an occurrence's), whatever the overlap
     /// policy.
     Trigger,
-    /// Start runs for the occurrences in `[from, to]` (at most
-    /// [`MAX_BACKFILL`](crate::schedule::MAX_BACKFILL)), exempt from the catch-up window, under
-    /// the overlap policy unless `overlap` names another.
+    /// Start one run per occurrence in `[from, to]` (at most
+    /// [`MAX_BACKFILL`](crate::schedule::MAX_BACKFILL)), exempt from the catch-up window and
+    /// from the schedule's overlap policy (which governs occurrences that come while a run is
+    /// open), unless `overlap` names a policy to apply among the backfill's runs.
     Backfill {
         /// The first time (ms), inclusive.
         from: Millis,
         /// The last time (ms), inclusive.
         to: Millis,
-        /// The policy the backfill is run under instead of the schedule's.
+        /// A policy applied among the backfill's runs (and the schedule's open run); `None`:
+        /// `allow`, one run per occurrence.
         #[serde(default)]
         overlap: Option<OverlapPolicy>,
     },

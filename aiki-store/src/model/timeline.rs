@@ -108,6 +108,11 @@ pub struct StatusChange {
     /// What woke the run, for a wake-up by an event or a child's end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<ChangeCause>,
+    /// The kind of the run's recorded error after the change, if it has one (a failure's,
+    /// a workflow retry's, a hand-back's when its execution budget ran out): a typed fact,
+    /// read as it was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
     /// Who made the change: the operator who acted (a start, fork, cancel, pause, resume,
     /// wake-up, requeue, retry, release or event sent with an actor), else the executor that
     /// left or took `running`; `None` for the store's own sweeps and for callers that gave no

@@ -6,8 +6,8 @@ use super::MAX_BACKFILL;
 use super::plan::next_from;
 use super::plan::{Builder, entry};
 use crate::{
-    DueSchedule, Millis, ScheduleActed, ScheduleAction, ScheduleLogKind, ScheduleRecord,
-    ScheduleStatus, ScheduleWrite, StoreError,
+    DueSchedule, Millis, OverlapPolicy, ScheduleActed, ScheduleAction, ScheduleLogKind,
+    ScheduleRecord, ScheduleStatus, ScheduleWrite, StoreError,
 };
 
 /// How often an operator's action reads and writes again after losing a race.
@@ -78,11 +78,23 @@ pub(crate) fn plan_action(
             plan.status(ScheduleStatus::Paused, reason, actor.clone());
         }
         ScheduleAction::Resume => {
+            if due.record.status == ScheduleStatus::Inactive {
+                return Err(StoreError::Invalid {
+                    message: format!(
+                        "schedule `{}` is inactive: no worker serving its workflow version \
+                         declares it any more, so it is not resumed; declare it again in the \
+                         worker's code, or redefine it (`ScheduleAction::Redefine`)",
+                        due.record.name
+                    ),
+                });
+            }
             if due.record.status != ScheduleStatus::Paused {
                 return Err(not_active(&due.record, "resumed (only a paused one is)"));
             }
-            // The occurrences while paused are not caught up: the next one after now.
+            // The occurrences while paused are not caught up: the next one after now. One
+            // buffered before the pause waits on only within its catch-up window.
             plan.write.record.next_at = next_from(&due.record, now)?;
+            plan.drop_late_buffered();
             plan.status(ScheduleStatus::Active, "resumed".to_owned(), actor.clone());
         }
         ScheduleAction::Trigger => {
@@ -119,7 +131,9 @@ pub(crate) fn plan_action(
                 });
             }
             let id = uuid::Uuid::new_v4().simple().to_string();
-            let policy = overlap.unwrap_or(due.record.definition.overlap);
+            // One run per occurrence unless told otherwise: the schedule's policy is for
+            // occurrences that come while a run is open, not for a request of past ones.
+            let policy = overlap.unwrap_or(OverlapPolicy::Allow);
             // The backfill's buffer is its own: the schedule's waiting occurrence stays.
             let buffered = plan.write.record.buffered_at.take();
             for at in times {
@@ -168,6 +182,7 @@ pub(crate) fn plan_action(
             // An inactive one is active again; neither it nor a new timing catches up.
             if due.record.status == ScheduleStatus::Inactive {
                 record.status = ScheduleStatus::Active;
+                record.was_paused = false;
             }
             if retimed || due.record.status == ScheduleStatus::Inactive {
                 record.next_at = next_from(record, now)?;

@@ -7,11 +7,64 @@
 //! that exists twice (fall-back) fires at its first instant when the hour is fixed, and at both
 //! when it is a wildcard or a step.
 
+use std::str::FromStr;
+
 use chrono::{Duration, LocalResult, NaiveDateTime, Offset, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 
 use crate::Millis;
+
+/// The fields of a 6-field expression, in order, and the values each takes (a 5-field one
+/// has no seconds).
+const FIELDS: [(&str, &str); 6] = [
+    ("seconds", "0-59"),
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    (
+        "day of month",
+        "1-31, `L` (the last day) or `15W` (the weekday nearest the 15th)",
+    ),
+    ("month", "1-12 or JAN-DEC"),
+    (
+        "day of week",
+        "0-7 (0 and 7 are Sunday) or SUN-SAT, `5L` (the last Friday of the month) or `1#2` \
+         (its second Monday)",
+    ),
+];
+
+/// `expression` (5 or 6 fields) read by croner; when it is refused, a message naming the
+/// field that is wrong and what that field takes. A field is wrong when it is refused alone,
+/// every other field a wildcard.
+pub(super) fn parse(expression: &str) -> Result<Cron, String> {
+    let error = match Cron::from_str(expression) {
+        Ok(cron) => return Ok(cron),
+        Err(error) => error,
+    };
+    let fields: Vec<&str> = expression.split_whitespace().collect();
+    let names = &FIELDS[FIELDS.len().saturating_sub(fields.len())..];
+    let alone = |index: usize| {
+        let pattern: Vec<&str> = (0..fields.len())
+            .map(|other| if other == index { fields[index] } else { "*" })
+            .collect();
+        Cron::from_str(&pattern.join(" ")).is_err()
+    };
+    match (0..fields.len().min(names.len())).find(|&index| alone(index)) {
+        Some(index) => {
+            let (name, takes) = names[index];
+            Err(format!(
+                "the cron expression `{expression}` is not valid: its {name} field `{}` is \
+                 wrong ({error}); the {name} field takes {takes}, written as one \
+                 value, `*`, a list (`1,15`), a range (`1-5`) or a step (`*/15`, `0-30/10`)",
+                fields[index]
+            ))
+        }
+        None => Err(format!(
+            "the cron expression `{expression}` is not valid: {error}; write 5 fields (minute \
+             hour day-of-month month day-of-week) or 6 (seconds first), e.g. `0 9 * * MON-FRI`"
+        )),
+    }
+}
 
 /// The longest a daylight-saving change shifts local time (no zone has shifted more than 2 h).
 const MAX_SHIFT_MS: Millis = 3 * 3_600_000;

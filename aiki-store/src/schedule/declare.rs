@@ -4,10 +4,11 @@
 //! stored schedule keeps the highest generation declared: a declaration of a higher one
 //! replaces the definition, one of the same or a lower one (an older binary during a rolling
 //! deploy) leaves it. A schedule in code that a worker serving its workflow version no longer
-//! declares becomes inactive (kept, listed, never fired); declared again at its generation or a
-//! higher one, it is active again. During a rolling deploy that adds or removes a schedule, an
-//! old worker starting may flip it until the next new worker starts; each new worker's start
-//! restores what its code declares.
+//! declares becomes inactive (kept, listed, never fired, never resumed), whether it was active
+//! or paused by an operator; declared again at its generation or a higher one, it is active
+//! again, or paused again if it was paused. During a rolling deploy that adds or removes a
+//! schedule, an old worker starting may flip it until the next new worker starts; each new
+//! worker's start restores what its code declares.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +38,8 @@ pub enum Declared {
         /// The generation stored now.
         to: i64,
     },
-    /// It was inactive and is declared again: active.
+    /// It was inactive and is declared again: active, or paused if it was paused when it
+    /// became inactive.
     Reactivated {
         /// The schedule.
         name: String,
@@ -57,7 +59,8 @@ pub enum Declared {
         /// The schedule.
         name: String,
     },
-    /// No longer declared by a worker serving its workflow version: inactive.
+    /// No longer declared by a worker serving its workflow version: inactive, whether it was
+    /// active or paused.
     Deactivated {
         /// The schedule.
         name: String,
@@ -113,9 +116,14 @@ pub(crate) fn plan_declared(
         format!("declared again by worker {worker}")
     };
     if record.status == ScheduleStatus::Inactive {
-        // The occurrences while inactive are not caught up.
+        // The occurrences while inactive are not caught up; an operator's pause stands.
         let write = &mut plan.write.record;
-        write.status = ScheduleStatus::Active;
+        write.status = if write.was_paused {
+            ScheduleStatus::Paused
+        } else {
+            ScheduleStatus::Active
+        };
+        write.was_paused = false;
         write.next_at = next_from(write, now).ok().flatten();
     }
     let status = plan.write.record.status;
@@ -133,7 +141,9 @@ pub(crate) fn plan_declared(
 }
 
 /// The write making a stored schedule in code that `worker` (serving `serves`) no longer
-/// declares inactive, if it is one and active (an operator's pause stands).
+/// declares inactive, if it is one and active or paused: a removal sticks whatever an
+/// operator did meanwhile (a paused one remembers it was, to come back paused if declared
+/// again).
 pub(crate) fn plan_absent(
     stored: &DueSchedule,
     declared: &[ScheduleRecord],
@@ -143,16 +153,23 @@ pub(crate) fn plan_absent(
 ) -> Option<(Declared, ScheduleWrite)> {
     let record = &stored.record;
     let ours = record.origin == ScheduleOrigin::Code
-        && record.status == ScheduleStatus::Active
+        && record.status != ScheduleStatus::Inactive
         && serves.contains(&record.definition.namespace)
         && declared.iter().all(|declared| declared.name != record.name);
     if !ours {
         return None;
     }
     let mut plan = Builder::new(stored, now);
+    let paused = record.status == ScheduleStatus::Paused;
+    plan.write.record.was_paused = paused;
+    let was = if paused {
+        " (it was paused: declared again, it comes back paused)"
+    } else {
+        ""
+    };
     plan.status(
         ScheduleStatus::Inactive,
-        format!("no longer declared by worker {worker}, which serves its workflow version"),
+        format!("no longer declared by worker {worker}, which serves its workflow version{was}"),
         None,
     );
     let name = record.name.clone();

@@ -33,7 +33,9 @@
 //! An occurrence found at most its catch-up window late starts (by default one interval: the
 //! time to the occurrence after it, so of a gap only the last one starts); older ones are
 //! recorded as one `missed` row per gap (first, last, count). A paused schedule's occurrences
-//! are neither caught up nor recorded: resuming starts from the next one.
+//! are neither caught up nor recorded: resuming starts from the next one. An occurrence
+//! buffered before the pause (`buffer_one`) waits on after the resume only if the resume
+//! comes within its catch-up window; later, it is recorded as missed.
 
 mod actions;
 mod cron;
@@ -51,6 +53,11 @@ pub(crate) use declare::{check_declared, plan_absent, plan_declared};
 pub use plan::plan_due;
 pub use sweep::{Fired, fire_due};
 pub use time::{catchup_window, check, jitter_offset, next_after, occurrences, words};
+
+/// The most rows a schedule's log keeps: the write that passes it removes the oldest rows,
+/// whatever their kind (an occurrence's row is not what keeps it from firing twice: the
+/// schedule's `decided_to` and the runs' reference ids are).
+pub const MAX_LOG_ROWS: usize = 1_000;
 
 /// The most runs one backfill starts (a longer range is refused: split it).
 pub const MAX_BACKFILL: usize = 1_000;

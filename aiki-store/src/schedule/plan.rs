@@ -93,6 +93,34 @@ impl Builder {
         self.write.log.push(row);
     }
 
+    /// Records the occurrences from `first` to `last` (`count` of them) as found later than
+    /// their catch-up window: one `missed` row.
+    fn missed(&mut self, first: Millis, last: Millis, count: i64) {
+        let mut row = entry(
+            self.record(),
+            format!("missed:{first}"),
+            ScheduleLogKind::Missed,
+            Some(first),
+            self.now,
+        );
+        row.last_at = Some(last);
+        row.count = count;
+        row.reason = Some("found later than the catch-up window".to_owned());
+        self.write.log.push(row);
+    }
+
+    /// Drops the buffered occurrence if it is now later than its catch-up window (after a
+    /// pause, which catches nothing up), recording it as missed.
+    pub(super) fn drop_late_buffered(&mut self) {
+        let record = self.record();
+        if let Some(at) = record.buffered_at
+            && self.now - at - super::jitter_offset(record) >= catchup_window(record, at)
+        {
+            self.write.record.buffered_at = None;
+            self.missed(at, at, 1);
+        }
+    }
+
     /// The occurrence at `at` (its key `key`) under `policy`.
     pub(super) fn occur(
         &mut self,
@@ -240,17 +268,7 @@ pub fn plan_due(due: &DueSchedule, now: Millis) -> Result<Option<ScheduleWrite>,
         }
     }
     if let Some((first, last, count)) = gap {
-        let mut row = entry(
-            plan.record(),
-            format!("missed:{first}"),
-            ScheduleLogKind::Missed,
-            Some(first),
-            now,
-        );
-        row.last_at = Some(last);
-        row.count = count;
-        row.reason = Some("found later than the catch-up window".to_owned());
-        plan.write.log.push(row);
+        plan.missed(first, last, count);
     }
     if plan.write.log.is_empty() && plan.write.record.next_at == due.record.next_at {
         return Ok(None);

@@ -3,7 +3,6 @@
 use std::str::FromStr;
 
 use chrono_tz::Tz;
-use croner::Cron;
 
 use super::cron::CronIn;
 use super::{MAX_EVERY_MS, MIN_EVERY_MS};
@@ -35,13 +34,7 @@ fn parse(spec: &ScheduleSpec) -> Result<Parsed, StoreError> {
                      day-of-month month day-of-week) or 6 (seconds first)"
                 )));
             }
-            let cron = Cron::from_str(expression).map_err(|error| {
-                invalid(format!(
-                    "the cron expression `{expression}` is not valid: {error}; write 5 fields \
-                     (minute hour day-of-month month day-of-week) or 6 (seconds first), e.g. \
-                     `0 9 * * MON-FRI`"
-                ))
-            })?;
+            let cron = super::cron::parse(expression).map_err(invalid)?;
             let tz = Tz::from_str(timezone).map_err(|_| {
                 invalid(format!(
                     "`{timezone}` is not an IANA time zone; name one such as `UTC`, \
@@ -244,6 +237,26 @@ mod tests {
         ] {
             let error = parse(&spec).err().expect("refused").to_string();
             assert!(error.contains(says), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_cron_error_names_the_field_and_what_it_takes() {
+        for (expression, field, takes) in [
+            ("61 9 * * *", "minute field `61`", "0-59"),
+            ("0 25 * * *", "hour field `25`", "0-23"),
+            ("0 9 32 * *", "day of month field `32`", "1-31"),
+            ("0 9 * 13 *", "month field `13`", "1-12 or JAN-DEC"),
+            ("0 9 * * FUNDAY", "day of week field `FUNDAY`", "SUN-SAT"),
+            ("0 9-x * * *", "hour field `9-x`", "0-23"),
+            ("61 0 9 * * *", "seconds field `61`", "0-59"),
+            ("0 0 9 * * 8", "day of week field `8`", "0-7"),
+        ] {
+            let error = parse(&cron(expression, "UTC")).err().expect("refused");
+            let error = error.to_string();
+            assert!(error.contains(field), "{expression}: {error}");
+            assert!(error.contains(takes), "{expression}: {error}");
+            assert!(error.contains("`*/15`"), "the forms a field takes: {error}");
         }
     }
 

@@ -427,13 +427,14 @@ impl<D: Dialect> SqlStore<D> {
                         })
                     })
                     .transpose()?;
+                let error_kind = row.text(8)?;
                 // Rows written before the timeline kept facts hold their words instead.
                 let reason = match row.int(7)? {
                     Some(retry) => {
                         let facts = ChangeFacts::default()
                             .cause(cause)
                             .retry(retry != 0)
-                            .error_kind(row.text(8)?.as_deref())
+                            .error_kind(error_kind.as_deref())
                             .by_actor(row.text(4)?.is_some());
                         StatusChange::reason_for(from, to, &facts)
                     }
@@ -446,6 +447,7 @@ impl<D: Dialect> SqlStore<D> {
                     to,
                     reason,
                     cause,
+                    error_kind,
                     actor: row.text(4)?,
                     at: row.int(5)?.unwrap_or_default(),
                 })

@@ -6,8 +6,8 @@ use super::dialect::Row;
 use super::statements::{fence, status_list};
 use super::{Dialect, On, SqlStore, Tx, decode, params};
 use crate::schedule::{
-    ATTEMPTS, Declared, acted, busy, check_declared, exists_otherwise, plan_absent, plan_action,
-    plan_create, plan_declared,
+    ATTEMPTS, Declared, MAX_LOG_ROWS, acted, busy, check_declared, exists_otherwise, plan_absent,
+    plan_action, plan_create, plan_declared,
 };
 use crate::{
     DueSchedule, Lease, Millis, RunAction, RunStatus, ScheduleActed, ScheduleAction,
@@ -322,6 +322,20 @@ impl<D: Dialect> SqlStore<D> {
             if self.execute(On::Tx(tx), &insert_row, &params).await? == 0 {
                 return Ok(false);
             }
+        }
+        if !write.log.is_empty() {
+            // The log keeps its newest rows: those past the bound go. `seq + 0` keeps
+            // PostgreSQL's generic plan from walking every schedule's rows down the primary
+            // key to find this one's: it reads this schedule's (at most the bound and one
+            // write) by the (schedule, key) index and sorts them.
+            let trim = self.schedule_statement(
+                "DELETE FROM aiki_schedule_log WHERE schedule = $1 AND seq <= \
+                 (SELECT seq FROM aiki_schedule_log WHERE schedule = $1 \
+                  ORDER BY seq + 0 DESC LIMIT 1 OFFSET $2)",
+            )?;
+            let keep = i64::try_from(MAX_LOG_ROWS).unwrap_or(i64::MAX);
+            let params = params![write.record.name.as_str(), keep];
+            self.execute(On::Tx(tx), &trim, &params).await?;
         }
         if let Some(id) = write.cancel {
             // The run locked before it is read, as an operator's cancel does, so that what is

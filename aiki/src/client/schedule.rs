@@ -102,7 +102,12 @@ impl<'c, W: Workflow> IntoFuture for NewSchedule<'c, W> {
 
 impl Client {
     /// A schedule named `name` starting runs of `W` with `input` at the occurrences of `spec`
-    /// (a cron expression in a time zone, or an interval). `.await` it to create it.
+    /// (a cron expression in a time zone, or an interval). `.await` it to create it. Through an
+    /// aiki server, which does not have the code, it is also checked against the catalog
+    /// ([`Client::check_schedule_json`]): an input no published build accepts is
+    /// [`ClientError::InvalidInput`], and a version no worker has published yet is refused
+    /// ([`ClientError::NotInCatalog`]; deploy the worker first, or declare the schedule in its
+    /// code with [`WorkerBuilder::schedule`](crate::WorkerBuilder::schedule)).
     ///
     /// ```no_run
     /// # use aiki::store::{OverlapPolicy, ScheduleSpec};

@@ -6,9 +6,10 @@ use aiki_store::{Failure, RunId, RunStatus, StoreError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The store failed.
+    /// The store failed. (A refusal of the runtime's own that an aiki server answered, a
+    /// [`StoreError::Refused`], is read back as its own kind instead: see `From<StoreError>`.)
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// A start reused a reference id with a different input, under
     /// [`ConflictPolicy::Error`](crate::ConflictPolicy::Error).
     #[error(
@@ -356,10 +357,14 @@ impl ClientError {
                 json!({"what": what, "message": message})
             }
             ClientError::UnknownEvent {
-                namespace, event, ..
-            } => json!({"namespace": namespace, "event": event}),
-            ClientError::NotInCatalog { namespace, .. }
-            | ClientError::NotRegistered { namespace } => json!({"namespace": namespace}),
+                namespace,
+                event,
+                declared,
+            } => json!({"namespace": namespace, "event": event, "declared": declared}),
+            ClientError::NotInCatalog { namespace, known } => {
+                json!({"namespace": namespace, "known": known})
+            }
+            ClientError::NotRegistered { namespace } => json!({"namespace": namespace}),
             ClientError::Blocked { run_id, status, .. } => {
                 json!({"run_id": run_id, "status": status})
             }
@@ -425,6 +430,45 @@ impl ClientError {
             ClientError::Config(_) => json!({}),
         };
         aiki_store::ErrorBody::new(self.code(), self.to_string(), details)
+    }
+}
+
+impl From<StoreError> for ClientError {
+    /// The store's error, except a refusal of the runtime's own that an aiki server answered
+    /// ([`StoreError::Refused`]): that is the [`ClientError`] kind the server refused with, as
+    /// a client on the store itself would have got it.
+    fn from(error: StoreError) -> Self {
+        let StoreError::Refused {
+            code,
+            message,
+            details,
+        } = error
+        else {
+            return ClientError::Store(error);
+        };
+        let field = |key: &str| details[key].as_str().map(str::to_owned);
+        let kind = match code {
+            "invalid_input" => field("what")
+                .zip(field("message"))
+                .map(|(what, message)| ClientError::InvalidInput { what, message }),
+            "unknown_event" => field("namespace")
+                .zip(field("event"))
+                .map(|(namespace, event)| ClientError::UnknownEvent {
+                    namespace,
+                    event,
+                    declared: field("declared").unwrap_or_default(),
+                }),
+            "not_in_catalog" => field("namespace").map(|namespace| ClientError::NotInCatalog {
+                namespace,
+                known: field("known").unwrap_or_default(),
+            }),
+            _ => None,
+        };
+        kind.unwrap_or(ClientError::Store(StoreError::Refused {
+            code,
+            message,
+            details,
+        }))
     }
 }
 
@@ -530,6 +574,29 @@ mod codes {
             ClientError::Timeout(std::time::Duration::from_secs(1)),
             ClientError::Config(text()),
         ]
+    }
+
+    /// A refusal of the runtime's own that a server answers comes back through `HttpStore`
+    /// (its body read as a [`StoreError`]) as the same kind, with the same message and fields.
+    #[test]
+    fn a_refusal_a_server_answered_comes_back_as_its_kind() {
+        let refusals = every_kind()
+            .into_iter()
+            .filter(|error| aiki_store::RUNTIME_CODES.contains(&error.code()));
+        let mut seen = Vec::new();
+        for error in refusals {
+            let body = error.to_body();
+            let back = ClientError::from(StoreError::from_body(&body));
+            assert_eq!(back.code(), error.code(), "{back:?}");
+            assert_eq!(back.to_string(), error.to_string());
+            assert_eq!(back.to_body(), body);
+            seen.push(error.code());
+        }
+        assert_eq!(
+            seen,
+            aiki_store::RUNTIME_CODES,
+            "every runtime code is a client code"
+        );
     }
 
     /// The codes are a contract with remote clients: one per kind, listed in `CODES`, none

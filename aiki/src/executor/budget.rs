@@ -1,7 +1,10 @@
 //! An execution budget: the time a push endpoint's platform gives one request. Below a margin
 //! of it the run drains (no new task starts, those in flight record their results) and is
-//! handed back to delivery; handed back without recording anything too many times in a row, it
-//! fails instead of looping.
+//! handed back to delivery; at the budget's end an execution still going (awaiting something
+//! that is neither a task nor a durable wait) is dropped and the run handed back all the same.
+//! Handed back without recording anything too many times in a row, it fails instead of
+//! looping: each hand-back leaves a typed error kind on the run ([`IDLE_KIND`] when idle),
+//! which its timeline keeps.
 
 use aiki_store::{Failure, Millis, RunId, RunStatus, Transition};
 use tokio::time::Instant;
@@ -10,8 +13,14 @@ use super::Parts;
 use super::run::finish;
 use crate::run::Run;
 
-/// What a hand-back that recorded no task result says in the timeline's actor.
-const IDLE_MARK: &str = "execution budget spent, no task recorded";
+/// The error kind a hand-back that recorded no task result leaves on the run, which the
+/// timeline keeps with the change (a typed fact: the count of such hand-backs in a row reads
+/// it, whoever the change's actor is, e.g. the API key an aiki server stamps).
+pub(crate) const IDLE_KIND: &str = "execution_budget_idle";
+
+/// The error kind a hand-back that recorded task results leaves on the run (it replaces an
+/// earlier idle hand-back's, ending the count).
+const PROGRESS_KIND: &str = "execution_budget";
 
 /// One execution's budget.
 #[derive(Clone, Copy, Debug)]
@@ -31,8 +40,8 @@ impl Budget {
     }
 }
 
-/// Hands a run drained by its budget back to delivery (`queued`, the executor and why named
-/// as the timeline's actor), or fails it (`execution_budget`) when this is the `max_idle`-th
+/// Hands a run drained by its budget back to delivery (`queued`, with an error of kind
+/// [`IDLE_KIND`] when it recorded no task result, `execution_budget` otherwise), or fails it (`execution_budget`) when this is the `max_idle`-th
 /// hand-back in a row that recorded no task result. Returns `handed_back` or where it left the
 /// run.
 pub(super) async fn hand_back(
@@ -64,13 +73,24 @@ pub(super) async fn hand_back(
             return finish(run, Transition::to(RunStatus::Failed, now).error(failure)).await;
         }
     }
-    let why = if recorded == 0 {
-        IDLE_MARK.to_owned()
+    let handed_back = if recorded == 0 {
+        Failure::new(
+            IDLE_KIND,
+            "the execution budget was spent before any task result was recorded; handed back \
+             to be delivered again",
+        )
     } else {
-        format!("execution budget spent, {recorded} task results recorded")
+        Failure::new(
+            PROGRESS_KIND,
+            format!(
+                "the execution budget was spent after {recorded} task results were recorded; \
+                 handed back to go on in the next delivery"
+            ),
+        )
     };
-    let actor = format!("{} ({why})", executor.id);
-    let transition = Transition::to(RunStatus::Queued, now).by(Some(actor));
+    let transition = Transition::to(RunStatus::Queued, now)
+        .by(Some(executor.id.clone()))
+        .error(handed_back);
     match finish(run, transition).await {
         "queued" => "handed_back",
         moved => moved,
@@ -94,10 +114,7 @@ async fn idle_hand_backs(executor: &Parts, id: RunId) -> u32 {
         }
         let idle = change.from == Some(RunStatus::Running)
             && change.to == RunStatus::Queued
-            && change
-                .actor
-                .as_deref()
-                .is_some_and(|actor| actor.ends_with(&format!("({IDLE_MARK})")));
+            && change.error_kind.as_deref() == Some(IDLE_KIND);
         if !idle {
             break;
         }

@@ -156,10 +156,22 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>)
     });
     // The claim refresher is a branch of this select, not a task of its own: it ends with the
     // execution, whether that completes, panics, or is dropped (a shutdown, a dropped worker).
+    // At the end of an execution budget, the execution is dropped wherever it waits (something
+    // no drain reaches: a sleep of its own, a call to another service) and the run handed
+    // back: on a platform that ends the request at the budget, a claim held on would never be
+    // answered.
     let outcome = tokio::select! {
         biased;
         () = refresh_claim(&executor, &run, budget) => Outcome::Lost,
         outcome = driven => outcome,
+        () = budget_end(budget) => {
+            tracing::warn!(
+                run_id = %id,
+                "the execution budget ran out while the workflow awaited something other than a \
+                 task or a durable wait; handing the run back"
+            );
+            Outcome::Drained(Drain::Budget)
+        }
     };
     // A flush still under way (the claim was lost) gives its results back, and its hold on
     // the run's writes.
@@ -172,6 +184,15 @@ async fn drive(executor: Arc<Parts>, claimed: RunRecord, budget: Option<Budget>)
         outcome: ended,
         tasks_recorded: run.recorded(),
         overran,
+    }
+}
+
+/// Completes when `budget` ends (never without one).
+async fn budget_end(budget: Option<Budget>) {
+    match budget {
+        // Real time: the budget is the platform's request timeout.
+        Some(budget) => tokio::time::sleep_until(budget.ends_at).await,
+        None => std::future::pending().await,
     }
 }
 
