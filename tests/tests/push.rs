@@ -499,14 +499,19 @@ async fn an_execution_past_its_budget_is_handed_back_and_counted() {
                 .expect("the delivery is answered at its budget, not when the await ends")
                 .unwrap();
             assert_eq!(answer.status(), 200);
-            let body = axum::body::to_bytes(answer.into_body(), 1 << 16).await.unwrap();
+            let body = axum::body::to_bytes(answer.into_body(), 1 << 16)
+                .await
+                .unwrap();
             let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
             (answer, started.elapsed())
         }
     };
     let (first, took) = deliver().await;
     assert_eq!(first["outcome"], "handed_back", "{first}");
-    assert!(took < budget + Duration::from_secs(2), "answered after {took:?}");
+    assert!(
+        took < budget + Duration::from_secs(2),
+        "answered after {took:?}"
+    );
     let record = store.get_run(run.id()).await.unwrap();
     assert_eq!(record.status, RunStatus::Queued, "{record:?}");
     assert_eq!(
@@ -519,12 +524,16 @@ async fn an_execution_past_its_budget_is_handed_back_and_counted() {
     assert_eq!(failed.status, RunStatus::Failed);
     assert_eq!(failed.error.unwrap().kind, "execution_budget");
     let timeline = store.timeline(run.id()).await.unwrap();
+    let handed_back = timeline
+        .iter()
+        .find(|change| change.from == Some(RunStatus::Running) && change.to == RunStatus::Queued)
+        .expect("a hand-back");
     assert!(
-        timeline
-            .iter()
-            .filter(|change| change.actor.is_some())
-            .all(|change| change.actor.as_deref().unwrap().starts_with("key:")),
-        "the server names the key as the actor: {timeline:?}"
+        handed_back
+            .actor
+            .as_deref()
+            .is_some_and(|actor| actor.starts_with("key:")),
+        "the server names the key as the hand-back's actor: {timeline:?}"
     );
     println!(
         "push budget: an execution awaiting 60 s of its own under a 3 s budget was handed back \
