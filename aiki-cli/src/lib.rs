@@ -88,9 +88,11 @@
 //! fork.
 //!
 //! `runs cancel|retry|requeue|resume` take one id, or select many with the filter flags of
-//! `runs list` (or `--ids-from FILE`, at most `--max`): then they only print the count and the
-//! ids (`{"action", "dry_run": true, "count", "ids"}`, a file `--ids-from` reads) unless
-//! `--yes`, which acts on them (`--rate N`: at most N runs a second) and prints each outcome as
+//! `runs list` (or `--ids-from FILE`, at most `--max`): then they only check each run as the
+//! action would and print the count and the ids of those it would act on, and those it would
+//! skip with why (a retry that needs `--rerun-child`, a run whose status no longer qualifies):
+//! `{"action", "dry_run": true, "count", "ids", "skipped": [{"id", "code", "reason"}]}`, a file
+//! `--ids-from` reads; unless `--yes`, which acts on them (`--rate N`: at most N runs a second) and prints each outcome as
 //! it happens: a table row, or with `-o jsonl` a line `{"id", "outcome": "done" | "skipped" |
 //! "failed", "status" | "reason" | "error"}`, then the summary `{"action", "done", "skipped",
 //! "failed", "not_attempted", "interrupted", "error"}` (`-o json`: the summary with `"results":
@@ -98,7 +100,8 @@
 //! qualifies is skipped, not changed. Ctrl-C (SIGINT) stops the action between runs: those in
 //! flight finish and are printed, no other starts, and the summary counts those not attempted.
 //! A failure that is not a run's own (the store refuses the write: a read-only role) stops the
-//! action at the first run, and is said once.
+//! action at the first run, and is said once. An action that did nothing (every run skipped,
+//! or none selected) exits 1.
 //!
 //! # Workflows and workers
 //!
@@ -163,7 +166,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done (`runs result`: the run completed, its output is printed) |
-//! | 1 | the command failed, and trying it again as it is will not change that; one line on standard error says why (a bulk action: a run failed, or the store refused the action) |
+//! | 1 | the command failed, and trying it again as it is will not change that; one line on standard error says why (a bulk action: a run failed, the store refused the action, or nothing was done) |
 //! | 2 | a usage error: an unknown flag, a malformed value, a workflow or error kind the store does not know |
 //! | 3 | `runs result`: the run failed |
 //! | 4 | `runs result`: the run was cancelled |
