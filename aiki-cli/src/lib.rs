@@ -130,7 +130,7 @@
 //! `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}` (`jsonl`: one `RUN` per line, then
 //! `{"next": CURSOR}` if there is a next page); `runs show` prints `{"run": RUN, "doing":
 //! "what it does, in words", "retry_command": "aiki runs retry …" or null, "serving_workers":
-//! [WORKER_ID, ...], "entries": [ENTRY_RECORD, ...], "sleeps": [...], "events": [...],
+//! [WORKER_ID, ...], "entries": [ENTRY_RECORD with "state", ...], "sleeps": [...], "events": [...],
 //! "children": [RUN, ...], "timeline": [CHANGE, ...]}` (the runtime's own timer and queue names,
 //! which start with U+0001, as they are); the actions, `runs release` and `runs start` print
 //! the run as it is afterwards; `runs send` prints `{"run_id", "event", "delivered"}`
@@ -153,7 +153,8 @@
 //! suspended, `pause_requested_at` and `pause_requested_by` while a pause is pending); an
 //! `ENTRY_RECORD` an `EntryRecord` (`address`, `index`, `kind`, `status`, `output`, `attempts`,
 //! `error`, `input`: what a task call was given, `{"aiki_input_omitted_bytes": N}` when it was
-//! too large to record); an event an `EventRecord` (`name`, `index`, `data`, `timed_out`,
+//! too large to record; `runs show` adds `state`: the status, or for a child start the child
+//! run's, `child failed`); an event an `EventRecord` (`name`, `index`, `data`, `timed_out`,
 //! `sent_by`); a `CHANGE` a `StatusChange` (`from`, `to`, `reason`, `cause`, `revision`,
 //! `actor`, `at`); a `WORKER` a `WorkerRecord` (`id`, `host`, `pid`, `namespaces`, `pool`,
 //! `started_at`, `last_seen_at`, `fingerprints`, `stopped_at`, `claim_refresh_ms`,
