@@ -105,8 +105,9 @@
 //!
 //! # Workflows and workers
 //!
-//! `workflows` lists every version with runs or a catalog entry: its runs by status, the pools
-//! of its live workers, and the builds (catalog fingerprints) they run, flagged when they
+//! `workflows` lists every version with runs, a catalog entry or a push endpoint: its runs by
+//! status, the pools of its live workers or the endpoint its runs are pushed to (read on the
+//! store itself: through a server, endpoints are not shown), and the builds (catalog fingerprints) they run, flagged when they
 //! differ (a rolling deploy in progress, or a worker left behind on old code). `workers` lists
 //! the workers seen in the last hour (`--within D`, or `--all` for every heartbeat kept): live,
 //! stopped (said so at shutdown) or gone (silent for two refresh intervals), their pool, the
@@ -130,15 +131,16 @@
 //! `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}` (`jsonl`: one `RUN` per line, then
 //! `{"next": CURSOR}` if there is a next page); `runs show` prints `{"run": RUN, "doing":
 //! "what it does, in words", "retry_command": "aiki runs retry …" or null, "serving_workers":
-//! [WORKER_ID, ...], "entries": [ENTRY_RECORD with "state", ...], "sleeps": [...], "events": [...],
-//! "children": [RUN, ...], "timeline": [CHANGE, ...]}` (the runtime's own timer and queue names,
-//! which start with U+0001, as they are); the actions, `runs release` and `runs start` print
-//! the run as it is afterwards; `runs send` prints `{"run_id", "event", "delivered"}`
+//! [WORKER_ID, ...], "entries": [ENTRY_RECORD with "state", ...], "sleeps": [...], "events":
+//! [...], "children": [RUN, ...], "timeline": [CHANGE, ...]}` (the runtime's own timer and queue
+//! names, which start with U+0001, as they are); the actions, `runs release` and `runs start`
+//! print the run as it is afterwards; `runs send` prints `{"run_id", "event", "delivered"}`
 //! (`delivered` is `false` when the reference id was used before); `workflows` prints
 //! `[{"workflow", "version", "by_status": {STATUS: COUNT}, "oldest_queued_at", "catalog":
-//! CATALOG_ENTRY or null, "pools": [POOL, ...], "builds": [{"fingerprint", "published_by",
-//! "published_at", "live_workers": [WORKER_ID, ...]}], "mixed_builds": BOOL}]` (`catalog`: the
-//! build starts are checked against first); `workers` prints `[WORKER, ...]`; `migrate` prints
+//! CATALOG_ENTRY or null, "pools": [POOL, ...], "pushed_to": URL or null, "builds":
+//! [{"fingerprint", "published_by", "published_at", "live_workers": [WORKER_ID, ...]}],
+//! "mixed_builds": BOOL}]` (`catalog`: the build starts are checked against first; `pushed_to`
+//! is null through a server); `workers` prints `[WORKER, ...]`; `migrate` prints
 //! `{"outcome": "created" | "migrated" | "up_to_date" | "newer" | "no_schema", "found",
 //! "applied": [{"version", "description"}], "version", "release"}`; `schedules list` prints
 //! `[SCHEDULE, ...]`, `schedules show` `{"schedule": SCHEDULE, "catchup_window_ms", "next":
