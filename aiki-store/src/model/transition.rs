@@ -237,6 +237,13 @@ pub struct Claimed {
     /// releases a run whose claim was not refreshed for this long. `None` when nothing was
     /// claimed.
     pub claim_idle_timeout_ms: Option<Millis>,
+    /// Whether this may be the answer an earlier send of the same claim got, and lost (see
+    /// `HttpStore`: a claimer's next claim sends the one that got no answer again, and a
+    /// server answers it with its first answer): its runs were then claimed at that earlier
+    /// send, so their heartbeats say nothing of the store's time now ([`now`](Claimed::now) is
+    /// not a reading of the store's clock). Set by the caller's side, never sent.
+    #[serde(skip)]
+    pub repeated: bool,
 }
 
 impl Claimed {
@@ -247,6 +254,7 @@ impl Claimed {
         Claimed {
             runs,
             claim_idle_timeout_ms,
+            repeated: false,
         }
     }
 
