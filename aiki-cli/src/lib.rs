@@ -27,10 +27,18 @@
 //!
 //! `aiki config` shows the store's runtime configuration (each key's value in force, its
 //! default and its range; JSON: one object of the keys' names and values; JSONL: one line per
-//! key, `{key, value, default, min, max}`) and `aiki config set KEY VALUE` sets one key: the
-//! daemons' timings and limits, which every worker and server on the store follows. A claim
-//! idle timeout not above twice the refresh interval of a live worker is refused unless
-//! `--force`d.
+//! key, `{key, value, default, min, max, safe_min}`) and `aiki config set KEY VALUE` sets one
+//! key: the daemons' timings and limits, which every worker and server on the store follows. A
+//! claim idle timeout not above twice the refresh interval of a live worker is refused unless
+//! `--force`d; a run retention below an hour (`safe_min`) unless `--allow-short-retention` (a
+//! trial or a test).
+//!
+//! `runs purge --finished-before AGE|TIME [--dry-run] [--limit N] [--allow-short-retention]`
+//! deletes ended runs on the database itself; runs ended within the last hour stay unless
+//! `--allow-short-retention`. Its dry run prints `{"dry_run": true, "ended_before",
+//! "purgeable_now", "purgeable_later", "last_purgeable_at", "runs": [{"id", "workflow",
+//! "version", "status", "ended_at", "purgeable_at"}]}`: what would go now, and what becomes
+//! purgeable later and when.
 //!
 //! `aiki server` (feature `server`, on by default) serves the store over HTTP to remote workers
 //! and clients and runs the daemons; it refuses to start until the store holds an API key

@@ -235,6 +235,7 @@ macro_rules! conformance_tests {
                 check_recovery_pauses_a_run_with_a_pause_request,
                 check_a_purge_takes_ended_runs_and_only_them,
                 check_a_purge_takes_at_most_its_limit_under_its_lease,
+                check_a_purge_asked_for_young_runs_takes_them,
             ]);
     };
     (@group $factory:expr; $group:ident: [$($check:ident),* $(,)?]) => {

@@ -314,7 +314,10 @@ impl Daemons {
         // go on meanwhile (the bench's retention row).
         let retention = config.run_retention_ms;
         if retention > 0 && leadership.purge.due(now, FORGET_EVERY) {
-            let purge = PurgeRuns::new(now.saturating_sub(retention)).limit(limit);
+            // A retention below the purge's minimum age was asked for explicitly (a trial).
+            let purge = PurgeRuns::new(now.saturating_sub(retention))
+                .min_age(retention.min(aiki_store::PURGE_MIN_AGE_MS))
+                .limit(limit);
             let purged = sweep(sweeper.purge_runs(&lease, now, purge)).await?;
             let count = purged.len() as u64;
             leadership.purge.swept(now, count, purge.limit);
