@@ -91,16 +91,7 @@ async fn ended_runs_past_their_retention_are_purged(backend: Backend) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     h.store.get_run(done.id()).await.expect("kept for now");
     h.clock.advance(Duration::from_millis(2 * HOUR as u64));
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        match h.store.get_run(done.id()).await {
-            Err(aiki::StoreError::NotFound { .. }) => break,
-            Ok(_) => {}
-            Err(error) => panic!("{error}"),
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never purged");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    purged(&h, done.id()).await;
     assert!(matches!(
         h.store.load_history(done.id()).await,
         Err(aiki::StoreError::NotFound { .. })
@@ -114,6 +105,20 @@ async fn ended_runs_past_their_retention_are_purged(backend: Backend) {
 }
 
 const HOUR: i64 = 3_600_000;
+
+/// Waits until the daemons have purged run `id`.
+async fn purged(h: &Harness, id: aiki::RunId) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match h.store.get_run(id).await {
+            Err(aiki::StoreError::NotFound { .. }) => return,
+            Ok(_) => {}
+            Err(error) => panic!("{error}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never purged");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
 
 #[aiki::workflow(name = "retention-waits", version = "1", events(never = bool))]
 async fn waits(run: &Run) -> Result<(), WorkflowError> {
@@ -145,16 +150,7 @@ async fn a_short_retention_asked_for_explicitly_purges_within_minutes(backend: B
     h.store.get_run(done.id()).await.expect("kept for now");
     // Two minutes on (the purge runs a batch a minute): gone.
     h.clock.advance(Duration::from_millis(2 * MINUTE as u64));
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        match h.store.get_run(done.id()).await {
-            Err(aiki::StoreError::NotFound { .. }) => break,
-            Ok(_) => {}
-            Err(error) => panic!("{error}"),
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never purged");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    purged(&h, done.id()).await;
 }
 
 const MINUTE: i64 = 60_000;
