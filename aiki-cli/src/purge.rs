@@ -235,14 +235,14 @@ impl Listed {
                 };
                 let later = match last {
                     Some(last) if !short => format!(
-                        ", and {later} more that ended within the last hour once an hour has \
-                         passed since they ended, the last {} ({}; now with \
-                         --allow-short-retention)",
+                        ", and {later} more once an hour has passed since they (and their \
+                         parent) ended, the last {} ({}; now with --allow-short-retention)",
                         relative(last),
                         rfc3339(last)
                     ),
                     Some(last) => format!(
-                        ", and {later} more that ended within the last second, the last {}",
+                        ", and {later} more once a second has passed since they (and their \
+                         parent) ended, the last at {}",
                         rfc3339(last)
                     ),
                     None => String::new(),

@@ -251,7 +251,7 @@ async fn young_runs_are_counted_by_when_and_purged_when_asked(backend: Backend) 
         table.stdout.contains("dry run: 1 run that ended before")
             && table
                 .stdout
-                .contains("would be purged now, and 2 more that ended within the last hour")
+                .contains("would be purged now, and 2 more once an hour has passed")
             && table.stdout.contains("in 49 min"),
         "{}",
         table.stdout
