@@ -1,28 +1,18 @@
 //! The actions that take one run or many: `runs cancel|retry|requeue|resume`. One id acts at
-//! once; filter flags or `--ids-from FILE` select many, and then the command is a dry run (the
-//! count and the ids, which `-o json` prints as a file `--ids-from` accepts) unless `--yes`,
-//! which acts on them (see [`outcomes`](crate::outcomes)).
+//! once; filter flags or `--ids-from FILE` select many, and then the command is a dry run (each
+//! run checked as the action would check it: the count and the ids it would act on, which `-o
+//! json` prints as a file `--ids-from` accepts, and the runs it would skip, with why) unless
+//! `--yes`, which acts on them (see [`outcomes`](crate::outcomes)).
 
 use std::io::Write;
 
-use aiki::{BulkAction, Client, RunId};
+use aiki::{BulkAction, BulkCheck, Client, RunId};
 use serde_json::{Value, json};
 
 use crate::args::{ActArgs, Cli, Format};
-use crate::output::json;
+use crate::output::{json, text};
 use crate::runs::acted;
 use crate::{EXIT_USAGE, Failure};
-
-/// The action's verb.
-pub(crate) fn name(action: BulkAction) -> &'static str {
-    match action {
-        BulkAction::Cancel => "cancel",
-        BulkAction::Retry(_) => "retry",
-        BulkAction::Requeue => "requeue",
-        BulkAction::Resume => "resume",
-        _ => "act on",
-    }
-}
 
 fn usage(message: String) -> Failure {
     Failure {
@@ -68,7 +58,7 @@ pub(crate) async fn act(
         return Err(usage(format!(
             "name the runs to {}: a run id, filter flags (as for `runs list`), or `--ids-from \
              FILE`",
-            name(action)
+            action.verb()
         )));
     }
     if args.ids_from.is_some() && !args.filter.is_empty() {
@@ -85,7 +75,8 @@ pub(crate) async fn act(
         }
     };
     if !args.yes {
-        return dry_run(action, &ids, format, out);
+        let checked = client.bulk_check(action, &ids).await?;
+        return dry_run(action, &checked, format, out);
     }
     let pace = args
         .rate
@@ -120,25 +111,47 @@ fn read_ids(path: &std::path::Path) -> Result<Vec<RunId>, Failure> {
         .collect()
 }
 
+/// Prints what `--yes` would do: the runs it would act on, and those it would skip with why.
 fn dry_run(
     action: BulkAction,
-    ids: &[RunId],
+    checked: &BulkCheck,
     format: Format,
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
-    let verb = name(action);
+    let verb = action.verb();
+    let skipped: Vec<Value> = checked
+        .skips
+        .iter()
+        .map(|(id, why)| json!({"id": id, "code": why.code(), "reason": why.to_string()}))
+        .collect();
     match format {
         Format::Table => {
-            writeln!(out, "would {verb} {} run(s):", ids.len())?;
-            for id in ids {
+            writeln!(out, "would {verb} {} run(s):", checked.acts.len())?;
+            for id in &checked.acts {
                 writeln!(out, "  {id}")?;
             }
-            writeln!(out, "nothing done: add --yes to {verb} them")?;
+            if !checked.skips.is_empty() {
+                writeln!(out, "would skip {} run(s):", checked.skips.len())?;
+                for (id, why) in &checked.skips {
+                    writeln!(out, "  {id}  {}", text(&why.to_string()))?;
+                }
+            }
+            if checked.acts.is_empty() {
+                writeln!(out, "nothing to {verb}")?;
+            } else {
+                writeln!(out, "nothing done: add --yes to {verb} them")?;
+            }
         }
         _ => json(
             out,
             format,
-            &json!({"action": verb, "dry_run": true, "count": ids.len(), "ids": ids}),
+            &json!({
+                "action": verb,
+                "dry_run": true,
+                "count": checked.acts.len(),
+                "ids": checked.acts,
+                "skipped": skipped,
+            }),
         )?,
     }
     Ok(0)

@@ -20,8 +20,21 @@ pub(crate) async fn config(
     let client = client(cli).await?;
     let config = match &args.command {
         None | Some(ConfigCommand::Show) => client.runtime_config().await?,
-        Some(ConfigCommand::Set { key, value, force }) => {
-            if *force {
+        Some(ConfigCommand::Set {
+            key,
+            value,
+            force,
+            allow_short_retention,
+        }) => {
+            if *allow_short_retention {
+                if *key != ConfigKey::RunRetention {
+                    return Err(Failure::usage(format!(
+                        "`--allow-short-retention` sets `{}`, not `{key}`",
+                        ConfigKey::RunRetention
+                    )));
+                }
+                client.set_short_retention(*value).await?
+            } else if *force {
                 client.force_config(*key, *value).await?
             } else {
                 client.set_config(*key, *value).await?
@@ -40,7 +53,8 @@ pub(crate) async fn config(
     Ok(0)
 }
 
-/// One key as a JSON line.
+/// One key as a JSON line (`safe_min`: the least value set without asking explicitly, for a
+/// key whose range goes lower).
 fn entry(config: &RuntimeConfig, key: ConfigKey) -> serde_json::Value {
     let (min, max) = key.range();
     json!({
@@ -49,13 +63,23 @@ fn entry(config: &RuntimeConfig, key: ConfigKey) -> serde_json::Value {
         "default": key.default_value(),
         "min": min,
         "max": max,
+        "safe_min": key.safe_min(),
     })
+}
+
+/// The values a key takes: `1000..=86400000`, and for the run retention the part asked for
+/// explicitly.
+fn range(key: ConfigKey) -> String {
+    let (min, max) = key.range();
+    match key.safe_min() {
+        Some(safe) => format!("{safe}..={max} (from {min} with --allow-short-retention)"),
+        None => format!("{min}..={max}"),
+    }
 }
 
 fn table(config: &RuntimeConfig, out: &mut impl Write) -> Result<(), Failure> {
     let mut table = Table::new(&["key", "value", "default", "range"]);
     for &key in ConfigKey::ALL {
-        let (min, max) = key.range();
         let value = config.get(key);
         let default = key.default_value();
         table.row(vec![
@@ -66,7 +90,7 @@ fn table(config: &RuntimeConfig, out: &mut impl Write) -> Result<(), Failure> {
                 format!("{value} (changed)")
             },
             default.to_string(),
-            format!("{min}..={max}"),
+            range(key),
         ]);
     }
     table.print(out)

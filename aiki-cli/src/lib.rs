@@ -27,10 +27,18 @@
 //!
 //! `aiki config` shows the store's runtime configuration (each key's value in force, its
 //! default and its range; JSON: one object of the keys' names and values; JSONL: one line per
-//! key, `{key, value, default, min, max}`) and `aiki config set KEY VALUE` sets one key: the
-//! daemons' timings and limits, which every worker and server on the store follows. A claim
-//! idle timeout not above twice the refresh interval of a live worker is refused unless
-//! `--force`d.
+//! key, `{key, value, default, min, max, safe_min}`) and `aiki config set KEY VALUE` sets one
+//! key: the daemons' timings and limits, which every worker and server on the store follows. A
+//! claim idle timeout not above twice the refresh interval of a live worker is refused unless
+//! `--force`d; a run retention below an hour (`safe_min`) unless `--allow-short-retention` (a
+//! trial or a test).
+//!
+//! `runs purge --finished-before AGE|TIME [--dry-run] [--limit N] [--allow-short-retention]`
+//! deletes ended runs on the database itself; runs ended within the last hour stay unless
+//! `--allow-short-retention`. Its dry run prints `{"dry_run": true, "ended_before",
+//! "purgeable_now", "purgeable_later", "last_purgeable_at", "runs": [{"id", "workflow",
+//! "version", "status", "ended_at", "purgeable_at"}]}`: what would go now, and what becomes
+//! purgeable later and when.
 //!
 //! `aiki server` (feature `server`, on by default) serves the store over HTTP to remote workers
 //! and clients and runs the daemons; it refuses to start until the store holds an API key
@@ -88,9 +96,11 @@
 //! fork.
 //!
 //! `runs cancel|retry|requeue|resume` take one id, or select many with the filter flags of
-//! `runs list` (or `--ids-from FILE`, at most `--max`): then they only print the count and the
-//! ids (`{"action", "dry_run": true, "count", "ids"}`, a file `--ids-from` reads) unless
-//! `--yes`, which acts on them (`--rate N`: at most N runs a second) and prints each outcome as
+//! `runs list` (or `--ids-from FILE`, at most `--max`): then they only check each run as the
+//! action would and print the count and the ids of those it would act on, and those it would
+//! skip with why (a retry that needs `--rerun-child`, a run whose status no longer qualifies):
+//! `{"action", "dry_run": true, "count", "ids", "skipped": [{"id", "code", "reason"}]}`, a file
+//! `--ids-from` reads; unless `--yes`, which acts on them (`--rate N`: at most N runs a second) and prints each outcome as
 //! it happens: a table row, or with `-o jsonl` a line `{"id", "outcome": "done" | "skipped" |
 //! "failed", "status" | "reason" | "error"}`, then the summary `{"action", "done", "skipped",
 //! "failed", "not_attempted", "interrupted", "error"}` (`-o json`: the summary with `"results":
@@ -98,12 +108,14 @@
 //! qualifies is skipped, not changed. Ctrl-C (SIGINT) stops the action between runs: those in
 //! flight finish and are printed, no other starts, and the summary counts those not attempted.
 //! A failure that is not a run's own (the store refuses the write: a read-only role) stops the
-//! action at the first run, and is said once.
+//! action at the first run, and is said once. An action that did nothing (every run skipped,
+//! or none selected) exits 1.
 //!
 //! # Workflows and workers
 //!
-//! `workflows` lists every version with runs or a catalog entry: its runs by status, the pools
-//! of its live workers, and the builds (catalog fingerprints) they run, flagged when they
+//! `workflows` lists every version with runs, a catalog entry or a push endpoint: its runs by
+//! status, the pools of its live workers or the endpoint its runs are pushed to (read on the
+//! store itself: through a server, endpoints are not shown), and the builds (catalog fingerprints) they run, flagged when they
 //! differ (a rolling deploy in progress, or a worker left behind on old code). `workers` lists
 //! the workers seen in the last hour (`--within D`, or `--all` for every heartbeat kept): live,
 //! stopped (said so at shutdown) or gone (silent for two refresh intervals), their pool, the
@@ -127,15 +139,16 @@
 //! `runs list` prints `{"runs": [RUN, ...], "next": CURSOR}` (`jsonl`: one `RUN` per line, then
 //! `{"next": CURSOR}` if there is a next page); `runs show` prints `{"run": RUN, "doing":
 //! "what it does, in words", "retry_command": "aiki runs retry …" or null, "serving_workers":
-//! [WORKER_ID, ...], "entries": [ENTRY_RECORD, ...], "sleeps": [...], "events": [...],
-//! "children": [RUN, ...], "timeline": [CHANGE, ...]}` (the runtime's own timer and queue names,
-//! which start with U+0001, as they are); the actions, `runs release` and `runs start` print
-//! the run as it is afterwards; `runs send` prints `{"run_id", "event", "delivered"}`
+//! [WORKER_ID, ...], "entries": [ENTRY_RECORD with "state", ...], "sleeps": [...], "events":
+//! [...], "children": [RUN, ...], "timeline": [CHANGE, ...]}` (the runtime's own timer and queue
+//! names, which start with U+0001, as they are); the actions, `runs release` and `runs start`
+//! print the run as it is afterwards; `runs send` prints `{"run_id", "event", "delivered"}`
 //! (`delivered` is `false` when the reference id was used before); `workflows` prints
 //! `[{"workflow", "version", "by_status": {STATUS: COUNT}, "oldest_queued_at", "catalog":
-//! CATALOG_ENTRY or null, "pools": [POOL, ...], "builds": [{"fingerprint", "published_by",
-//! "published_at", "live_workers": [WORKER_ID, ...]}], "mixed_builds": BOOL}]` (`catalog`: the
-//! build starts are checked against first); `workers` prints `[WORKER, ...]`; `migrate` prints
+//! CATALOG_ENTRY or null, "pools": [POOL, ...], "pushed_to": URL or null, "builds":
+//! [{"fingerprint", "published_by", "published_at", "live_workers": [WORKER_ID, ...]}],
+//! "mixed_builds": BOOL}]` (`catalog`: the build starts are checked against first; `pushed_to`
+//! is null through a server); `workers` prints `[WORKER, ...]`; `migrate` prints
 //! `{"outcome": "created" | "migrated" | "up_to_date" | "newer" | "no_schema", "found",
 //! "applied": [{"version", "description"}], "version", "release"}`; `schedules list` prints
 //! `[SCHEDULE, ...]`, `schedules show` `{"schedule": SCHEDULE, "catchup_window_ms", "next":
@@ -150,7 +163,8 @@
 //! suspended, `pause_requested_at` and `pause_requested_by` while a pause is pending); an
 //! `ENTRY_RECORD` an `EntryRecord` (`address`, `index`, `kind`, `status`, `output`, `attempts`,
 //! `error`, `input`: what a task call was given, `{"aiki_input_omitted_bytes": N}` when it was
-//! too large to record); an event an `EventRecord` (`name`, `index`, `data`, `timed_out`,
+//! too large to record; `runs show` adds `state`: the status, or for a child start the child
+//! run's, `child failed`); an event an `EventRecord` (`name`, `index`, `data`, `timed_out`,
 //! `sent_by`); a `CHANGE` a `StatusChange` (`from`, `to`, `reason`, `cause`, `revision`,
 //! `actor`, `at`); a `WORKER` a `WorkerRecord` (`id`, `host`, `pid`, `namespaces`, `pool`,
 //! `started_at`, `last_seen_at`, `fingerprints`, `stopped_at`, `claim_refresh_ms`,
@@ -163,7 +177,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | done (`runs result`: the run completed, its output is printed) |
-//! | 1 | the command failed, and trying it again as it is will not change that; one line on standard error says why (a bulk action: a run failed, or the store refused the action) |
+//! | 1 | the command failed, and trying it again as it is will not change that; one line on standard error says why (a bulk action: a run failed, the store refused the action, or nothing was done) |
 //! | 2 | a usage error: an unknown flag, a malformed value, a workflow or error kind the store does not know |
 //! | 3 | `runs result`: the run failed |
 //! | 4 | `runs result`: the run was cancelled |

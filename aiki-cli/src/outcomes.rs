@@ -1,7 +1,8 @@
 //! A bulk action executed (`--yes`): each run's outcome printed as it happens (a table row, or
 //! a JSON line), a Ctrl-C that stops it cleanly between runs (the runs in flight finish, no
 //! other starts), a store that refuses every write reported once, and always a summary of how
-//! many runs were done, skipped, failed and not attempted.
+//! many runs were done, skipped, failed and not attempted. An action that did nothing (every
+//! run skipped, or none selected) exits non-zero.
 
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -35,8 +36,9 @@ struct Tally {
 }
 
 /// Acts on `ids`, printing each outcome as it comes, then the summary. Exit code 0 when every
-/// run was done or skipped, [`EXIT_INTERRUPTED`] after a Ctrl-C, [`EXIT_ERROR`] when a run
-/// failed or the store refused the action (said once, on standard error).
+/// run was done or skipped and at least one was done, [`EXIT_INTERRUPTED`] after a Ctrl-C,
+/// [`EXIT_ERROR`] when a run failed, the store refused the action (said once, on standard
+/// error), or nothing was done.
 pub(crate) async fn execute(
     client: &Client,
     action: BulkAction,
@@ -45,7 +47,7 @@ pub(crate) async fn execute(
     format: Format,
     out: &mut impl Write,
 ) -> Result<u8, Failure> {
-    let verb = crate::bulk::name(action);
+    let verb = action.verb();
     let interrupted = AtomicBool::new(false);
     let stop = async {
         match tokio::signal::ctrl_c().await {
@@ -153,6 +155,16 @@ pub(crate) async fn execute(
             ),
             code: EXIT_ERROR,
         });
+    }
+    if tally.done == 0 {
+        return Err(Failure::error(if ids.is_empty() {
+            format!("nothing done: no run was selected to {verb}")
+        } else {
+            format!(
+                "nothing done: every run selected ({}) was skipped; the reasons are above",
+                tally.skipped
+            )
+        }));
     }
     Ok(0)
 }

@@ -1,11 +1,13 @@
 //! `aiki runs purge`: deletes ended runs on the database itself, in batches under a lease of
-//! its own (as the daemons' retention does under theirs), times by the store's clock.
+//! its own (as the daemons' retention does under theirs), times by the store's clock. Runs
+//! ended within the last hour stay unless `--allow-short-retention`; a dry run lists what would
+//! go now, and what becomes purgeable later and when.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use aiki::store::{PURGE_MAX_LIMIT, PURGE_MIN_AGE_MS, PurgeRuns};
-use aiki::{MigrationMode, Millis, RunId};
+use aiki::store::{PURGE_MAX_LIMIT, PURGE_MIN_AGE_MS, PURGE_SHORTEST_AGE_MS, PurgeRuns};
+use aiki::{MigrationMode, Millis, RunId, StoreError};
 use serde_json::json;
 
 use crate::Failure;
@@ -56,27 +58,47 @@ pub(crate) async fn purge(
         Before::At(at) => at,
         Before::Ago(ago) => now.saturating_sub(i64::try_from(ago.as_millis()).unwrap_or(i64::MAX)),
     };
-    let youngest = now - PURGE_MIN_AGE_MS;
-    if before > youngest {
+    // The youngest a run may be and go: an hour, or a second when asked for explicitly.
+    let min_age = if args.allow_short_retention {
+        PURGE_SHORTEST_AGE_MS
+    } else {
+        PURGE_MIN_AGE_MS
+    };
+    let youngest = now - min_age;
+    if before > youngest && !args.dry_run {
         store.release_lease(&held, now).await.ok();
-        return Err(Failure::usage(format!(
-            "--finished-before must be at least an hour ago (runs ended within the last hour \
-             are never purged): give {} or earlier",
-            rfc3339(youngest)
-        )));
+        return Err(Failure::usage(if args.allow_short_retention {
+            format!(
+                "--finished-before must be at least a second ago: give {} or earlier",
+                rfc3339(youngest)
+            )
+        } else {
+            format!(
+                "--finished-before must be at least an hour ago (runs ended within the last \
+                 hour are kept unless --allow-short-retention): give {} or earlier, or see \
+                 with --dry-run what becomes purgeable when",
+                rfc3339(youngest)
+            )
+        }));
     }
     let limit = args.limit.map_or(u32::MAX, |limit| limit.get());
     let result = if args.dry_run {
+        // Every run ended before `before`, however young: those younger than the minimum age
+        // are listed with when they become purgeable.
         let request = PurgeRuns::new(before)
+            .min_age(PURGE_SHORTEST_AGE_MS)
             .limit(limit.min(PURGE_MAX_LIMIT))
             .dry_run(true);
         let ids = busy(|| store.purge_runs(&held, now, request)).await?;
-        print_listed(&*store, &ids, before, format, out).await
+        let listed = Listed::read(&*store, &ids, min_age, now).await?;
+        listed.print(before, args.allow_short_retention, format, out)
     } else {
         let mut purged = 0_u64;
         loop {
             let left = limit.saturating_sub(u32::try_from(purged).unwrap_or(u32::MAX));
-            let request = PurgeRuns::new(before).limit(left.min(BATCH));
+            let request = PurgeRuns::new(before)
+                .min_age(min_age)
+                .limit(left.min(BATCH));
             if left == 0 {
                 break;
             }
@@ -132,65 +154,138 @@ where
     }
 }
 
-/// Prints the runs a dry run listed, with what each was.
-async fn print_listed(
-    store: &dyn aiki::Store,
-    ids: &[RunId],
-    before: Millis,
-    format: Format,
-    out: &mut impl Write,
-) -> Result<(), Failure> {
-    let mut runs = Vec::with_capacity(ids.len());
-    for id in ids {
-        runs.push(store.get_run(*id).await?);
-    }
-    match format {
-        Format::Table => {
-            let mut table = Table::new(&["id", "workflow", "version", "status", "ended"]);
-            for run in &runs {
-                table.row(vec![
-                    run.id.to_string(),
-                    run.namespace.workflow.clone(),
-                    run.namespace.version.clone(),
-                    run.status.to_string(),
-                    relative(run.updated_at),
-                ]);
+/// The runs a dry run listed, each with when it becomes purgeable.
+struct Listed {
+    runs: Vec<(aiki::RunRecord, Millis)>,
+    /// The store's now.
+    now: Millis,
+}
+
+impl Listed {
+    /// Reads the runs of `ids`, and when each becomes purgeable: once it, and its parent if
+    /// the parent is still there, ended more than `min_age` ago.
+    async fn read(
+        store: &dyn aiki::Store,
+        ids: &[RunId],
+        min_age: Millis,
+        now: Millis,
+    ) -> Result<Self, Failure> {
+        let mut runs = Vec::with_capacity(ids.len());
+        for id in ids {
+            let run = store.get_run(*id).await?;
+            let mut ended = run.updated_at;
+            if let Some(parent) = &run.parent {
+                match store.get_run(parent.run_id).await {
+                    Ok(parent) => ended = ended.max(parent.updated_at),
+                    Err(StoreError::NotFound { .. }) => {}
+                    Err(error) => return Err(error.into()),
+                }
             }
-            table.print(out)?;
-            writeln!(
-                out,
-                "dry run: {} run{} that ended before {} would be purged{}; nothing was changed",
-                runs.len(),
-                if runs.len() == 1 { "" } else { "s" },
-                rfc3339(before),
-                if runs.len() >= PURGE_MAX_LIMIT as usize {
+            runs.push((run, ended.saturating_add(min_age)));
+        }
+        Ok(Listed { runs, now })
+    }
+
+    /// How many are purgeable now, how many later, and when the last of them becomes so.
+    fn counts(&self) -> (usize, usize, Option<Millis>) {
+        let later: Vec<Millis> = self
+            .runs
+            .iter()
+            .map(|(_, at)| *at)
+            .filter(|at| *at > self.now)
+            .collect();
+        (
+            self.runs.len() - later.len(),
+            later.len(),
+            later.into_iter().max(),
+        )
+    }
+
+    fn print(
+        &self,
+        before: Millis,
+        short: bool,
+        format: Format,
+        out: &mut impl Write,
+    ) -> Result<(), Failure> {
+        let (now, later, last) = self.counts();
+        match format {
+            Format::Table => {
+                let mut table =
+                    Table::new(&["id", "workflow", "version", "status", "ended", "purgeable"]);
+                for (run, at) in &self.runs {
+                    table.row(vec![
+                        run.id.to_string(),
+                        run.namespace.workflow.clone(),
+                        run.namespace.version.clone(),
+                        run.status.to_string(),
+                        relative(run.updated_at),
+                        if *at <= self.now {
+                            "now".to_owned()
+                        } else {
+                            relative(*at)
+                        },
+                    ]);
+                }
+                table.print(out)?;
+                let at_least = if self.runs.len() >= PURGE_MAX_LIMIT as usize {
                     " (at least)"
                 } else {
                     ""
-                },
-            )?;
-        }
-        _ => {
-            let listed: Vec<_> = runs
-                .iter()
-                .map(|run| {
-                    json!({
-                        "id": run.id,
-                        "workflow": run.namespace.workflow,
-                        "version": run.namespace.version,
-                        "status": run.status,
-                        "ended_at": run.updated_at,
+                };
+                let later = match last {
+                    Some(last) if !short => format!(
+                        ", and {later} more once an hour has passed since they (and their \
+                         parent) ended, the last {} ({}; now with --allow-short-retention)",
+                        relative(last),
+                        rfc3339(last)
+                    ),
+                    Some(last) => format!(
+                        ", and {later} more once a second has passed since they (and their \
+                         parent) ended, the last at {}",
+                        rfc3339(last)
+                    ),
+                    None => String::new(),
+                };
+                writeln!(
+                    out,
+                    "dry run: {now} run{} that ended before {} would be purged now{at_least}\
+                     {later}; nothing was changed",
+                    if now == 1 { "" } else { "s" },
+                    rfc3339(before),
+                )?;
+            }
+            _ => {
+                let listed: Vec<_> = self
+                    .runs
+                    .iter()
+                    .map(|(run, at)| {
+                        json!({
+                            "id": run.id,
+                            "workflow": run.namespace.workflow,
+                            "version": run.namespace.version,
+                            "status": run.status,
+                            "ended_at": run.updated_at,
+                            "purgeable_at": at,
+                        })
                     })
-                })
-                .collect();
-            json(
-                out,
-                format,
-                &json!({"dry_run": true, "ended_before": before, "runs": listed}),
-            )?;
+                    .collect();
+                json(
+                    out,
+                    format,
+                    &json!({
+                        "dry_run": true,
+                        "ended_before": before,
+                        "purgeable_now": now,
+                        "purgeable_later": later,
+                        "last_purgeable_at": last,
+                        "runs": listed,
+                    }),
+                )?;
+            }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// `at` in RFC 3339, UTC.

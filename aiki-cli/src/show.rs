@@ -4,7 +4,7 @@ use std::io::Write;
 
 use aiki::ops::{RunView, runtime_name};
 use aiki::{Client, RunId};
-use aiki_store::{EntryRecord, StatusChange};
+use aiki_store::StatusChange;
 use serde_json::Value;
 
 use crate::args::{Cli, Format};
@@ -76,7 +76,7 @@ fn table(cli: &Cli, view: &RunView, inputs: bool, out: &mut impl Write) -> Resul
         }
     }
     let mut tables = Vec::new();
-    tables.push(entries(&view.entries, inputs));
+    tables.push(entries(view, inputs));
     let (sleeps, timeouts) = timers(view);
     tables.extend([sleeps, timeouts, events(view), children(view)]);
     tables.push(timeline(&view.timeline));
@@ -87,18 +87,19 @@ fn table(cli: &Cli, view: &RunView, inputs: bool, out: &mut impl Write) -> Resul
     Ok(())
 }
 
-fn entries(entries: &[EntryRecord], inputs: bool) -> Table {
+/// The entries, each with its state: a child start's is its child run's status.
+fn entries(view: &RunView, inputs: bool) -> Table {
     let mut headers = vec!["address", "index", "kind", "status", "attempts", "error"];
     if inputs {
         headers.push("input");
     }
     let mut table = Table::new(&headers);
-    for entry in entries {
+    for entry in &view.entries {
         let mut row = vec![
             entry.address.clone(),
             entry.index.to_string(),
             name(&entry.kind),
-            name(&entry.status),
+            view.entry_state(entry),
             entry.attempts.to_string(),
             entry
                 .error

@@ -66,10 +66,12 @@ pub fn workflow(args: TokenStream, item: TokenStream) -> TokenStream {
     );
     let model = WorkflowFn::from_item(&cx, item.clone(), ident.clone());
     let stubbable = clear && model.as_ref().is_some_and(|model| model.concrete);
+    // Without the model, the fallback emits the fn alone: with its events in scope still.
+    let fallback_item = expand::workflow_fallback_fn(&attrs, &item);
     finish(
         Kind::Workflow,
         cx,
-        Some(&item),
+        Some(&fallback_item),
         ident.filter(|_| clear),
         |body| {
             model_for(&body, model.as_ref(), stubbable)

@@ -279,9 +279,14 @@ async fn checked(
             key.id,
             key.scope_list()
         );
-        let mut body = StoreError::Forbidden { message }.to_body();
+        let mut body = StoreError::Forbidden {
+            message: message.clone(),
+        }
+        .to_body();
+        // The message itself, as every other body's details carry it: a client reads it back
+        // into `StoreError::Forbidden`, whose text adds `forbidden: ` again.
         body.details = json!({
-            "message": body.message,
+            "message": message,
             "key": key.id,
             "needed": needed,
             "holds": key.scopes,

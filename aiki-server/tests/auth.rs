@@ -156,6 +156,11 @@ async fn a_key_without_the_routes_scope_is_403_and_changes_nothing() {
         refused.to_string().contains("`operator` scope"),
         "{refused}"
     );
+    assert!(
+        refused.to_string().starts_with("forbidden: API key ")
+            && refused.to_string().matches("forbidden").count() == 1,
+        "said once: {refused}"
+    );
     let executor = HttpStore::new(&remote.url())
         .unwrap()
         .with_key(key(&remote, &[Scope::Executor]).await.token);

@@ -59,8 +59,10 @@ pub enum StoreError {
         /// What collided.
         what: String,
     },
-    /// The database cannot be reached (or went away mid-call). Workers retry with back-off.
-    #[error("store unavailable: {message}; check that the database is running and reachable")]
+    /// The store cannot be reached (or went away mid-call), or cannot serve the call for now
+    /// (busy). Workers retry with back-off. The message says what did not answer (the
+    /// database, or the aiki server at its URL) and what to check.
+    #[error("store unavailable: {message}")]
     Unavailable {
         /// What happened.
         message: String,
@@ -218,13 +220,31 @@ impl StoreError {
     }
 }
 
-/// `url` with the password of its user info (`postgres://user:secret@host`) replaced by `***`,
-/// for error messages, which end up in logs and terminals.
+/// `url` with its secrets replaced by `***`, for error messages and logs, which end up in
+/// terminals: the password of its user info (`postgres://user:secret@host`), the values of query
+/// parameters that name a secret (`password=`, `sslpassword=`, any name holding `password`,
+/// `secret` or `token`), and those of the URLs a parameter carries (`aiki_listen_url=`, read
+/// percent-encoded), redacted alike.
 pub(crate) fn redact(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut redacted = redact_user_info(base);
+    if let Some(query) = query {
+        let pairs: Vec<String> = query.split('&').map(redact_parameter).collect();
+        redacted.push('?');
+        redacted.push_str(&pairs.join("&"));
+    }
+    redacted
+}
+
+/// `url` (without its query) with the password of its user info replaced by `***`.
+fn redact_user_info(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority_end = rest.find(['/', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(authority_end);
     let Some((user_info, host)) = authority.rsplit_once('@') else {
         return url.to_owned();
@@ -233,6 +253,40 @@ pub(crate) fn redact(url: &str) -> String {
         Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
         None => url.to_owned(),
     }
+}
+
+/// A query parameter `name=value` with a secret value replaced by `***`, and a URL value
+/// redacted.
+fn redact_parameter(pair: &str) -> String {
+    let Some((name, value)) = pair.split_once('=') else {
+        return pair.to_owned();
+    };
+    let lower = name.to_ascii_lowercase();
+    if ["password", "secret", "token"]
+        .iter()
+        .any(|secret| lower.contains(secret))
+    {
+        return format!("{name}=***");
+    }
+    let Ok(decoded) = percent_encoding::percent_decode_str(value).decode_utf8() else {
+        return pair.to_owned();
+    };
+    if !decoded.contains("://") {
+        return pair.to_owned();
+    }
+    // Readable, yet one value of the query: what would end or split it stays encoded.
+    const IN_A_VALUE: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+        .add(b' ')
+        .add(b'#')
+        .add(b'%')
+        .add(b'&')
+        .add(b'+')
+        .add(b'=');
+    let inner = redact(&decoded);
+    format!(
+        "{name}={}",
+        percent_encoding::utf8_percent_encode(&inner, IN_A_VALUE)
+    )
 }
 
 #[cfg(test)]
@@ -248,5 +302,27 @@ mod redaction {
         assert_eq!(redact("postgres://app@db/runs"), "postgres://app@db/runs");
         assert_eq!(redact("sqlite://a@b.db"), "sqlite://a@b.db");
         assert_eq!(redact("memory:"), "memory:");
+    }
+
+    #[test]
+    fn passwords_in_the_query_and_in_the_urls_it_carries_are_left_out() {
+        let url = "postgres://app@db/runs?sslmode=disable&password=s3cr3t&SSLPassword=k3y\
+                   &aiki_listen_url=postgres%3A%2F%2Fapp%3As3cr3t%40direct%2Fruns%3Fpassword%3Dx";
+        let redacted = redact(url);
+        assert_eq!(
+            redacted,
+            "postgres://app@db/runs?sslmode=disable&password=***&SSLPassword=***\
+             &aiki_listen_url=postgres://app:***@direct/runs?password%3D***"
+        );
+        assert!(!redacted.contains("s3cr3t") && !redacted.contains("k3y"));
+        // Not encoded, the same.
+        assert_eq!(
+            redact("postgres://db/runs?aiki_listen_url=postgres://app:s3cr3t@direct/runs"),
+            "postgres://db/runs?aiki_listen_url=postgres://app:***@direct/runs"
+        );
+        assert_eq!(
+            redact("postgres://db/runs?aiki_schema=a&application_name=x"),
+            "postgres://db/runs?aiki_schema=a&application_name=x"
+        );
     }
 }

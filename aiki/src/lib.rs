@@ -303,8 +303,8 @@ pub use connect::connect;
 pub use error::{ClientError, TaskError, WorkflowError};
 pub use executor::{Executor, ExecutorBuilder};
 pub use handle::{
-    AnyRun, BulkAction, BulkOutcome, FailedChild, ForkOptions, RetryOptions, RetryPlan, RunHandle,
-    RunRef,
+    AnyRun, BulkAction, BulkCheck, BulkOutcome, FailedChild, ForkOptions, RetryOptions, RetryPlan,
+    RunHandle, RunRef,
 };
 pub use registry::{Registry, RegistryBuilder};
 pub use retry::{RetryPolicy, RetryPolicyError};

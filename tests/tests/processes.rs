@@ -27,6 +27,9 @@ mod restarts;
 #[path = "processes/listings.rs"]
 mod listings;
 
+#[path = "processes/unheard.rs"]
+mod unheard;
+
 /// Process tests share the machine's two cores and, for one of them, the PostgreSQL server:
 /// run them one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -290,6 +293,11 @@ async fn listings_leave_a_servers_memory_as_it_was(backend: Backend) {
     listings::listings_leave_a_servers_memory_as_it_was(backend).await;
 }
 
+/// [`unheard`]: a worker's claim errors on stderr without a subscriber.
+async fn a_worker_without_a_subscriber_says_why_it_cannot_claim(backend: Backend) {
+    unheard::a_worker_without_a_subscriber_says_why_it_cannot_claim(backend).await;
+}
+
 macro_rules! on_sql_backends {
     ($($scenario:ident),* $(,)?) => {
         mod sqlite {
@@ -335,4 +343,5 @@ on_sql_backends!(
     remote_workers_ride_out_graceful_restarts,
     starts_ride_out_a_server_restart,
     listings_leave_a_servers_memory_as_it_was,
+    a_worker_without_a_subscriber_says_why_it_cannot_claim,
 );

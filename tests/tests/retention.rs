@@ -91,16 +91,7 @@ async fn ended_runs_past_their_retention_are_purged(backend: Backend) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     h.store.get_run(done.id()).await.expect("kept for now");
     h.clock.advance(Duration::from_millis(2 * HOUR as u64));
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        match h.store.get_run(done.id()).await {
-            Err(aiki::StoreError::NotFound { .. }) => break,
-            Ok(_) => {}
-            Err(error) => panic!("{error}"),
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never purged");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    purged(&h, done.id()).await;
     assert!(matches!(
         h.store.load_history(done.id()).await,
         Err(aiki::StoreError::NotFound { .. })
@@ -115,13 +106,57 @@ async fn ended_runs_past_their_retention_are_purged(backend: Backend) {
 
 const HOUR: i64 = 3_600_000;
 
+/// Waits until the daemons have purged run `id`.
+async fn purged(h: &Harness, id: aiki::RunId) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match h.store.get_run(id).await {
+            Err(aiki::StoreError::NotFound { .. }) => return,
+            Ok(_) => {}
+            Err(error) => panic!("{error}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never purged");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[aiki::workflow(name = "retention-waits", version = "1", events(never = bool))]
 async fn waits(run: &Run) -> Result<(), WorkflowError> {
     run.events().never().wait().await?;
     Ok(())
 }
 
+/// A retention below an hour is refused unless asked for explicitly; asked for (a trial), the
+/// daemons purge an ended run a minute after it ended, not an hour.
+async fn a_short_retention_asked_for_explicitly_purges_within_minutes(backend: Backend) {
+    let mut h = Harness::new(backend).await;
+    let refused = h
+        .client
+        .set_config(aiki::ConfigKey::RunRetention, MINUTE)
+        .await
+        .expect_err("below an hour, unless asked for");
+    assert!(
+        refused.to_string().contains("--allow-short-retention"),
+        "{refused}"
+    );
+    let set = h.client.set_short_retention(MINUTE).await.unwrap();
+    assert_eq!(set.run_retention_ms, MINUTE);
+    h.deploy(|w| w.register(Noop)).await;
+    let done = h.client.start::<Noop>(aiki::NoInput).await.unwrap();
+    h.reach(&done, aiki::RunStatus::Completed).await;
+    // Half a minute on: younger than the retention, kept.
+    h.clock.advance(Duration::from_millis(MINUTE as u64 / 2));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.store.get_run(done.id()).await.expect("kept for now");
+    // Two minutes on (the purge runs a batch a minute): gone.
+    h.clock.advance(Duration::from_millis(2 * MINUTE as u64));
+    purged(&h, done.id()).await;
+}
+
+const MINUTE: i64 = 60_000;
+
 on_every_backend!(
     the_rows_of_workers_long_gone_are_pruned,
-    ended_runs_past_their_retention_are_purged
+    ended_runs_past_their_retention_are_purged,
+    a_short_retention_asked_for_explicitly_purges_within_minutes
 );

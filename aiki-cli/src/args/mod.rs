@@ -256,6 +256,12 @@ pub enum ConfigCommand {
         /// a live worker (whose runs claim recovery may then take from it).
         #[arg(long)]
         force: bool,
+        /// Set a run retention (`daemons.purgeEndedRuns.retentionMs`) below an hour, down to a
+        /// second: for a trial or a test that wants to see ended runs purged. A handle
+        /// awaiting a run's result, a parent or a start by reference id may then find the run
+        /// gone.
+        #[arg(long)]
+        allow_short_retention: bool,
     },
 }
 

@@ -97,9 +97,11 @@ pub enum RunsCommand {
     Send(SendArgs),
     /// Deletes ended runs (completed, failed, cancelled) with everything recorded for them,
     /// the oldest first; a child goes with or after its parent, and runs ended within the
-    /// last hour stay. Works on the database itself, not through a server (whose daemons
-    /// purge by `daemons.purgeEndedRuns.retentionMs`), in batches of 500 with a pause as long
-    /// as each batch after it, so that the application's writes go on meanwhile.
+    /// last hour stay (unless `--allow-short-retention`). Works on the database itself, not
+    /// through a server (whose daemons purge by `daemons.purgeEndedRuns.retentionMs`), in
+    /// batches of 500 with a pause as long as each batch after it, so that the application's
+    /// writes go on meanwhile. `--dry-run` lists what would go now, and what becomes
+    /// purgeable later and when.
     Purge(PurgeArgs),
 }
 
@@ -107,12 +109,20 @@ pub enum RunsCommand {
 #[derive(Debug, Args)]
 pub struct PurgeArgs {
     /// Purge the runs that ended before this time (RFC 3339, e.g. `2026-03-01T00:00:00Z`),
-    /// or this long ago (`30d`, `12h`); at least an hour ago.
+    /// or this long ago (`30d`, `12h`); at least an hour ago, unless
+    /// `--allow-short-retention`.
     #[arg(long, value_parser = parse_before)]
     pub finished_before: Before,
-    /// List the runs that would go (at most `--limit`) and change nothing.
+    /// List the runs that would go (at most `--limit`) and change nothing: those purgeable
+    /// now, and those that ended before `--finished-before` but within the last hour, with
+    /// when each becomes purgeable.
     #[arg(long)]
     pub dry_run: bool,
+    /// Purge runs that ended within the last hour too (down to a second ago): for a trial or a
+    /// test. A handle awaiting such a run's result, its parent or a start by its reference id
+    /// may then find it gone.
+    #[arg(long)]
+    pub allow_short_retention: bool,
     /// Purge (or list) at most this many runs.
     #[arg(long)]
     pub limit: Option<NonZeroU32>,

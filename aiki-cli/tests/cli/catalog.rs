@@ -47,6 +47,41 @@ async fn starts_and_sends_checked_against_the_catalog(backend: Backend) {
         table.stdout
     );
 
+    // A version whose runs are pushed to an endpoint is served without a live worker; the
+    // table says where they go.
+    let pushed = aiki(
+        &f.url,
+        &["endpoints", "set", "cli-waits@1", "https://fn.example/aiki"],
+    );
+    assert_eq!(pushed.code, 0, "{}", pushed.stderr);
+    let table = aiki(&f.url, &["workflows", "-o", "table"]);
+    let row = |name: &str| {
+        table
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name}: {}", table.stdout))
+            .to_owned()
+    };
+    let waits_row = row("cli-waits");
+    assert!(
+        waits_row.contains("pushed to https://fn.example/aiki")
+            && !waits_row.contains("no live worker"),
+        "{waits_row}"
+    );
+    assert!(
+        row("cli-unserved").contains("no live worker"),
+        "{}",
+        table.stdout
+    );
+    let workflows = aiki(&f.url, &["workflows", "-o", "json"]).json();
+    let waits = support::workflow(&workflows, "cli-waits");
+    assert_eq!(waits["pushed_to"], "https://fn.example/aiki", "{waits}");
+    assert_eq!(
+        support::workflow(&workflows, "cli-unserved")["pushed_to"],
+        Value::Null
+    );
+
     // A payload that breaks the event's schema: the typed API's own error, nothing sent.
     let waiting = f.waiting.to_string();
     let typed = client

@@ -363,6 +363,20 @@ async fn bad_input_gets_one_line_and_an_exit_code(backend: Backend) {
         line.contains("aiki_nonsense") && !line.contains("s3cr3t"),
         "{line}"
     );
+    // A password given in the query, and one in the listen URL a parameter carries.
+    let in_the_query = aiki(
+        "postgres://app@127.0.0.1:1/x?password=s3cr3t&aiki_listen_url=\
+         postgres%3A%2F%2Fapp%3Al1st3n%40127.0.0.1%3A1%2Fx&aiki_nonsense=1",
+        &["workflows"],
+    );
+    let line = in_the_query.failed(1);
+    assert!(
+        line.contains("aiki_nonsense")
+            && line.contains("password=***")
+            && !line.contains("s3cr3t")
+            && !line.contains("l1st3n"),
+        "{line}"
+    );
     let nothing = Command::new(env!("CARGO_BIN_EXE_aiki"))
         .env_remove("AIKI_URL")
         .args(["workflows"])
@@ -376,6 +390,14 @@ async fn bad_input_gets_one_line_and_an_exit_code(backend: Backend) {
         unreachable.failed(7).contains("unavailable"),
         "{}",
         unreachable.stderr
+    );
+    // An aiki server that does not answer is named as such, not as a database.
+    let server_down = aiki("http://127.0.0.1:1", &["runs", "list"]);
+    let line = server_down.failed(7);
+    assert!(
+        line.contains("the aiki server at http://127.0.0.1:1 did not answer")
+            && !line.contains("database"),
+        "{line}"
     );
     let missing = aiki("sqlite:///nonexistent-folder/x.db", &["runs", "list"]);
     missing.failed(1);

@@ -156,7 +156,25 @@ async fn bad_purges_are_refused_in_one_line(backend: Backend) {
     let old = seeded(&store, RunStatus::Completed, now - 3 * DAY).await;
     let young = aiki(&url, &["runs", "purge", "--finished-before", "10m"]);
     let young = young.failed(2);
-    assert!(young.contains("at least an hour ago"), "{young}");
+    assert!(
+        young.contains("at least an hour ago") && young.contains("--allow-short-retention"),
+        "{young}"
+    );
+    let now_ = aiki(
+        &url,
+        &[
+            "runs",
+            "purge",
+            "--finished-before",
+            "0s",
+            "--allow-short-retention",
+        ],
+    );
+    assert!(
+        now_.failed(2).contains("at least a second ago"),
+        "{}",
+        now_.stderr
+    );
     let future = aiki(
         &url,
         &["runs", "purge", "--finished-before", "2099-01-01T00:00:00Z"],
@@ -188,6 +206,81 @@ async fn bad_purges_are_refused_in_one_line(backend: Backend) {
         "{through_a_server}"
     );
     assert!(exists(&store, old).await, "nothing refused purged anything");
+}
+
+/// Trying retention without waiting an hour: a dry run counts the runs that ended within the
+/// last hour apart, with when each becomes purgeable; `--allow-short-retention` purges them
+/// now.
+async fn young_runs_are_counted_by_when_and_purged_when_asked(backend: Backend) {
+    let url = backend.fresh_url().await;
+    let store = aiki::store::connect(&url).await.expect("the store opens");
+    let now = aiki::SystemClock.now();
+    let minute = 60_000;
+    let old = seeded(&store, RunStatus::Completed, now - 3 * DAY).await;
+    let half_hour = seeded(&store, RunStatus::Completed, now - 30 * minute).await;
+    let ten_minutes = seeded(&store, RunStatus::Failed, now - 10 * minute).await;
+    let just_now = seeded(&store, RunStatus::Completed, now).await;
+    let dry = ["runs", "purge", "--finished-before", "5m", "--dry-run"];
+
+    let listed = aiki(&url, &[&dry[..], &["-o", "json"]].concat()).json();
+    assert_eq!(
+        (&listed["purgeable_now"], &listed["purgeable_later"]),
+        (&json!(1), &json!(2)),
+        "{listed}"
+    );
+    let when: Vec<(String, i64)> = listed["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| {
+            let at = run["purgeable_at"].as_i64().unwrap();
+            assert_eq!(at, run["ended_at"].as_i64().unwrap() + 60 * minute, "{run}");
+            (run["id"].as_str().unwrap().to_owned(), at)
+        })
+        .collect();
+    let ids: Vec<&str> = when.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [old, half_hour, ten_minutes].map(|id| id.to_string()),
+        "ended before 5 min ago, oldest first: {listed}"
+    );
+    assert_eq!(listed["last_purgeable_at"], when[2].1, "{listed}");
+    let table = aiki(&url, &[&dry[..], &["-o", "table"]].concat());
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table.stdout.contains("dry run: 1 run that ended before")
+            && table
+                .stdout
+                .contains("would be purged now, and 2 more once an hour has passed")
+            && table.stdout.contains("in 49 min"),
+        "{}",
+        table.stdout
+    );
+    for id in [old, half_hour, ten_minutes, just_now] {
+        assert!(exists(&store, id).await, "a dry run purges nothing");
+    }
+
+    let purged = aiki(
+        &url,
+        &[
+            "runs",
+            "purge",
+            "--finished-before",
+            "5m",
+            "--allow-short-retention",
+            "-o",
+            "json",
+        ],
+    )
+    .json();
+    assert_eq!(purged["purged"], 3, "{purged}");
+    for id in [old, half_hour, ten_minutes] {
+        assert!(!exists(&store, id).await, "{id} purged");
+    }
+    assert!(
+        exists(&store, just_now).await,
+        "ended after the cutoff: kept"
+    );
 }
 
 /// SQLite's write lock held by another connection past the store's busy timeout (5 s): the
@@ -241,5 +334,6 @@ async fn a_purge_waits_out_a_busy_sqlite_database() {
 
 aiki_tests::on_sql_backends!(
     ended_runs_are_listed_then_purged,
-    bad_purges_are_refused_in_one_line
+    bad_purges_are_refused_in_one_line,
+    young_runs_are_counted_by_when_and_purged_when_asked
 );

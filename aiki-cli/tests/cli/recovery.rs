@@ -3,7 +3,9 @@
 
 use aiki::RunId;
 use aiki_tests::Backend;
+use serde_json::{Value, json};
 
+use crate::scenes::scene;
 use crate::support::{aiki, fixture, on};
 
 async fn retries_and_acts_in_bulk(backend: Backend) {
@@ -122,11 +124,19 @@ async fn retries_and_acts_in_bulk(backend: Backend) {
             .all(|result| result["outcome"] == "done" && result["status"] == "cancelled"),
         "{done}"
     );
+    // Nothing done: the summary, and exit 1 with one line saying so.
     let again = aiki(
         &f.url,
         &["runs", "cancel", "--ids-from", &from, "--yes", "-o", "json"],
-    )
-    .json();
+    );
+    assert!(
+        again
+            .failed(1)
+            .contains("every run selected (2) was skipped"),
+        "{}",
+        again.stderr
+    );
+    let again: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
     assert_eq!(
         (again["done"].as_u64(), again["skipped"].as_u64()),
         (Some(0), Some(2)),
@@ -166,8 +176,13 @@ async fn retries_and_acts_in_bulk(backend: Backend) {
             "-o",
             "json",
         ],
-    )
-    .json();
+    );
+    assert!(
+        retry.failed(1).contains("no run was selected to retry"),
+        "{}",
+        retry.stderr
+    );
+    let retry: serde_json::Value = serde_json::from_str(&retry.stdout).unwrap();
     assert_eq!(retry["done"], 0, "cli-sleeps has no failed run: {retry}");
 
     // Bad input: a usage error, exit 2, nothing done.
@@ -227,4 +242,74 @@ async fn retries_and_acts_in_bulk(backend: Backend) {
     let _ = std::fs::remove_file(file);
 }
 
-aiki_tests::on_sql_backends!(retries_and_acts_in_bulk);
+/// A bulk retry's dry run checks each run as the retry would: a run failed by its child's
+/// recorded failure is listed as skipped (it needs `--rerun-child`), not as one `--yes` retries;
+/// `--yes` that then does nothing exits 1; with `--rerun-child` both agree and it is done.
+async fn a_bulk_retry_says_what_it_would_skip_and_why(backend: Backend) {
+    let s = scene(backend).await;
+    let orphaned = s.orphaned.to_string();
+    let by_workflow = ["runs", "retry", "--workflow", "cli-orphaned"];
+
+    let dry = aiki(&s.url, &[&by_workflow[..], &["-o", "json"]].concat()).json();
+    assert_eq!(
+        (&dry["count"], &dry["ids"]),
+        (&json!(0), &json!([])),
+        "{dry}"
+    );
+    let skipped = dry["skipped"].as_array().expect("the runs it would skip");
+    assert_eq!(skipped.len(), 1, "{dry}");
+    assert_eq!(skipped[0]["id"], orphaned.as_str());
+    assert_eq!(skipped[0]["code"], "retry_would_fail_again");
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("`--rerun-child`"),
+        "{dry}"
+    );
+    let table = aiki(&s.url, &[&by_workflow[..], &["-o", "table"]].concat());
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table.stdout.contains("would retry 0 run(s)")
+            && table.stdout.contains("would skip 1 run(s)")
+            && table
+                .stdout
+                .contains(&format!("  {orphaned}  run {orphaned} failed because")),
+        "{}",
+        table.stdout
+    );
+
+    // `--yes` skips it as the dry run said, and exits 1: nothing was done.
+    let yes = aiki(
+        &s.url,
+        &[&by_workflow[..], &["--yes", "-o", "json"]].concat(),
+    );
+    let line = yes.failed(1);
+    assert!(line.contains("nothing done"), "{line}");
+    let summary: Value = serde_json::from_str(&yes.stdout).unwrap();
+    assert_eq!(
+        (&summary["done"], &summary["skipped"]),
+        (&json!(0), &json!(1))
+    );
+    assert_eq!(
+        on(&s.url, "show", s.orphaned, "json").json()["run"]["status"],
+        "failed"
+    );
+
+    // With `--rerun-child`, the dry run and the action agree.
+    let rerun = [&by_workflow[..], &["--rerun-child"]].concat();
+    let dry = aiki(&s.url, &[&rerun[..], &["-o", "json"]].concat()).json();
+    assert_eq!(dry["ids"], json!([orphaned]), "{dry}");
+    assert_eq!(dry["skipped"], json!([]), "{dry}");
+    let done = aiki(&s.url, &[&rerun[..], &["--yes", "-o", "json"]].concat()).json();
+    assert_eq!(
+        (&done["done"], &done["skipped"]),
+        (&json!(1), &json!(0)),
+        "{done}"
+    );
+}
+
+aiki_tests::on_sql_backends!(
+    retries_and_acts_in_bulk,
+    a_bulk_retry_says_what_it_would_skip_and_why
+);

@@ -95,6 +95,17 @@ async fn the_cli_reads_and_acts_through_a_server(backend: Backend) {
         ids(&direct),
         "the same runs through the server"
     );
+    // Push endpoints are read on the store itself: through a server, a version without a live
+    // worker is not said to be unserved without saying so.
+    let workflows = aiki_with(&server.address, &["workflows", "-o", "table"], &with_key);
+    assert!(
+        workflows
+            .stdout
+            .contains("no live worker (push endpoints are shown on the store itself"),
+        "{}{}",
+        workflows.stdout,
+        workflows.stderr
+    );
     let keyless = aiki(&server.address, &["runs", "list", "-o", "json"]);
     assert_eq!(keyless.code, 1, "no key, no runs: {}", keyless.stdout);
     assert!(keyless.stderr.contains("API key"), "{}", keyless.stderr);

@@ -68,6 +68,20 @@ async fn shows_wait_timeouts_failures_and_inputs(backend: Backend) {
     let shown = on(&s.url, "show", s.orphaned, "json").json();
     assert_eq!(shown["retry_command"], command.as_str(), "{shown}");
     assert!(shown["doing"].as_str().unwrap().contains(&command));
+    // Its child's start is listed with how the child ended, not as a child `completed`.
+    let start = orphaned
+        .lines()
+        .find(|line| line.starts_with("cli-fails:1:"))
+        .expect("the child's start");
+    assert!(
+        start.contains("  child  child failed  ") && !start.contains("completed"),
+        "{start}"
+    );
+    assert_eq!(shown["entries"][0]["state"], "child failed", "{shown}");
+    assert_eq!(
+        shown["entries"][0]["status"], "completed",
+        "the record as stored"
+    );
 
     // A run failed by a task: the failing call, and the plain command; the error's escapes
     // are shown, not sent.

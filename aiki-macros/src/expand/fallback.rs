@@ -7,7 +7,8 @@
 //! impls, the event types, with the errors as the body of the one method that would call the
 //! function. Otherwise (the function did not parse, its output type is missing, it is generic)
 //! it is [`fallback`]: the function, a unit struct named like the generated type, and the
-//! errors.
+//! errors; a workflow's function keeps `run.events()` in scope over event types local to its
+//! body (`workflow::fallback_fn`), so that its event waits add no error of their own.
 
 use proc_macro2::TokenStream;
 use quote::quote;

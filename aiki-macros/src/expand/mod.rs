@@ -11,7 +11,7 @@ mod workflow;
 
 pub(crate) use fallback::fallback;
 pub(crate) use task::task;
-pub(crate) use workflow::workflow;
+pub(crate) use workflow::{fallback_fn as workflow_fallback_fn, workflow};
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};

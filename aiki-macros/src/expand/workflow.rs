@@ -9,8 +9,8 @@ use quote::{format_ident, quote};
 use super::fallback::user_fn;
 use super::retry::retry_fn;
 use super::{Body, Role, doc_attrs, error_check, or_fn_name, type_checks, unit_derives};
-use crate::ast::{WorkflowFn, event_type};
-use crate::attr::WorkflowAttrs;
+use crate::ast::{WorkflowFn, camel_case, event_type};
+use crate::attr::{EventAttr, WorkflowAttrs};
 use crate::check::event_name;
 
 /// Expands a workflow: a validated one with [`Body::Call`], or, as the fallback, one with
@@ -56,22 +56,7 @@ pub(crate) fn workflow(attrs: &WorkflowAttrs, workflow: &WorkflowFn, body: &Body
     };
     let call_input = input.as_ref().map(|_| quote!(, __aiki_input));
 
-    // Events declared twice (reported) are generated once, so that the fallback does not add
-    // a duplicate definition.
-    let mut seen = HashSet::new();
-    let events: Vec<_> = attrs
-        .events
-        .iter()
-        .filter(|event| seen.insert(event.ident.to_string()))
-        .map(|event| {
-            let marker = event_type(ident, &event.ident);
-            (
-                event,
-                marker,
-                type_checks(&event.payload, Role::EventPayload),
-            )
-        })
-        .collect();
+    let events = declared_events(attrs, |event| event_type(ident, event));
     let payload_checks: Vec<_> = events.iter().map(|(_, _, checks)| checks).collect();
     let markers = events.iter().map(|(event, marker, checks)| {
         let event_name = event_name(event);
@@ -103,9 +88,10 @@ pub(crate) fn workflow(attrs: &WorkflowAttrs, workflow: &WorkflowFn, body: &Body
             }
         }
     });
+    let accessor = format_ident!("__Aiki{}Events", ident);
     let item = match body {
-        Body::Call => with_events(item, ident, &events),
-        Body::Errors(_) => with_events(&user_fn(item), ident, &events),
+        Body::Call => with_events(item, &accessor, &events, TokenStream::new()),
+        Body::Errors(_) => with_events(&user_fn(item), &accessor, &events, TokenStream::new()),
     };
     let retry = body.is_call().then(|| retry_fn(attrs.retry.as_ref()));
     let run = match body {
@@ -159,18 +145,74 @@ pub(crate) fn workflow(attrs: &WorkflowAttrs, workflow: &WorkflowFn, body: &Body
     }
 }
 
+/// An event declared on the workflow: its attribute, its marker type, and the checks of its
+/// payload type.
+type Declared<'a> = (&'a EventAttr, syn::Ident, TokenStream);
+
+/// The declared events, each with its marker type named by `marker`. Events declared twice
+/// (reported) are generated once, so that the fallback does not add a duplicate definition.
+fn declared_events<'a>(
+    attrs: &'a WorkflowAttrs,
+    marker: impl Fn(&syn::Ident) -> syn::Ident,
+) -> Vec<Declared<'a>> {
+    let mut seen = HashSet::new();
+    attrs
+        .events
+        .iter()
+        .filter(|event| seen.insert(event.ident.to_string()))
+        .map(|event| {
+            (
+                event,
+                marker(&event.ident),
+                type_checks(&event.payload, Role::EventPayload),
+            )
+        })
+        .collect()
+}
+
+/// The user's fn as the plain fallback emits it (see [`super::fallback`]: the workflow's type
+/// and event types are not generated, its name being missing or taken, or the signature's types
+/// not nameable): with `run.events()` in scope as in the full expansion, over event types local
+/// to its body, so that its event waits add no error of their own (rustc's "no method named
+/// `events`", with advice to call `event` instead).
+pub(crate) fn fallback_fn(attrs: &WorkflowAttrs, item: &syn::ItemFn) -> syn::ItemFn {
+    let events = declared_events(attrs, |event| {
+        format_ident!("__AikiEvent{}", camel_case(&event.to_string()))
+    });
+    let markers = events.iter().map(|(event, marker, checks)| {
+        let event_name = event_name(event);
+        let payload = &event.payload;
+        quote! {
+            #[allow(dead_code)]
+            struct #marker;
+            impl ::aiki::Event for #marker where #checks {
+                const NAME: &'static str = #event_name;
+                type Payload = #payload;
+            }
+        }
+    });
+    let markers = quote!(#(#markers)*);
+    with_events(
+        item,
+        &format_ident!("__AikiFallbackEvents"),
+        &events,
+        markers,
+    )
+}
+
 /// The user's fn with `run.events()` in scope: a trait local to its body, implemented for
-/// `Run`, whose `events()` returns one wait method per event. Local to the body, so two
-/// workflows in one module do not collide.
+/// `Run`, whose `events()` returns an `accessor` with one wait method per event, after the
+/// items `local` (the plain fallback's event types). Local to the body, so two workflows in one
+/// module do not collide.
 fn with_events(
     item: &syn::ItemFn,
-    ident: &syn::Ident,
-    events: &[(&crate::attr::EventAttr, syn::Ident, TokenStream)],
+    accessor: &syn::Ident,
+    events: &[Declared<'_>],
+    local: TokenStream,
 ) -> syn::ItemFn {
     if events.is_empty() {
         return item.clone();
     }
-    let accessor = format_ident!("__Aiki{}Events", ident);
     let methods = events.iter().map(|(event, marker, checks)| {
         let method = &event.ident;
         quote! {
@@ -182,6 +224,7 @@ fn with_events(
     let stmts = &item.block.stmts;
     let mut item = item.clone();
     item.block = syn::parse_quote! {{
+        #local
         #[allow(dead_code)]
         struct #accessor<'__aiki_run>(&'__aiki_run ::aiki::Run);
         #[allow(dead_code)]

@@ -128,3 +128,44 @@ pub async fn check_operator_actions_race_without_repeating_a_move(store: &dyn St
     assert_eq!(Some(&last.status), moves.last());
     assert_eq!(last.revision, run.revision + applied as u64);
 }
+
+/// A run cancelled after a failed attempt (awaiting its workflow retry) reports no error: the
+/// attempt's error is cleared on every end but `failed`, as completing clears it; a failed run
+/// keeps its own.
+pub async fn check_a_run_cancelled_after_a_failed_attempt_reports_no_error(store: &dyn Store) {
+    let now = LOCAL_TIME;
+    let run = running(store, "w1", now).await;
+    let attempt_failed = Transition::to(RunStatus::AwaitingRetry, now + 1)
+        .due_at(now + 60_000)
+        .error(Failure::new("task_failed", "the card was declined"))
+        .attempts(2);
+    let retrying = store
+        .transition(run.id, run.revision, attempt_failed)
+        .await
+        .expect("a workflow retry is scheduled");
+    assert_eq!(
+        retrying.error.as_ref().map(|error| error.kind.as_str()),
+        Some("task_failed")
+    );
+    let cancelled = store
+        .act(run.id, RunAction::Cancel, None, now + 2)
+        .await
+        .expect("cancel");
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    assert_eq!(cancelled.error, None, "{cancelled:?}");
+    assert_eq!(store.get_run(run.id).await.unwrap().error, None);
+
+    let failing = running(store, "w1", now).await;
+    let failed = store
+        .transition(
+            failing.id,
+            failing.revision,
+            Transition::to(RunStatus::Failed, now + 3).error(Failure::new("task_failed", "no")),
+        )
+        .await
+        .expect("fail");
+    assert_eq!(
+        failed.error.map(|error| error.kind),
+        Some("task_failed".to_owned())
+    );
+}

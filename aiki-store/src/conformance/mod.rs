@@ -203,6 +203,7 @@ macro_rules! conformance_tests {
                 check_runtime_config_is_set_one_key_at_a_time,
                 check_an_operator_action_applies_only_where_it_may,
                 check_operator_actions_race_without_repeating_a_move,
+                check_a_run_cancelled_after_a_failed_attempt_reports_no_error,
                 check_client_writes_over_the_payload_limit_are_refused,
             ]);
         $crate::conformance_tests!(@group $factory; operations: [
@@ -242,6 +243,7 @@ macro_rules! conformance_tests {
                 check_recovery_pauses_a_run_with_a_pause_request,
                 check_a_purge_takes_ended_runs_and_only_them,
                 check_a_purge_takes_at_most_its_limit_under_its_lease,
+                check_a_purge_asked_for_young_runs_takes_them,
             ]);
     };
     (@group $factory:expr; $group:ident: [$($check:ident),* $(,)?]) => {
@@ -311,6 +313,7 @@ async fn create(store: &dyn Store, run: NewRun) -> RunRecord {
 const TIMING: crate::ClaimTiming = crate::ClaimTiming {
     idle_timeout_ms: 90_000,
     confirm_ms: 37_500,
+    marks_trusted_since: None,
 };
 
 /// Claim recovery at `now`, and again one confirmation window later: what the two sweeps

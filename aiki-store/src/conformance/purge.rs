@@ -279,6 +279,45 @@ pub async fn check_a_purge_takes_at_most_its_limit_under_its_lease(store: &dyn S
     store.get_run(runs[2].id).await.expect("the third stays");
 }
 
+/// A purge that asks explicitly for runs younger than [`PURGE_MIN_AGE_MS`] (a trial's short
+/// retention) takes those ended before its minimum age, and keeps the younger ones; the same
+/// purge without asking keeps them all.
+pub async fn check_a_purge_asked_for_young_runs_takes_them(store: &dyn Store) {
+    let _sweep = SWEEPS.lock().await;
+    let t = GLOBAL_TIME - 100 * DAY;
+    let minute = 60_000;
+    let now = t + 10 * minute;
+    let lease = super::leader(store, t).await;
+    let older = ended(store, RunStatus::Completed, now - 5 * minute).await;
+    let younger = ended(store, RunStatus::Completed, now - 30_000).await;
+    let mine = [&older, &younger];
+    let plain = PurgeRuns::new(now).limit(crate::PURGE_MAX_LIMIT);
+    let listed = store
+        .purge_runs(&lease, now, plain.dry_run(true))
+        .await
+        .expect("dry run");
+    assert_eq!(only(&listed, mine), [], "younger than an hour: kept");
+    let short = plain.min_age(minute);
+    let listed = store
+        .purge_runs(&lease, now, short.dry_run(true))
+        .await
+        .expect("dry run");
+    assert_eq!(only(&listed, mine), [older.id], "ended over a minute ago");
+    let purged = store.purge_runs(&lease, now, short).await.expect("purge");
+    assert_eq!(only(&purged, mine), [older.id]);
+    assert_not_found(store.get_run(older.id).await);
+    store
+        .get_run(younger.id)
+        .await
+        .expect("younger than a minute: kept");
+    // Asked for younger than a second, it is held to a second.
+    let purged = store
+        .purge_runs(&lease, now, plain.min_age(0))
+        .await
+        .expect("purge");
+    assert_eq!(only(&purged, mine), [younger.id]);
+}
+
 /// The runs of `runs` as the store has them now.
 async fn current(store: &dyn Store, runs: &[&RunRecord]) -> Vec<RunRecord> {
     let mut now = Vec::with_capacity(runs.len());

@@ -170,6 +170,25 @@ pub async fn check_release_stale_claims(store: &dyn Store) {
         .await
         .expect("sweep");
     assert!(released.contains(&silent.id));
+
+    // A sweeper that has led without a break since before the mark (the store answered it,
+    // and every executor, throughout) trusts the mark however old: sweeps three windows apart
+    // (a slow or paused leader, a long daemons interval) still release a dead executor's run.
+    let dead = running(store, "dead-between-slow-sweeps", much_later).await;
+    let leading = TIMING.leading_since(Some(much_later));
+    let marked = much_later + TIMING.idle_timeout_ms;
+    store
+        .release_stale_claims(&lease, marked, leading, 100)
+        .await
+        .expect("mark");
+    let three_windows = marked + 3 * TIMING.confirm_ms;
+    let released = store
+        .release_stale_claims(&lease, three_windows, leading, 100)
+        .await
+        .expect("sweep");
+    assert!(released.contains(&dead.id), "{released:?}");
+    let run = store.get_run(dead.id).await.expect("get_run");
+    assert_eq!(run.status, RunStatus::Queued);
 }
 
 /// Runs left `queued` longer than `max_age` move to `stalled`, and can be requeued.

@@ -222,7 +222,7 @@ impl Transport {
                     answered_without_body(status, &bytes)
                 }
                 Ok(answer) => return Ok(answer),
-                Err(error) => unanswered(error),
+                Err(error) => self.unanswered(error),
             };
             if attempt == SEND_ATTEMPTS {
                 return Err(lost);
@@ -314,11 +314,18 @@ fn is_gateway_error(status: StatusCode, bytes: &[u8]) -> bool {
     ) && serde_json::from_slice::<ErrorBody>(bytes).is_err()
 }
 
-/// A request the server did not answer: the store is out of reach, as in a database outage.
-fn unanswered(error: reqwest::Error) -> StoreError {
-    StoreError::Unavailable {
-        message: format!("the aiki server did not answer: {error}"),
-        source: Some(Box::new(error)),
+impl Transport {
+    /// A request the server did not answer: the store is out of reach, as in a database
+    /// outage; the message names the server, not a database.
+    fn unanswered(&self, error: reqwest::Error) -> StoreError {
+        let server = crate::error::redact(self.base.trim_end_matches(PREFIX));
+        StoreError::Unavailable {
+            message: format!(
+                "the aiki server at {server} did not answer ({error}); check that it is running \
+                 and reachable from here"
+            ),
+            source: Some(Box::new(error)),
+        }
     }
 }
 

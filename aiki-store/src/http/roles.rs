@@ -201,12 +201,17 @@ impl ExecutorStore for HttpStore {
         let repeat = self.unanswered_claims().remove(&request.owner);
         let fresh = repeat.is_none();
         let key = repeat.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let claimed = self
+        let mut claimed = self
             .transport
-            .send(Method::POST, &path, Some(body), &key, fresh)
+            .send::<Claimed>(Method::POST, &path, Some(body), &key, fresh)
             .await;
-        if matches!(&claimed, Err(error) if error.is_transient()) {
-            self.unanswered_claims().insert(request.owner, key);
+        match &mut claimed {
+            // Its runs may be those the first send claimed, their heartbeats that send's time.
+            Ok(answer) => answer.repeated = !fresh,
+            Err(error) if error.is_transient() => {
+                self.unanswered_claims().insert(request.owner, key);
+            }
+            Err(_) => {}
         }
         claimed
     }

@@ -153,8 +153,14 @@ impl ClientStore for MemoryStore {
                     to: RunStatus::Queued,
                 });
             }
-            let confirmed =
-                confirm_ms.is_none_or(|window| state::confirmed_stale(run, now, window));
+            // An operator leads nothing: a mark older than two windows is not trusted.
+            let confirmed = confirm_ms.is_none_or(|window| {
+                let timing = crate::ClaimTiming {
+                    confirm_ms: window,
+                    ..crate::ClaimTiming::new(0, 0)
+                };
+                state::confirmed_stale(run, now, &timing)
+            });
             if !confirmed {
                 return Ok(None);
             }

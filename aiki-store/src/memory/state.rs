@@ -9,13 +9,15 @@ use crate::{
     TaskDeclaration, Transition, WorkerRecord,
 };
 
-/// Whether `run`'s claim is confirmed stale at `now` with the confirmation window `window` (as
-/// the SQL stores' `confirmed_stale`): marked at least one window ago and at most two (an older
-/// mark proves nothing: no sweep ran between), and not refreshed since.
-pub(super) fn confirmed_stale(run: &RunRecord, now: Millis, window: i64) -> bool {
+/// Whether `run`'s claim is confirmed stale at `now` by `timing` (as the SQL stores'
+/// `confirmed_stale`): marked at least one window ago and, unless the sweeper has led since
+/// the mark, at most two (an older mark proves nothing: no sweep ran between), and not
+/// refreshed since.
+pub(super) fn confirmed_stale(run: &RunRecord, now: Millis, timing: &crate::ClaimTiming) -> bool {
     let beat = run.heartbeat_at.unwrap_or(run.updated_at);
-    run.claim_stale_since
-        .is_some_and(|mark| mark <= now - window && mark > now - 2 * window && beat <= mark)
+    run.claim_stale_since.is_some_and(|mark| {
+        mark <= now - timing.confirm_ms && timing.mark_holds(mark, now) && beat <= mark
+    })
 }
 
 /// Releases `run`'s claim at `now` (claim recovery's, an operator's `actor`): back to `queued`,
@@ -356,7 +358,10 @@ impl State {
             run.output = Some(output);
             run.output_fingerprint = transition.output_fingerprint;
         }
-        if to == RunStatus::Completed {
+        // A run that ends otherwise than failed keeps no error of an earlier attempt.
+        let ended_well = to == RunStatus::Completed
+            || (to == RunStatus::Cancelled && transition.error.is_none());
+        if ended_well {
             run.error = None;
         } else if transition.error.is_some() {
             run.error = transition.error;

@@ -87,7 +87,7 @@ impl Sweeper for MemoryStore {
                 .filter(|run| {
                     run.status == RunStatus::Running
                         && beat(run) < now - timing.idle_timeout_ms
-                        && state::confirmed_stale(run, now, timing.confirm_ms)
+                        && state::confirmed_stale(run, now, &timing)
                 })
                 .map(|run| (beat(run), run.id)),
             limit,
@@ -103,7 +103,7 @@ impl Sweeper for MemoryStore {
                 .filter(|run| {
                     let current = run
                         .claim_stale_since
-                        .is_some_and(|mark| beat(run) <= mark && mark > now - 2 * window);
+                        .is_some_and(|mark| beat(run) <= mark && timing.mark_holds(mark, now));
                     run.status == RunStatus::Running && beat(run) < now - window && !current
                 })
                 .map(|run| (beat(run), run.id)),

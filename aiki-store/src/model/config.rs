@@ -31,7 +31,9 @@ pub enum ConfigKey {
     /// `daemons.purgeEndedRuns.retentionMs`: how long ended runs are kept before the daemons
     /// purge them with everything recorded for them (see
     /// [`Sweeper::purge_runs`](crate::Sweeper::purge_runs)); 0, the default, keeps them for
-    /// ever. At least an hour ([`PURGE_MIN_AGE_MS`](crate::PURGE_MIN_AGE_MS)) when set.
+    /// ever. At least an hour ([`PURGE_MIN_AGE_MS`](crate::PURGE_MIN_AGE_MS)) when set, unless
+    /// a shorter one is asked for explicitly (see [`ConfigKey::check_safe`]), down to a second
+    /// ([`PURGE_SHORTEST_AGE_MS`](crate::PURGE_SHORTEST_AGE_MS)): for a trial or a test.
     RunRetention,
 }
 
@@ -74,7 +76,8 @@ impl ConfigKey {
     }
 
     /// The values the key accepts, inclusive (and 0 for
-    /// [`RunRetention`](ConfigKey::RunRetention): kept for ever).
+    /// [`RunRetention`](ConfigKey::RunRetention): kept for ever). Those below its
+    /// [`safe_min`](ConfigKey::safe_min) are set only when asked for explicitly.
     pub fn range(self) -> (i64, i64) {
         match self {
             ConfigKey::ClaimIdleTimeout => (SECOND, DAY),
@@ -82,7 +85,38 @@ impl ConfigKey {
             ConfigKey::DaemonsInterval => (10, 1_500),
             ConfigKey::DaemonsLimit => (1, 10_000),
             ConfigKey::WorkerRetention => (60 * SECOND, 365 * DAY),
-            ConfigKey::RunRetention => (crate::PURGE_MIN_AGE_MS, 3_650 * DAY),
+            ConfigKey::RunRetention => (crate::PURGE_SHORTEST_AGE_MS, 3_650 * DAY),
+        }
+    }
+
+    /// The least value a setting takes unless a lower one is asked for explicitly, for a key
+    /// whose range goes lower: a run retention below an hour
+    /// ([`PURGE_MIN_AGE_MS`](crate::PURGE_MIN_AGE_MS)) purges runs that a handle awaiting a
+    /// result, a parent or a start by reference id may still look for, which suits a trial or
+    /// a test, not a production store.
+    pub fn safe_min(self) -> Option<i64> {
+        match self {
+            ConfigKey::RunRetention => Some(crate::PURGE_MIN_AGE_MS),
+            _ => None,
+        }
+    }
+
+    /// `value` if the key accepts it ([`check`](ConfigKey::check)) and it is not below the
+    /// key's [`safe_min`](ConfigKey::safe_min) (0, off, is never below it); else
+    /// [`StoreError::Invalid`] naming the key, the value and how to ask for it explicitly. What
+    /// an operator's change is held to unless it says it means a short value.
+    pub fn check_safe(self, value: i64) -> Result<i64, StoreError> {
+        let value = self.check(value)?;
+        match self.safe_min() {
+            Some(min) if value != 0 && value < min => Err(StoreError::Invalid {
+                message: format!(
+                    "`{self}` of {value} ms is below {min} ms: ended runs would be purged while a \
+                     handle awaiting a result, a parent or a start by reference id may still look \
+                     for them; for a trial or a test, ask for it explicitly (`aiki config set \
+                     --allow-short-retention`, `Client::set_short_retention`)"
+                ),
+            }),
+            _ => Ok(value),
         }
     }
 
@@ -256,15 +290,25 @@ mod tests {
     }
 
     #[test]
-    fn run_retention_is_off_at_zero_and_else_at_least_the_minimum_age() {
+    fn run_retention_is_off_at_zero_and_else_an_hour_unless_asked_shorter() {
         let key = ConfigKey::RunRetention;
         assert_eq!(RuntimeConfig::default().get(key), 0, "off by default");
-        assert_eq!(key.check(0).unwrap(), 0);
-        assert_eq!(key.check(3_600_000).unwrap(), 3_600_000);
-        for bad in [1, 3_599_999, -1, 3_651 * DAY] {
+        for safe in [0, 3_600_000] {
+            assert_eq!(key.check_safe(safe).unwrap(), safe);
+        }
+        for bad in [1, 999, -1, 3_651 * DAY] {
             let error = key.check(bad).unwrap_err().to_string();
             assert!(error.contains("or 0: keep ended runs for ever"), "{error}");
         }
+        // Below an hour only when asked for explicitly; read back as stored.
+        for short in [1_000, 60_000, 3_599_999] {
+            assert_eq!(key.check(short).unwrap(), short);
+            let error = key.check_safe(short).unwrap_err().to_string();
+            assert!(error.contains("--allow-short-retention"), "{error}");
+        }
+        let stored = RuntimeConfig::from_stored([(key.as_str(), 60_000)]);
+        assert_eq!(stored.run_retention_ms, 60_000);
+        assert_eq!(ConfigKey::ClaimIdleTimeout.safe_min(), None);
     }
 
     #[test]

@@ -211,6 +211,13 @@ pub struct ClaimTiming {
     /// one refresh interval plus a margin, within which a live executor refreshes as soon as
     /// the store answers it.
     pub confirm_ms: i64,
+    /// Since when the sweeper has held its lease without a break (the store answering it at
+    /// least every few seconds), if it knows: a mark made since then is trusted however old,
+    /// for the store answered the marked claim's executor throughout too. Without it, a mark
+    /// older than two windows proves nothing (no sweep ran between, the store was maybe out
+    /// of reach) and is made anew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marks_trusted_since: Option<Millis>,
 }
 
 impl ClaimTiming {
@@ -222,7 +229,22 @@ impl ClaimTiming {
         ClaimTiming {
             idle_timeout_ms,
             confirm_ms: refresh_interval_ms.saturating_add(margin),
+            marks_trusted_since: None,
         }
+    }
+
+    /// The timing of a sweeper that has held its lease without a break since `since` (see
+    /// [`marks_trusted_since`](ClaimTiming::marks_trusted_since)).
+    pub fn leading_since(mut self, since: Option<Millis>) -> Self {
+        self.marks_trusted_since = since;
+        self
+    }
+
+    /// Whether a claim marked stale at `mark` is still judged by its mark at `now`: made
+    /// within two windows, or since the sweeper has led without a break.
+    pub fn mark_holds(&self, mark: Millis, now: Millis) -> bool {
+        mark > now - 2 * self.confirm_ms
+            || self.marks_trusted_since.is_some_and(|since| mark >= since)
     }
 }
 
@@ -237,6 +259,13 @@ pub struct Claimed {
     /// releases a run whose claim was not refreshed for this long. `None` when nothing was
     /// claimed.
     pub claim_idle_timeout_ms: Option<Millis>,
+    /// Whether this may be the answer an earlier send of the same claim got, and lost (see
+    /// `HttpStore`: a claimer's next claim sends the one that got no answer again, and a
+    /// server answers it with its first answer): its runs were then claimed at that earlier
+    /// send, so their heartbeats say nothing of the store's time now ([`now`](Claimed::now) is
+    /// not a reading of the store's clock). Set by the caller's side, never sent.
+    #[serde(skip)]
+    pub repeated: bool,
 }
 
 impl Claimed {
@@ -247,6 +276,7 @@ impl Claimed {
         Claimed {
             runs,
             claim_idle_timeout_ms,
+            repeated: false,
         }
     }
 

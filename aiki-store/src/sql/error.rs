@@ -33,7 +33,7 @@ pub(crate) fn map_error(error: sqlx::Error, is_transient: fn(&str) -> bool) -> S
         | Error::PoolTimedOut
         | Error::PoolClosed
         | Error::WorkerCrashed => StoreError::Unavailable {
-            message: error.to_string(),
+            message: format!("{error}; check that the database is running and reachable"),
             source: Some(Box::new(error)),
         },
         Error::ColumnDecode { .. }

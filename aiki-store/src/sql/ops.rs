@@ -354,12 +354,19 @@ impl<D: Dialect> SqlStore<D> {
                 now,
                 timing.idle_timeout_ms,
                 timing.confirm_ms,
-                i64::from(limit)
+                i64::from(limit),
+                timing.marks_trusted_since
             ],
             lease,
         );
+        // The previous release's one phase binds no trust (`$5`): it has no marks.
+        let one_phase = if self.level.operations {
+            &params[..]
+        } else {
+            &params[..4]
+        };
         let rows = self
-            .fetch(On::Write, &self.sql.release_stale, &params)
+            .fetch(On::Write, &self.sql.release_stale, one_phase)
             .await?;
         if let Some(mark) = &self.sql.mark_stale {
             self.execute(On::Write, mark, &params).await?;

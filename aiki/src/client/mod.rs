@@ -218,7 +218,9 @@ impl Client {
     /// configuration now in force. The daemons' leader follows it from its next pass, and
     /// workers learn a new claim idle timeout with their next claim.
     /// [`StoreError::Invalid`](aiki_store::StoreError::Invalid) for a value out of the key's
-    /// range ([`ConfigKey::range`]). A claim idle timeout that is not above twice the claim
+    /// range ([`ConfigKey::range`]), or below its safe minimum ([`ConfigKey::check_safe`]: a
+    /// run retention below an hour, which [`set_short_retention`](Self::set_short_retention)
+    /// sets when asked for explicitly). A claim idle timeout that is not above twice the claim
     /// refresh interval of a live worker is refused ([`ClientError::Config`], naming the
     /// workers), for claim recovery would take their runs from them; shorten their interval
     /// first, or [`force_config`](Self::force_config).
@@ -271,7 +273,32 @@ impl Client {
         key: ConfigKey,
         value: i64,
     ) -> Result<RuntimeConfig, ClientError> {
+        key.check_safe(value)?;
         let now = self.clock.now();
         Ok(self.sent(|| self.store.set_config(key, value, now)).await?)
+    }
+
+    /// Sets the run retention ([`ConfigKey::RunRetention`], ms) as
+    /// [`set_config`](Self::set_config) does, allowing one below an hour, down to a second
+    /// ([`PURGE_SHORTEST_AGE_MS`](aiki_store::PURGE_SHORTEST_AGE_MS)): for a trial or a test
+    /// that wants to see ended runs purged without waiting an hour. A handle awaiting a run's
+    /// result, a parent reading its child's or a start deduplicated by reference id may then
+    /// find the run gone, so keep it off a production store.
+    ///
+    /// ```no_run
+    /// # async fn example(client: aiki::Client) -> Result<(), aiki::ClientError> {
+    /// // A trial: the daemons purge runs a minute after they end.
+    /// client.set_short_retention(60_000).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_short_retention(
+        &self,
+        retention_ms: i64,
+    ) -> Result<RuntimeConfig, ClientError> {
+        let now = self.clock.now();
+        Ok(self
+            .store
+            .set_config(ConfigKey::RunRetention, retention_ms, now)
+            .await?)
     }
 }

@@ -175,8 +175,13 @@ impl Executor {
 impl Parts {
     /// Takes note of what a claim sent at `local_sent` (by the local clock) tells: the store's
     /// time, and the claim idle timeout in force. Returns the runs claimed.
+    ///
+    /// A claim sent again after its first answer was lost ([`Claimed::repeated`]: a server
+    /// restarted meanwhile, say) may bring the runs the first send claimed, stamped at that
+    /// send's time, seconds before `local_sent`: read as the store's time, it would move this
+    /// worker's clock back by the outage. It is not read.
     pub(crate) fn took(&self, local_sent: Millis, claimed: Claimed) -> Vec<RunRecord> {
-        if let Some(store_now) = claimed.now() {
+        if let Some(store_now) = claimed.now().filter(|_| !claimed.repeated) {
             self.store_clock.observe(local_sent, store_now);
         }
         if let Some(idle_ms) = claimed.claim_idle_timeout_ms {

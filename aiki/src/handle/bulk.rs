@@ -1,4 +1,5 @@
-//! Bulk actions over a filter: a dry run lists the runs an action applies to; execution takes
+//! Bulk actions over a filter: a dry run lists the runs an action applies to and checks each as
+//! the action would ([`Client::bulk_check`]: those it would skip, and why); execution takes
 //! that list (or the filter with a maximum), acts on several runs at once, and reports one
 //! outcome per run, skipping those that no longer qualify. [`Client::bulk_each`] reports each
 //! outcome as it comes and stops cleanly when told to (a Ctrl-C), or at the first failure that
@@ -34,6 +35,16 @@ pub enum BulkAction {
 }
 
 impl BulkAction {
+    /// The action's verb: `cancel`, `retry`, `requeue`, `resume`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            BulkAction::Cancel => "cancel",
+            BulkAction::Retry(_) => "retry",
+            BulkAction::Requeue => "requeue",
+            BulkAction::Resume => "resume",
+        }
+    }
+
     /// The statuses the action applies to.
     pub fn applies_to(self) -> Vec<RunStatus> {
         match self {
@@ -51,12 +62,7 @@ impl BulkAction {
                 // qualifies, and is reported so.
                 let record = run.record().await?;
                 if record.status.is_terminal() {
-                    return Err(ClientError::InvalidAction {
-                        run_id: record.id,
-                        action: "cancel",
-                        status: record.status,
-                        expected: self.applies_to(),
-                    });
+                    return Err(self.not_for(&record));
                 }
                 run.cancel().await
             }
@@ -65,6 +71,46 @@ impl BulkAction {
             BulkAction::Resume => run.resume().await,
         }
     }
+
+    /// What [`apply`](Self::apply) would refuse the run for, without acting: a status the action
+    /// does not apply to, and for a retry every refusal of its plan (a child's recorded failure
+    /// without `rerun_child`, an interrupted at-most-once task without `rerun_interrupted`, a
+    /// parent that acted on the run's end without `even_if_observed`).
+    async fn check(self, run: &AnyRun) -> Result<(), ClientError> {
+        if let BulkAction::Retry(options) = self {
+            return run.retry_plan().await?.check(options);
+        }
+        let record = run.record().await?;
+        if self.applies_to().contains(&record.status) {
+            Ok(())
+        } else {
+            Err(self.not_for(&record))
+        }
+    }
+
+    /// The refusal of the action for a run whose status it does not apply to.
+    fn not_for(self, run: &RunRecord) -> ClientError {
+        ClientError::InvalidAction {
+            run_id: run.id,
+            action: self.verb(),
+            status: run.status,
+            expected: self.applies_to(),
+        }
+    }
+}
+
+/// The dry run of a bulk action on a list of runs ([`Client::bulk_check`]): the runs it would
+/// act on, and those it would skip with the refusal each would meet.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct BulkCheck {
+    /// The runs the action would act on, in the order given.
+    pub acts: Vec<RunId>,
+    /// The runs it would skip, in the order given, each with why: its status no longer
+    /// qualifies, it is gone, or the action needs an option it was not given (a retry that would
+    /// replay a child's recorded failure needs [`RetryOptions::rerun_child`] or
+    /// [`RetryOptions::force`]); the error's message says which.
+    pub skips: Vec<(RunId, ClientError)>,
 }
 
 /// What happened to one run of a bulk action.
@@ -165,6 +211,50 @@ impl Client {
             }
         }
         Ok(ids)
+    }
+
+    /// Checks each run of `ids` as `action` would, 25 runs at a time, changing nothing: the runs
+    /// it would act on, and those it would skip, with why (see [`BulkCheck`]). What is checked
+    /// may change before the action runs; the action checks again, run by run. A failure that is
+    /// not a run's own (the store unreachable) is returned.
+    ///
+    /// ```no_run
+    /// # async fn plan(client: aiki::Client, filter: aiki::store::RunFilter) -> Result<(), aiki::ClientError> {
+    /// use aiki::{BulkAction, RetryOptions};
+    ///
+    /// let retry = BulkAction::Retry(RetryOptions::default());
+    /// let candidates = client.bulk_plan(retry, filter, 1000).await?;
+    /// let checked = client.bulk_check(retry, &candidates).await?;
+    /// for (id, why) in &checked.skips {
+    ///     println!("{id} would be skipped: {why}");
+    /// }
+    /// client.bulk(retry, &checked.acts).await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn bulk_check(
+        &self,
+        action: BulkAction,
+        ids: &[RunId],
+    ) -> Result<BulkCheck, ClientError> {
+        let mut checked = BulkCheck::default();
+        for chunk in ids.chunks(CHUNK) {
+            let results = join_all(
+                chunk
+                    .iter()
+                    .map(|id| async move { (*id, action.check(&self.any_run(*id)).await) }),
+            )
+            .await;
+            for (id, result) in results {
+                match result {
+                    Ok(()) => checked.acts.push(id),
+                    Err(ClientError::Store(error)) if !is_about_the_run(&error) => {
+                        return Err(ClientError::Store(error));
+                    }
+                    Err(refused) => checked.skips.push((id, refused)),
+                }
+            }
+        }
+        Ok(checked)
     }
 
     /// Applies `action` to each run of `ids` (a dry run's list), 25 runs at a time, and

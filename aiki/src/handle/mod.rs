@@ -19,7 +19,7 @@ mod release;
 
 use aiki_store::RunAction;
 pub use any::AnyRun;
-pub use bulk::{BulkAction, BulkOutcome};
+pub use bulk::{BulkAction, BulkCheck, BulkOutcome};
 pub use fork::ForkOptions;
 pub use recover::{FailedChild, RetryOptions, RetryPlan};
 

@@ -124,6 +124,14 @@ impl RetryPlan {
         self.failed_child.is_some() && !options.rerun_child && !options.force
     }
 
+    /// Whether a retry with `options` would be refused, and why: the error
+    /// [`retry`](AnyRun::retry) would return (an interrupted at-most-once task, a parent that
+    /// acted on the run's end, a child's recorded failure, down the chain of failed children),
+    /// without writing anything.
+    pub fn check(&self, options: RetryOptions) -> Result<(), ClientError> {
+        self.moves(options, 0, None, false).map(drop)
+    }
+
     /// The store moves of a retry with `options`, checked against the rule: this run's, then
     /// (with [`RetryOptions::rerun_child`]) its failed child's, down the chain. `nested`: this
     /// run is retried as the failed child of the run before it.

@@ -1,8 +1,8 @@
 //! The run view: a run, what it is doing in words, everything it recorded, and its timeline.
 
 use aiki_store::{
-    EntryRecord, EventRecord, History, Millis, RunId, RunRecord, RunStatus, SleepRecord,
-    StatusChange, WorkerRecord,
+    EntryKind, EntryRecord, EntryStatus, EventRecord, History, Millis, RunId, RunRecord, RunStatus,
+    SleepRecord, StatusChange, WorkerRecord,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -32,7 +32,8 @@ pub struct RunView {
     pub retry_command: Option<String>,
     /// The live workers that serve its version and pool.
     pub serving_workers: Vec<String>,
-    /// Its task and child-start records, in address order.
+    /// Its task and child-start records, in address order. The JSON adds to each its
+    /// [`entry_state`](RunView::entry_state) as `state`.
     pub entries: Vec<EntryRecord>,
     /// Its timers.
     pub sleeps: Vec<SleepRecord>,
@@ -96,11 +97,37 @@ impl RunView {
         }
     }
 
+    /// An entry's state in words: a task call's status (`completed`, `failed`,
+    /// `awaiting_retry`, `running`); for a child start, the child run's status (`child failed`),
+    /// since the entry itself only records that the child was started (`child started` when the
+    /// child's record is not there any more).
+    pub fn entry_state(&self, entry: &EntryRecord) -> String {
+        let started = entry.kind == EntryKind::Child && entry.status == EntryStatus::Completed;
+        if !started {
+            return entry.status.as_str().to_owned();
+        }
+        let child = entry
+            .output
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(|id| id.parse::<RunId>().ok())
+            .and_then(|id| self.children.iter().find(|child| child.id == id));
+        match child {
+            Some(child) => format!("child {}", child.status),
+            None => "child started".to_owned(),
+        }
+    }
+
     /// The view as JSON; without `payloads`, the runs' inputs and outputs, the entries'
     /// inputs and outputs and the events' data are left out (a dashboard or a log that must
     /// not show customer data).
     pub fn to_json(&self, payloads: bool) -> Value {
         let mut value = serde_json::to_value(self).expect("BUG: run views serialize");
+        if let Some(entries) = value.get_mut("entries").and_then(Value::as_array_mut) {
+            for (json, entry) in entries.iter_mut().zip(&self.entries) {
+                json["state"] = Value::String(self.entry_state(entry));
+            }
+        }
         if !payloads {
             for (field, keys) in [
                 ("/run", &["input", "output"][..]),

@@ -1,9 +1,9 @@
 //! The catalog view: each workflow version's runs by status, the catalog entry in force, the
-//! pools serving it, and the builds its live workers run.
+//! pools serving it, the push endpoint its runs go to, and the builds its live workers run.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use aiki_store::{CatalogEntry, Millis, Namespace, RunCounts, WorkerRecord};
+use aiki_store::{CatalogEntry, EndpointRecord, Millis, Namespace, RunCounts, WorkerRecord};
 use serde::Serialize;
 
 use crate::liveness::Liveness;
@@ -33,6 +33,10 @@ pub struct VersionView {
     pub catalog: Option<CatalogEntry>,
     /// The pools of the live workers that serve it.
     pub pools: BTreeSet<String>,
+    /// The URL of the push endpoint its runs are delivered to (`aiki endpoints set`), if one is
+    /// set: it is served without a live worker. Always `None` when the endpoints were not read
+    /// (through an aiki server, which does not show them).
+    pub pushed_to: Option<String>,
     /// Its builds: each published one, newest first, then those live workers run unpublished.
     pub builds: Vec<BuildView>,
     /// Whether its live workers run different builds (a rolling deploy, or a pod left behind
@@ -58,9 +62,14 @@ pub struct BuildView {
 }
 
 impl VersionView {
-    /// Every version with runs or a catalog entry, read through `client`, by name and
-    /// version, judged at the client's clock.
-    pub async fn read_all(client: &Client) -> Result<Vec<VersionView>, ClientError> {
+    /// Every version with runs, a catalog entry or a push endpoint, read through `client`, by
+    /// name and version, judged at the client's clock. `endpoints` are the store's push
+    /// endpoints ([`EndpointStore::endpoints`](aiki_store::EndpointStore::endpoints), read on
+    /// the store itself; none through a server).
+    pub async fn read_all(
+        client: &Client,
+        endpoints: &[EndpointRecord],
+    ) -> Result<Vec<VersionView>, ClientError> {
         let counts = client.store().run_counts().await?;
         let catalog = client.catalog().await?;
         let workers = client.live_workers(WORKERS_WITHIN).await?;
@@ -68,16 +77,18 @@ impl VersionView {
             counts,
             catalog,
             &workers,
+            endpoints,
             client.clock.now(),
         ))
     }
 
-    /// The views of what was read: run `counts`, the `catalog`, the `workers` seen lately, at
-    /// `now` (by the clock heartbeats are timed by).
+    /// The views of what was read: run `counts`, the `catalog`, the `workers` seen lately, the
+    /// push `endpoints`, at `now` (by the clock heartbeats are timed by).
     pub fn of(
         counts: Vec<RunCounts>,
         mut catalog: Vec<CatalogEntry>,
         workers: &[WorkerRecord],
+        endpoints: &[EndpointRecord],
         now: Millis,
     ) -> Vec<VersionView> {
         catalog.sort_by_key(|entry| std::cmp::Reverse(entry.published_at));
@@ -97,9 +108,17 @@ impl VersionView {
                 .1
                 .push(entry);
         }
+        for endpoint in endpoints {
+            read.entry(endpoint.namespace.clone()).or_default();
+        }
         read.into_iter()
             .map(|(namespace, (counts, entries))| {
-                VersionView::new(&namespace, counts, entries, &live)
+                let mut view = VersionView::new(&namespace, counts, entries, &live);
+                view.pushed_to = endpoints
+                    .iter()
+                    .find(|endpoint| endpoint.namespace == namespace)
+                    .map(|endpoint| endpoint.url.clone());
+                view
             })
             .collect()
     }
@@ -165,6 +184,7 @@ impl VersionView {
             oldest_queued_at: counts.as_ref().and_then(|counts| counts.oldest_queued_at),
             catalog,
             pools: serving.iter().map(|worker| worker.pool.clone()).collect(),
+            pushed_to: None,
             builds,
             mixed_builds,
             counts,
@@ -221,7 +241,7 @@ mod tests {
             gone,
             worker("w-b", &ns, "unpublished"),
         ];
-        let views = VersionView::of(vec![counts], catalog, &workers, NOW);
+        let views = VersionView::of(vec![counts], catalog, &workers, &[], NOW);
         assert_eq!(views.len(), 1);
         let view = &views[0];
         assert_eq!(view.by_status.get("queued"), Some(&2));
@@ -255,7 +275,7 @@ mod tests {
     fn without_live_workers_the_newest_published_build_is_in_force() {
         let ns = Namespace::new("orders", "2");
         let catalog = vec![build(&ns, "a", 10), build(&ns, "b", 20)];
-        let views = VersionView::of(Vec::new(), catalog, &[], NOW);
+        let views = VersionView::of(Vec::new(), catalog, &[], &[], NOW);
         let view = &views[0];
         assert_eq!(
             view.catalog.as_ref().map(|c| c.fingerprint.as_str()),

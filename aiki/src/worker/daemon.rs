@@ -67,6 +67,10 @@ pub(super) const LEASE_TTL: Millis = 5_000;
 pub(super) struct Leadership {
     /// The lease as last seen: this worker's when it leads.
     lease: Option<Lease>,
+    /// Since when (the store's time) this worker has held the lease without a break, when it
+    /// leads: the store answered it at least every renewal since, so claim recovery trusts a
+    /// stale mark made since then however far apart its sweeps come.
+    since: Option<Millis>,
     /// When this worker last took, renewed or tried to take it (real time).
     tried: Option<tokio::time::Instant>,
     /// The runtime configuration as the leader last read it (the defaults before).
@@ -273,7 +277,8 @@ impl Daemons {
         // server's daemons claim nothing).
         let refresh =
             millis(shared.exec().claim_refresh_interval).min(config.claim_idle_timeout_ms / 2);
-        let timing = ClaimTiming::new(config.claim_idle_timeout_ms, refresh);
+        let timing =
+            ClaimTiming::new(config.claim_idle_timeout_ms, refresh).leading_since(leadership.since);
         // Claim recovery every tenth of the idle timeout and half the confirmation window
         // (between a pass and 5 s): a claim is released within the timeout, the window and
         // this.
@@ -314,7 +319,10 @@ impl Daemons {
         // go on meanwhile (the bench's retention row).
         let retention = config.run_retention_ms;
         if retention > 0 && leadership.purge.due(now, FORGET_EVERY) {
-            let purge = PurgeRuns::new(now.saturating_sub(retention)).limit(limit);
+            // A retention below the purge's minimum age was asked for explicitly (a trial).
+            let purge = PurgeRuns::new(now.saturating_sub(retention))
+                .min_age(retention.min(aiki_store::PURGE_MIN_AGE_MS))
+                .limit(limit);
             let purged = sweep(sweeper.purge_runs(&lease, now, purge)).await?;
             let count = purged.len() as u64;
             leadership.purge.swept(now, count, purge.limit);
@@ -369,6 +377,15 @@ impl Daemons {
                     .exec()
                     .store_clock
                     .observe(local_sent, store_now);
+                // Renewed before it lapsed: no break.
+                let unbroken = leadership
+                    .held(me)
+                    .is_some_and(|held| held.token == lease.token && held.expires_at >= store_now);
+                if !unbroken || leadership.since.is_none() {
+                    leadership.since = Some(store_now);
+                }
+            } else {
+                leadership.since = None;
             }
             if leading && !was_leading {
                 tracing::info!(token = lease.token, "this worker runs the daemons now");

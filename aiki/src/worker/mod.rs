@@ -12,6 +12,7 @@ mod heartbeat;
 mod schedules;
 mod startup;
 mod store;
+mod unheard;
 
 use std::fmt;
 use std::sync::Arc;
@@ -132,6 +133,8 @@ impl Worker {
         // The first claim pass's runs execute before the housekeeping starts (see `startup`).
         let mut first_pass = Some(self.shared.startup.clone());
         let mut backoff = Duration::from_millis(50);
+        // Claim errors said on stderr when no subscriber logs them.
+        let unheard = unheard::Unheard::default();
         // When the last hint naming work started a pass.
         let mut last_hint: Option<tokio::time::Instant> = None;
         if !self.schedules.is_empty() || !namespaces.is_empty() {
@@ -205,6 +208,7 @@ impl Worker {
                 Ok(()) => backoff = Duration::from_millis(50),
                 Err(error) => {
                     tracing::warn!(%error, "worker could not reach the store; backing off");
+                    unheard.claim_failed(&exec.id, &error);
                     // Real time: the store's recovery is not run timing, and a test clock that
                     // nobody advances must not hold a worker off a store that answers again.
                     tokio::select! {

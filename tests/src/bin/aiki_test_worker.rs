@@ -14,6 +14,7 @@
 //! ready hints or not. SIGTERM (or Ctrl-C) shuts the worker down gracefully; the tests also
 //! `kill -9` and `SIGSTOP` it. With an `http://` URL it is a remote worker: the executor role
 //! through that aiki server (key in `AIKI_API_KEY`, claims long-polling), no daemons.
+//! `AIKI_SET_CONFIG=0` sets no claim idle timeout (a worker the tests expect to fail its claims).
 
 use std::time::Duration;
 
@@ -67,17 +68,21 @@ async fn main() -> anyhow::Result<()> {
     };
     let idle = i64::try_from(millis("AIKI_CLAIM_IDLE_MS", 1000)?.as_millis())?;
     // The store may go away again (an outage test): keep trying, as for the connection.
-    loop {
-        match client
-            .set_config(aiki::ConfigKey::ClaimIdleTimeout, idle)
-            .await
-        {
-            Ok(_) => break,
-            Err(aiki::ClientError::Store(aiki::StoreError::Unavailable { .. })) => {
-                eprintln!("{worker_id}: store not ready to configure; retrying");
-                tokio::time::sleep(Duration::from_millis(200)).await;
+    // `AIKI_SET_CONFIG=0` leaves it as it is (a worker that is to fail its claims).
+    let set_config = std::env::var("AIKI_SET_CONFIG").as_deref() != Ok("0");
+    if set_config {
+        loop {
+            match client
+                .set_config(aiki::ConfigKey::ClaimIdleTimeout, idle)
+                .await
+            {
+                Ok(_) => break,
+                Err(aiki::ClientError::Store(aiki::StoreError::Unavailable { .. })) => {
+                    eprintln!("{worker_id}: store not ready to configure; retrying");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(error) => return Err(error.into()),
             }
-            Err(error) => return Err(error.into()),
         }
     }
     let mut builder = Worker::builder(store);

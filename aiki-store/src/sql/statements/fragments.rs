@@ -245,18 +245,34 @@ pub(crate) fn fence<D: Dialect>(dialect: &D, level: Level, now: &str, first: u8)
 /// (at most two windows old). An older mark proves nothing: no sweep ran in between (the store
 /// was unreachable, say), so executors may not have had their window to refresh; the next sweep
 /// marks the claim anew instead.
-pub(super) fn confirmed_stale(now: &str, window: &str) -> String {
+///
+/// `trusted` is the parameter saying since when the sweeper has led without a break (NULL:
+/// not known, an operator's release): a mark made since then holds however old (see
+/// `ClaimTiming::marks_trusted_since`).
+pub(super) fn confirmed_stale(now: &str, window: &str, trusted: Option<&str>) -> String {
     format!(
-        "(stale_since <= {now} - {window} AND stale_since > {now} - 2 * {window} \
-         AND (heartbeat_at IS NULL OR heartbeat_at <= stale_since))"
+        "(stale_since <= {now} - {window} AND {holds} \
+         AND (heartbeat_at IS NULL OR heartbeat_at <= stale_since))",
+        holds = mark_holds(now, window, trusted),
     )
+}
+
+/// Whether a claim's mark still holds at `now` (see [`confirmed_stale`]).
+pub(super) fn mark_holds(now: &str, window: &str, trusted: Option<&str>) -> String {
+    match trusted {
+        Some(trusted) => format!(
+            "(stale_since > {now} - 2 * {window} \
+             OR ({trusted}::bigint IS NOT NULL AND stale_since >= {trusted}))"
+        ),
+        None => format!("stale_since > {now} - 2 * {window}"),
+    }
 }
 
 /// The `SET` list of a transition's guarded update (see [`super::binds::transition`] for the
 /// parameters): `w.sat` is whether the awaited thing is already there, `w.by_event` whether an
 /// event is. Such a suspension lands in `queued` at once (in `scheduled`, due now, on the
-/// previous release's schema), its cause noted. Completing clears the error of an earlier
-/// attempt. A due time without a wait set counts from the transition's time `$4`, and moves
+/// previous release's schema), its cause noted. Completing, or cancelling, clears the error
+/// of an earlier attempt. A due time without a wait set counts from the transition's time `$4`, and moves
 /// onto the store's clock, whose time now `store_now` is (see `Transition::rebase`).
 pub(crate) fn transition_set(level: Level, store_now: &str) -> String {
     let due = format!("CASE WHEN $18 IS NULL THEN $5 - $4 + {store_now} ELSE $5 END");
@@ -266,7 +282,7 @@ pub(crate) fn transition_set(level: Level, store_now: &str) -> String {
              due_at = CASE WHEN w.sat THEN $4 ELSE {due} END, {common}, \
              queued_at = CASE WHEN $3 = 'queued' THEN $4 ELSE queued_at END, \
              wait_set = CASE WHEN w.sat THEN NULL ELSE $18 END",
-            common = TRANSITION_COMMON
+            common = transition_common()
         );
     }
     // A run leaving `running` with a pause requested lands in `paused` (not a suspension, a
@@ -290,25 +306,32 @@ pub(crate) fn transition_set(level: Level, store_now: &str) -> String {
          change_cause = CASE WHEN {held} OR NOT w.sat THEN NULL WHEN w.by_event THEN 'event' \
            ELSE 'child' END, \
          change_rev = revision + 1",
-        common = TRANSITION_COMMON
+        common = transition_common()
     )
 }
 
-/// The part of a transition's `SET` list every schema shares.
-const TRANSITION_COMMON: &str = "revision = revision + 1, \
+/// The part of a transition's `SET` list every schema shares. A run that ends otherwise than
+/// failed (completed, or cancelled without an error of its own) keeps no error of an earlier
+/// attempt: a run cancelled after a failed attempt does not report that attempt's error.
+fn transition_common() -> String {
+    let ended_well = "($3 = 'completed' OR ($3 = 'cancelled' AND $9::text IS NULL))";
+    format!(
+        "revision = revision + 1, \
      updated_at = $4, \
      owner = CASE WHEN $3 = 'running' THEN owner ELSE NULL END, \
      heartbeat_at = CASE WHEN $3 = 'running' THEN heartbeat_at ELSE NULL END, \
      output = CASE WHEN $6 THEN $7 ELSE output END, \
      output_fingerprint = CASE WHEN $6 THEN $8 ELSE output_fingerprint END, \
-     error_kind = CASE WHEN $3 = 'completed' THEN NULL ELSE COALESCE($9, error_kind) END, \
-     error_message = CASE WHEN $3 = 'completed' THEN NULL \
+     error_kind = CASE WHEN {ended_well} THEN NULL ELSE COALESCE($9, error_kind) END, \
+     error_message = CASE WHEN {ended_well} THEN NULL \
        WHEN $9::text IS NULL THEN error_message ELSE $10 END, \
-     error_address = CASE WHEN $3 = 'completed' THEN NULL \
+     error_address = CASE WHEN {ended_well} THEN NULL \
        WHEN $9::text IS NULL THEN error_address ELSE $20 END, \
-     error_index = CASE WHEN $3 = 'completed' THEN NULL \
+     error_index = CASE WHEN {ended_well} THEN NULL \
        WHEN $9::text IS NULL THEN error_index ELSE $21 END, \
-     attempts = COALESCE($11, attempts)";
+     attempts = COALESCE($11, attempts)"
+    )
+}
 
 /// Inserts an event at the next index of its name's queue (see [`super::binds::event`]);
 /// returns the index, or nothing for a reference id already seen.

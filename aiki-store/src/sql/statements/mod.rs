@@ -261,14 +261,14 @@ impl Statements {
                     "status = 'running' AND (heartbeat_at < {now} - $2 \
                      OR (heartbeat_at IS NULL AND updated_at < $1 - $2)) AND {confirmed}",
                     now = dialect.claim_time("$1"),
-                    confirmed = confirmed_stale(&dialect.claim_time("$1"), "$3"),
+                    confirmed = confirmed_stale(&dialect.claim_time("$1"), "$3", Some("$5")),
                 );
                 format!(
                     "UPDATE aiki_runs SET {release} WHERE {stale} AND id IN (SELECT id \
                      FROM aiki_runs WHERE {stale} ORDER BY heartbeat_at LIMIT $4){fence} \
                      RETURNING id::text",
                     release = release_set("$1", "pause_requested_by"),
-                    fence = fence(dialect, level, "$1", 5),
+                    fence = fence(dialect, level, "$1", 6),
                 )
             } else {
                 // The schema of the previous release: one phase.
@@ -285,21 +285,23 @@ impl Statements {
                 )
             }),
             // A claim unrefreshed for longer than the window `$3` is marked, unless its mark is
-            // still current: set since its last refresh, and fresh (see `confirmed_stale`).
+            // still current: set since its last refresh, and holding (see `confirmed_stale`;
+            // `$5` since when the sweeper has led without a break).
             mark_stale: level.operations.then(|| {
                 let unmarked = format!(
                     "status = 'running' AND (heartbeat_at < {now} - $3 \
                      OR (heartbeat_at IS NULL AND updated_at < $1 - $3)) \
                      AND (stale_since IS NULL OR heartbeat_at > stale_since \
-                       OR stale_since <= {now} - 2 * $3)",
+                       OR NOT {holds})",
                     now = dialect.claim_time("$1"),
+                    holds = mark_holds(&dialect.claim_time("$1"), "$3", Some("$5")),
                 );
                 render(format!(
                     "UPDATE aiki_runs SET stale_since = {now} WHERE {unmarked} AND id IN \
                      (SELECT id FROM aiki_runs WHERE {unmarked} ORDER BY heartbeat_at \
                      LIMIT $4){fence}",
                     now = dialect.claim_time("$1"),
-                    fence = fence(dialect, level, "$1", 5),
+                    fence = fence(dialect, level, "$1", 6),
                 ))
             }),
             release_claim: level.operations.then(|| {
@@ -309,7 +311,7 @@ impl Statements {
                      AND ($4::bigint IS NULL OR {confirmed}) \
                      RETURNING {run}::text",
                     release = release_set("$3", "$5"),
-                    confirmed = confirmed_stale(&dialect.claim_time("$3"), "$4"),
+                    confirmed = confirmed_stale(&dialect.claim_time("$3"), "$4", None),
                 ))
             }),
             request_pause: level.operations.then(|| {
