@@ -5,6 +5,7 @@ use std::fmt;
 use aiki_store::{Failure, RunId, RunStatus, StoreError};
 
 mod client;
+mod client_wire;
 
 pub use client::ClientError;
 
