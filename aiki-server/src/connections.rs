@@ -25,6 +25,10 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tower::ServiceExt;
 
+/// How many connections not yet accepted the listener queues (at most the system's
+/// `net.core.somaxconn`).
+const BACKLOG: i32 = 8_192;
+
 /// Descriptors kept free of connections: the store's pool, files, the daemons.
 const RESERVED_DESCRIPTORS: u64 = 256;
 
@@ -197,6 +201,13 @@ pub(crate) async fn serve(
         inner: Mutex::default(),
     });
     let (stop, stopped) = watch::channel(());
+    // A longer queue of connections not yet accepted than the 1,024 the listener was made
+    // with (the system caps it at `net.core.somaxconn`): a flood that outruns the accept loop
+    // for a moment then fills it, instead of dropping every connection made meanwhile, a
+    // worker's or a probe's among them, for a second's SYN retry.
+    if let Err(error) = socket2::SockRef::from(&listener).listen(BACKLOG) {
+        tracing::debug!(%error, "the listener's queue could not be lengthened");
+    }
     let mut shutdown = pin!(shutdown);
     loop {
         let stream = tokio::select! {
