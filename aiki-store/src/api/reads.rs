@@ -17,8 +17,9 @@ pub const READ_POSTS: [&str; 4] = [
     super::path::SCHEDULE_LOG,
 ];
 
-/// The query string of a `GET` of [`path::RUNS_LIST`]: a [`ListRuns`](crate::ListRuns)
-/// flattened (statuses comma-separated, each time range as two bounds).
+/// The query string of a `GET` of [`path::RUNS_LIST`](super::path::RUNS_LIST): a
+/// [`ListRuns`](crate::ListRuns) flattened (statuses comma-separated, each time range as two
+/// bounds).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListRunsQuery {
     /// [`RunFilter::workflow`](crate::RunFilter::workflow).
