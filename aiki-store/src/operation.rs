@@ -40,6 +40,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::{Arc, OnceLock};
 
 use crate::StoreError;
 
@@ -93,11 +94,47 @@ impl fmt::Display for OperationId {
     }
 }
 
-/// The operation in scope: its id, whether it is known to be sent for the first time, and
+/// The name of one logical write for all its sends ([`resend_scope`]): an [`OperationId`]
+/// made when a transport first asks for it, and the same for every send after. A store in this
+/// process never asks, so a write to it costs no random id (whose system call, made for each
+/// of a thousand concurrent task writes, slowed a fan-out by half).
+#[derive(Clone, Debug, Default)]
+pub struct WriteName(Arc<OnceLock<OperationId>>);
+
+impl WriteName {
+    /// A write not named yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The write's id: made at the first call ([`OperationId::random`]), the same after.
+    pub fn id(&self) -> OperationId {
+        self.0.get_or_init(OperationId::random).clone()
+    }
+}
+
+/// How the operation in scope is named: by its id, or (a [`resend_scope`]) by a name made on
+/// demand.
+#[derive(Clone, Debug)]
+enum Named {
+    Id(OperationId),
+    OnDemand(WriteName),
+}
+
+impl Named {
+    fn id(&self) -> OperationId {
+        match self {
+            Named::Id(id) => id.clone(),
+            Named::OnDemand(name) => name.id(),
+        }
+    }
+}
+
+/// The operation in scope: its name, whether it is known to be sent for the first time, and
 /// whether the store records its answer (a [`resend_scope`] only names a request).
 #[derive(Clone, Debug)]
 struct Scope {
-    id: OperationId,
+    id: Named,
     fresh: bool,
     recorded: bool,
     /// The digest of the request that names the operation, if known: recorded with the
@@ -134,7 +171,7 @@ pub async fn request_scope<F: Future>(
     work: F,
 ) -> F::Output {
     let scope = Scope {
-        id,
+        id: Named::Id(id),
         fresh,
         recorded: true,
         asked,
@@ -142,15 +179,15 @@ pub async fn request_scope<F: Future>(
     CURRENT.scope(scope, work).await
 }
 
-/// Runs `work`, one send of a write that its caller sends again on a transient error, as
-/// request `id`: a transport sends `id` as the idempotency key of the request `work` makes, so
-/// that a server answers each send with the first answer; `resent` is `false` for the first
-/// send (the server need not look for an answer), `true` for every later one. Stores record
-/// nothing for it ([`current`] does not see it). Name each logical write once, with an id of
-/// its own ([`OperationId::random`]), and give every send of it the same.
-pub async fn resend_scope<F: Future>(id: OperationId, resent: bool, work: F) -> F::Output {
+/// Runs `work`, one send of a write that its caller sends again on a transient error, as the
+/// write `name`: a transport sends its id ([`WriteName::id`]) as the idempotency key of the
+/// request `work` makes, so that a server answers each send with the first answer; `resent` is
+/// `false` for the first send (the server need not look for an answer), `true` for every later
+/// one. Stores record nothing for it ([`current`] does not see it). Name each logical write
+/// once ([`WriteName::new`]), and give every send of it the same name.
+pub async fn resend_scope<F: Future>(name: WriteName, resent: bool, work: F) -> F::Output {
     let scope = Scope {
-        id,
+        id: Named::OnDemand(name),
         fresh: !resent,
         recorded: false,
         asked: None,
@@ -161,7 +198,7 @@ pub async fn resend_scope<F: Future>(id: OperationId, resent: bool, work: F) -> 
 /// The operation in scope on this task whose answer a store records, if any.
 pub fn current() -> Option<OperationId> {
     CURRENT
-        .try_with(|scope| scope.recorded.then(|| scope.id.clone()))
+        .try_with(|scope| scope.recorded.then(|| scope.id.id()))
         .ok()
         .flatten()
 }
@@ -169,9 +206,7 @@ pub fn current() -> Option<OperationId> {
 /// The idempotency key of a request made in this task, if a scope names it (a [`scope`] or a
 /// [`resend_scope`]), and whether it is known to be sent for the first time.
 pub fn request_key() -> Option<(OperationId, bool)> {
-    CURRENT
-        .try_with(|scope| (scope.id.clone(), scope.fresh))
-        .ok()
+    CURRENT.try_with(|scope| (scope.id.id(), scope.fresh)).ok()
 }
 
 /// The digest of the request of the operation in scope, if known (see [`request_scope`]).
@@ -243,11 +278,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_resend_scope_names_requests_and_records_nothing() {
-        let id = OperationId::random();
-        let first = resend_scope(id.clone(), false, async { (current(), request_key()) }).await;
-        assert_eq!(first, (None, Some((id.clone(), true))));
-        let again = resend_scope(id.clone(), true, async { request_key() }).await;
-        assert_eq!(again, Some((id, false)));
+        let name = WriteName::new();
+        let first = resend_scope(name.clone(), false, async { (current(), request_key()) }).await;
+        let (recorded, Some((id, true))) = first else {
+            panic!("the first send is named, as fresh: {first:?}");
+        };
+        assert_eq!(recorded, None);
+        let again = resend_scope(name.clone(), true, async { request_key() }).await;
+        assert_eq!(again, Some((id.clone(), false)), "every send, one name");
+        assert_eq!(name.id(), id);
+        assert_ne!(WriteName::new().id(), id, "another write, another name");
         assert_eq!(request_key(), None);
     }
 }
