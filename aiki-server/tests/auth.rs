@@ -2,9 +2,8 @@
 //! changes anything; health and readiness need no key; what an operator's key does is recorded
 //! with the key's id as its actor; a revoked key stops working within the cache's lifetime.
 
-mod support;
+use crate::support;
 
-#[path = "auth/edges.rs"]
 mod edges;
 
 use aiki_server::ServerConfig;

@@ -1,11 +1,9 @@
 //! Every way a request can be wrong is answered with the error body and the right status, and
 //! leaves the store as it was; the server's clock, not the caller's, dates what it writes.
 
-mod support;
+use crate::support;
 
-#[path = "bad_input/owned.rs"]
 mod owned;
-#[path = "bad_input/values.rs"]
 mod values;
 
 use std::time::Duration;

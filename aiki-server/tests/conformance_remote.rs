@@ -5,7 +5,7 @@
 //! times are never taken). The servers check no key (`auth.rs` tests the keys); the sweeper
 //! group goes to the backing store.
 
-mod support;
+use crate::support;
 
 use aiki_server::ServerConfig;
 use support::remote::Remote;

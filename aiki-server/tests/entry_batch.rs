@@ -3,7 +3,7 @@
 //! and writes nothing, and every answer states the store's payload limit, which is what tells
 //! a remote executor that the route is served.
 
-mod support;
+use crate::support;
 
 use aiki_server::ServerConfig;
 use aiki_store::{EntryKind, EntryRecord, EntryStatus, RunId};

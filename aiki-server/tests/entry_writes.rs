@@ -4,7 +4,7 @@
 //! sends the writes of its runs together, and goes back to a request per run's writes on a
 //! server of an earlier release, which does not serve the route.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

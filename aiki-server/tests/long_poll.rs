@@ -2,7 +2,7 @@
 //! as a run is queued, through this server or another one on the same store; one that finds
 //! nothing within its wait answers empty.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! expression, a backfill into the future, an unknown schedule) get the error body with the
 //! right status, and the store keeps what it had.
 
-mod support;
+use crate::support;
 
 use aiki_server::ServerConfig;
 use aiki_server::keys::generate;

@@ -3,7 +3,7 @@
 //! a suspension takes from its records stay as recorded. A writer of an earlier release, which
 //! sends no `from`, has its sleep stored as sent and gets the `null` it expects.
 
-mod support;
+use crate::support;
 
 use aiki_server::ServerConfig;
 use aiki_store::http::HttpStore;

@@ -4,7 +4,7 @@
 //! (a prepared statement's generic plan). Skipped loudly without a server (failing under
 //! `CI=true`).
 
-mod support;
+use crate::support;
 
 /// Changes in the batch the reader is behind by.
 #[cfg(feature = "postgres")]

@@ -3,7 +3,7 @@
 //! reading and sorting every queued run. PostgreSQL's test is skipped loudly without a server
 //! (failing under `CI=true`).
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 

@@ -3,7 +3,7 @@
 //! operation costs. Skipped loudly without a server (failing under `CI=true`).
 #![cfg(feature = "postgres")]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

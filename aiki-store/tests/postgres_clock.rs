@@ -3,7 +3,7 @@
 //! Skipped loudly without a server (failing under `CI=true`).
 #![cfg(feature = "postgres")]
 
-mod support;
+use crate::support;
 
 use aiki_store::postgres::PostgresStore;
 use aiki_store::prelude::*;

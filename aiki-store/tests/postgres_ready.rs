@@ -4,7 +4,7 @@
 //! without a server (failing under `CI=true`).
 #![cfg(feature = "postgres")]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

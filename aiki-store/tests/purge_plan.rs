@@ -3,7 +3,7 @@
 //! batch by id to delete it, instead of reading every ended run by status and sorting them all
 //! (SQLite plans without statistics: the store never runs `ANALYZE`).
 
-mod support;
+use crate::support;
 
 #[cfg(feature = "sqlite")]
 #[tokio::test]

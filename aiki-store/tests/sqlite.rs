@@ -2,7 +2,7 @@
 //! versions, options, and the statements each operation costs.
 #![cfg(feature = "sqlite")]
 
-mod support;
+use crate::support;
 
 use aiki_store::prelude::*;
 use aiki_store::sqlite::{SqliteOptions, SqliteStore, SqliteSynchronous};

@@ -3,7 +3,7 @@
 //! by a stored run or by another start of the same batch), or its own error.
 #![cfg(any(feature = "sqlite", feature = "postgres"))]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -2,8 +2,6 @@
 //! events that tools without the code (the generic `aiki` CLI) validate against it, with the
 //! same errors as the typed API.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::store::CatalogEntry;

@@ -4,8 +4,6 @@
 //! (0 passed, 6 a run would break, 1 the check could not run, 2 bad input) and its one-line
 //! errors.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::process::{Command, Output};
 
 use aiki::{RunId, RunStatus};

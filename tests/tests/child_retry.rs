@@ -3,8 +3,6 @@
 //! a retry with `rerun_child` retries the same child run with it, atomically, so the parent
 //! completes once the child's fault is fixed; `force` retries it anyway (and it fails again).
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::collections::HashSet;
 use std::sync::Mutex;
 

@@ -8,8 +8,6 @@
 //! late for them (the run never finishes), and the hour-behind one stamps its writes an hour
 //! early.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::{Duration, Instant};
 
 use aiki::{

@@ -1,8 +1,6 @@
 //! Issue 10, items 1, 8 and 9: panics are contained, fan-out joins borrowed calls, and one
 //! clock drives every timer.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

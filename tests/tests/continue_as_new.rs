@@ -4,8 +4,6 @@
 //! overlap policy) follows it to its last run. A history that grows past the executor's hard
 //! limit fails the run with a typed error; one that continues as new never gets there.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::store::{OverlapPolicy, ScheduleLogKind, ScheduleSpec};

@@ -1,8 +1,6 @@
 //! A `#[task]` function called directly from workflow code fails the run before its body runs;
 //! called from a task (as a helper) or from a test, it is an ordinary function.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::sync::Mutex;
 
 use aiki::{Run, RunStatus, TaskError, WorkflowError};

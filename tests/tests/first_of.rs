@@ -3,8 +3,6 @@
 //! `awaiting_child_workflow` (a child outranks an event in the status label), and the event
 //! must wake it all the same.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::{Run, RunStatus, WorkflowError};

@@ -1,9 +1,7 @@
 //! Forking ended runs: what a fork carries (completed tasks, ended children, sleeps, events),
 //! what it runs again, its lineage and idempotency keys, and what it refuses.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

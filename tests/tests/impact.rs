@@ -3,11 +3,8 @@
 //! version, changed code) without writing anything. Each case has a name of its own, so that
 //! one check over one store classifies them all; the table it prints is the closing note's.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
-#[path = "impact/cases.rs"]
 mod cases;
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -3,8 +3,6 @@
 //! `paused` itself. A task that may run at most once keeps its result and the run resumes past
 //! it; a retriable one runs once.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,8 +4,6 @@
 //! a workflow whose output is over it fails the run, never retried. Each with a message that
 //! says what is too large, its size, the limit and what to do.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::store::limit::DEFAULT_PAYLOAD_LIMIT;

@@ -3,9 +3,7 @@
 //! failure is history; an interrupted at-most-once task only on explicit request; a child whose
 //! end its parent acted on only with an override).
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

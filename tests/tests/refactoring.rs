@@ -4,9 +4,7 @@
 //! A and A' are two `#[aiki::workflow]` fns with the same `name` and `version`; they declare the
 //! same events, so a handle of either accepts what is sent.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

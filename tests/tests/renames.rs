@@ -4,8 +4,6 @@
 //! while the legitimate changes (an optional field added, a field removed, also beside a
 //! skipped `None`, a rollback meeting an extra field) keep replaying.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use aiki::{Event, Run, RunRecord, RunStatus, Task, TaskError, Workflow, WorkflowError};
 use aiki_tests::{Backend, Harness, on_every_backend};
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,6 @@
 //! Retention of bookkeeping: every process start adds a worker row; the daemons forget the
 //! rows of workers not seen for longer than the retention, and keep the others.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::store::WorkerRecord;

@@ -9,8 +9,6 @@
 //! migrates, N's workers keep working, an N pod restarting accepts the newer schema (its
 //! compatibility record admits N), and runs started by either are finished by either.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -5,8 +5,6 @@
 //! written at once. Checked on every backend and through a server, by the calls the runtime
 //! makes, in the order the store answered them.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +12,7 @@ use aiki::store::{EntryStatus, RunId};
 use aiki::{BoxStore, Client, Run, State, TaskError, Worker, WorkflowError};
 use aiki_tests::{Backend, PATIENCE, on_every_backend};
 
-#[path = "workers/counting.rs"]
-mod counting;
+use crate::counting;
 
 use counting::Counting;
 

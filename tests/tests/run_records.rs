@@ -2,8 +2,6 @@
 //! keeps no error (a listing by error kind does not find it), and its timeline calls the retry a
 //! workflow retry, not a suspension.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::store::RunFilter;

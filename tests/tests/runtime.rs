@@ -1,9 +1,7 @@
 //! End-to-end behaviour of the runtime beyond refactoring: events, timeouts, children,
 //! operator actions, versions, crashes, retries and zombie executors.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -3,8 +3,6 @@
 //! operator changes the timeout to fit, and an operator cannot lower the timeout below what a
 //! live worker needs unless forced.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::{Client, ClientError, ConfigKey, Run, RunStatus, TaskError, Worker, WorkflowError};

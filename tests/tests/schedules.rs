@@ -3,8 +3,6 @@
 //! schedules declared in code are reconciled at each worker start, forward only; bad
 //! definitions are refused with what is wrong.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::store::{

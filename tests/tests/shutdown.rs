@@ -3,8 +3,6 @@
 //! instead of holding the shutdown until the whole run ends. The worker's last heartbeat says
 //! it stopped.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,8 +2,6 @@
 //! event the test is about to send; mocks replace handlers; `wait_for_status_after` sees a
 //! status reached and left between two polls.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,6 @@
 //! Scenarios written against the runtime traits by hand (`impl Task`, `impl Workflow`,
 //! `impl Event`), without the attribute macros: the traits are public API in their own right.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::time::Duration;
 
 use aiki::{

@@ -2,8 +2,6 @@
 //! PostgreSQL dump written by an earlier release, see `aiki_tests::upgrade`) is opened with this
 //! release, which migrates it, and every run it holds completes, no recorded task running again.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -4,16 +4,13 @@
 //! finds first; only one heartbeat goes at once, so that operators see who holds those runs.
 //! Checked by the order of the calls the store answered.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use aiki::{BoxStore, Client, Run, TaskError, Worker, WorkflowError};
 use aiki_tests::{Backend, PATIENCE, on_every_backend};
 
-#[path = "workers/counting.rs"]
-mod counting;
+use crate::counting;
 
 use counting::Counting;
 

@@ -1,8 +1,6 @@
 //! Worker behaviour: pools, standalone daemons, and the store round trips a task step costs
 //! (counted by the SQL stores' own statement counters, not guessed).
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +11,7 @@ use aiki::{
 };
 use aiki_tests::{Backend, Executions, Harness, on_every_backend};
 
-#[path = "workers/counting.rs"]
-mod counting;
+use crate::counting;
 
 use counting::Counting;
 
